@@ -1,0 +1,68 @@
+//! The seam between server functions and the server: a trait the `server` crate implements and
+//! provides as context, so pages' server functions run the same services as the CLI and JSON API.
+
+#[cfg(feature = "ssr")]
+pub use ssr::*;
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use crate::{
+        error::AppError,
+        model::{CurrentUser, NewUser, UserSummary},
+    };
+    use leptos::prelude::*;
+    use std::sync::Arc;
+
+    /// Services the UI needs. Every method that acts on behalf of someone takes the `actor` and
+    /// enforces authorization itself: hiding a button is never the only guard.
+    #[async_trait::async_trait]
+    pub trait Backend: Send + Sync + 'static {
+        async fn list_users(&self, actor: &CurrentUser) -> Result<Vec<UserSummary>, AppError>;
+        async fn create_user(
+            &self,
+            actor: &CurrentUser,
+            input: NewUser,
+        ) -> Result<UserSummary, AppError>;
+        async fn set_user_disabled(
+            &self,
+            actor: &CurrentUser,
+            user_id: i64,
+            disabled: bool,
+        ) -> Result<UserSummary, AppError>;
+    }
+
+    /// How the backend travels in Leptos context.
+    pub type SharedBackend = Arc<dyn Backend>;
+
+    /// The backend the server provided for this request.
+    pub fn backend() -> Result<SharedBackend, AppError> {
+        use_context::<SharedBackend>().ok_or_else(|| {
+            leptos::logging::error!("no Backend in context: the server must provide one");
+            AppError::Internal
+        })
+    }
+
+    /// The signed-in user of this request, placed in the request's extensions by the server.
+    pub fn request_user() -> Option<CurrentUser> {
+        use_context::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<CurrentUser>().cloned())
+    }
+
+    /// The signed-in user, or [`AppError::Unauthenticated`].
+    pub fn require_user() -> Result<CurrentUser, AppError> {
+        request_user().ok_or(AppError::Unauthenticated)
+    }
+
+    /// Sets the HTTP status of the server function's response from its result, so scripts and
+    /// tests see 403/422/… rather than a blanket 500.
+    pub fn with_status<T>(result: Result<T, AppError>) -> Result<T, AppError> {
+        if let Err(error) = &result {
+            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+                if let Ok(status) = http::StatusCode::from_u16(error.status()) {
+                    response.set_status(status);
+                }
+            }
+        }
+        result
+    }
+}

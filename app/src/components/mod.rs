@@ -1,0 +1,2 @@
+pub mod field;
+pub mod shell;

@@ -1,0 +1,76 @@
+//! Hourglass UI: pages, components, `#[server]` functions and the DTOs they share with the server.
+//!
+//! Server functions authenticate through the signed-in user the server's session layer placed in the
+//! request, and reach the database only through the [`backend::Backend`] trait the server implements,
+//! so this crate never depends on the server crate or on sqlx.
+
+pub mod backend;
+pub mod components;
+pub mod error;
+pub mod model;
+pub mod pages;
+pub mod session;
+pub mod users;
+
+use components::shell::{Footer, Header};
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::{
+    components::{Route, Router, Routes},
+    path,
+};
+use pages::{home::HomePage, login::LoginPage, not_found::NotFound, users::UsersPage};
+
+/// The HTML document the server renders around [`App`].
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <meta name="color-scheme" content="light dark" />
+                <link rel="icon" href="/favicon.ico" />
+                <AutoReload options=options.clone() />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+/// The application: the shell (header, navigation) and the routed pages.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    session::provide_current_user();
+
+    view! {
+        <Stylesheet id="leptos" href="/pkg/hourglass.css" />
+        <Title formatter=|page: String| {
+            if page.is_empty() { "Hourglass".to_string() } else { format!("{page} · Hourglass") }
+        } />
+        <Router>
+            <a class="skip-link" href="#main">"Skip to content"</a>
+            <Header />
+            <main id="main" class="page">
+                <Routes fallback=NotFound>
+                    <Route path=path!("") view=HomePage />
+                    <Route path=path!("/login") view=LoginPage />
+                    <Route path=path!("/users") view=UsersPage />
+                </Routes>
+            </main>
+            <Footer />
+        </Router>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(App);
+}

@@ -1,0 +1,174 @@
+//! Users page (admin): list, create, disable and re-enable accounts.
+
+use crate::{
+    components::field::{FieldError, FormError},
+    error::AppError,
+    model::{Role, UserSummary},
+    users::{list_users, CreateUser, SetUserDisabled},
+};
+use leptos::{html, prelude::*};
+use leptos_meta::Title;
+
+#[component]
+pub fn UsersPage() -> impl IntoView {
+    let create = ServerAction::<CreateUser>::new();
+    let toggle = ServerAction::<SetUserDisabled>::new();
+    let users = Resource::new(
+        move || (create.version().get(), toggle.version().get()),
+        |_| list_users(),
+    );
+
+    view! {
+        <Title text="Users" />
+        <h1>"Users"</h1>
+        <Transition fallback=|| view! { <p class="loading">"Loading users…"</p> }>
+            {move || Suspend::new(async move {
+                match users.await {
+                    Ok(list) => view! {
+                        <div class="columns">
+                            <UserTable users=list toggle />
+                            <CreateUserForm create />
+                        </div>
+                    }.into_any(),
+                    Err(AppError::Forbidden(message)) => view! {
+                        <section class="card refusal" role="alert">
+                            <h2>"Not available to you"</h2>
+                            <p>{message}</p>
+                        </section>
+                    }.into_any(),
+                    Err(error) => view! {
+                        <p class="form-error" role="alert">{error.to_string()}</p>
+                    }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn UserTable(users: Vec<UserSummary>, toggle: ServerAction<SetUserDisabled>) -> impl IntoView {
+    let error = Signal::derive(move || toggle.value().get().and_then(Result::err));
+    view! {
+        <section class="card grow">
+            <h2>"Accounts"</h2>
+            <FormError error />
+            <table class="table">
+                <caption class="visually-hidden">"All user accounts"</caption>
+                <thead>
+                    <tr>
+                        <th scope="col">"Username"</th>
+                        <th scope="col">"Role"</th>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"Created"</th>
+                        <th scope="col"><span class="visually-hidden">"Actions"</span></th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {users.into_iter().map(|user| view! { <UserRow user toggle /> }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+#[component]
+fn UserRow(user: UserSummary, toggle: ServerAction<SetUserDisabled>) -> impl IntoView {
+    let (status, action_label) = if user.disabled {
+        ("Disabled", "Enable")
+    } else {
+        ("Active", "Disable")
+    };
+    let label = format!("{action_label} {}", user.username);
+    view! {
+        <tr class:muted=user.disabled>
+            <td>{user.username.clone()}</td>
+            <td>{user.role.label()}</td>
+            <td><span class="status" class:status-off=user.disabled>{status}</span></td>
+            <td><time>{format_date(user.created_at)}</time></td>
+            <td class="actions">
+                <ActionForm action=toggle>
+                    <input type="hidden" name="user_id" value=user.id />
+                    <input type="hidden" name="disabled" value=(!user.disabled).to_string() />
+                    <button type="submit" class="button-quiet" aria-label=label>{action_label}</button>
+                </ActionForm>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+fn CreateUserForm(create: ServerAction<CreateUser>) -> impl IntoView {
+    let form = NodeRef::<html::Form>::new();
+    let error = Signal::derive(move || create.value().get().and_then(Result::err));
+    let created = move || create.value().get().and_then(Result::ok);
+    // Clear the form once the server accepted it, so the next user starts from empty fields.
+    Effect::new(move |_| {
+        if created().is_some() {
+            if let Some(form) = form.get() {
+                form.reset();
+            }
+        }
+    });
+    let describe = move |field: &'static str, id: &'static str| {
+        move || error.get().and_then(|e| e.for_field(field)).map(|_| id)
+    };
+
+    view! {
+        <section class="card">
+            <h2>"Create a user"</h2>
+            <ActionForm action=create node_ref=form attr:class="stack">
+                <FormError error />
+                <label for="new-username">"Username"</label>
+                <input id="new-username" name="username" type="text" autocomplete="off" required
+                    aria-describedby=describe("username", "new-username-error") />
+                <FieldError id="new-username-error" field="username" error />
+                <label for="new-role">"Role"</label>
+                <select id="new-role" name="role">
+                    {Role::ALL.iter().map(|role| view! {
+                        <option value=role.as_str()>{role.label()}</option>
+                    }).collect_view()}
+                </select>
+                <FieldError id="new-role-error" field="role" error />
+                <label for="new-password">"Password"</label>
+                <input id="new-password" name="password" type="password" autocomplete="new-password" required
+                    aria-describedby=describe("password", "new-password-error") />
+                <FieldError id="new-password-error" field="password" error />
+                <p class="hint">"At least 8 characters. Share it with the person through a safe channel."</p>
+                <button type="submit" class="button" disabled=move || create.pending().get()>
+                    {move || if create.pending().get() { "Creating…" } else { "Create user" }}
+                </button>
+                <p class="notice" role="status">
+                    {move || created().map(|u| format!("Created {} ({}).", u.username, u.role.label()))}
+                </p>
+            </ActionForm>
+        </section>
+    }
+}
+
+/// `YYYY-MM-DD` (UTC) of an epoch time, without a date library in the browser bundle.
+fn format_date(epoch_s: i64) -> String {
+    let days = epoch_s.div_euclid(86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_date;
+
+    #[test]
+    fn format_date_gives_the_utc_calendar_day() {
+        assert_eq!(format_date(0), "1970-01-01");
+        assert_eq!(format_date(951_782_400), "2000-02-29");
+        assert_eq!(format_date(1_796_083_199), "2026-11-30");
+    }
+}

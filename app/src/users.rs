@@ -1,0 +1,32 @@
+//! Server functions of the Users page (admin only, enforced by the backend).
+
+use crate::{
+    error::AppError,
+    model::{NewUser, UserSummary},
+};
+use leptos::prelude::*;
+
+#[server(prefix = "/api", endpoint = "users/list")]
+pub async fn list_users() -> Result<Vec<UserSummary>, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.list_users(&require_user()?).await }.await)
+}
+
+#[server(prefix = "/api", endpoint = "users/create")]
+pub async fn create_user(
+    username: String,
+    role: String,
+    password: String,
+) -> Result<UserSummary, AppError> {
+    use crate::backend::*;
+    let input = NewUser { username, role, password };
+    with_status(async { backend()?.create_user(&require_user()?, input).await }.await)
+}
+
+#[server(prefix = "/api", endpoint = "users/set-disabled")]
+pub async fn set_user_disabled(user_id: i64, disabled: bool) -> Result<UserSummary, AppError> {
+    use crate::backend::*;
+    with_status(
+        async { backend()?.set_user_disabled(&require_user()?, user_id, disabled).await }.await,
+    )
+}

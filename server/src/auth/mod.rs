@@ -1,0 +1,4 @@
+//! Sign-in: password hashing and the session.
+
+pub mod password;
+pub mod session;

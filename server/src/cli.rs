@@ -1,0 +1,38 @@
+//! Parses the command line and runs the chosen command.
+
+use crate::config::{Cli, Command};
+use clap::Parser;
+use std::process::ExitCode;
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: could not start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            None => crate::serve::run(&cli.database, Default::default()).await,
+            Some(Command::Serve(args)) => crate::serve::run(&cli.database, args).await,
+            Some(Command::Admin { command }) => crate::admin::run(&cli.database, command).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("HOURGLASS_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}

@@ -1,0 +1,21 @@
+//! The `hourglass` server: configuration, database, sign-in, the HTTP application and the CLI.
+//!
+//! A request enters [`build_app`]'s router, passes the session layer and [`auth::session::load_user`]
+//! (which resolves the signed-in user), and reaches either an Axum handler here or a Leptos page /
+//! `#[server]` function in the `app` crate, which calls back into [`backend::ServerBackend`].
+
+pub mod admin;
+pub mod auth;
+pub mod backend;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod http;
+pub mod serve;
+pub mod state;
+pub mod users;
+
+pub use error::ServerError;
+pub use http::build_app;
+pub use state::AppState;

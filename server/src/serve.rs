@@ -1,0 +1,95 @@
+//! `hourglass serve`: open the database, check the built site, listen until SIGINT/SIGTERM.
+
+use crate::{build_app, config::ServeArgs, db, AppState, ServerError};
+use leptos::config::{Env, LeptosOptions};
+use std::{path::Path, time::Duration};
+use tower_sessions::ExpiredDeletion;
+use tower_sessions_sqlx_store::SqliteStore;
+
+/// The name cargo-leptos gives the site's JS, wasm and CSS files (`[[workspace.metadata.leptos]] name`).
+pub const OUTPUT_NAME: &str = "hourglass";
+
+pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
+    check_site_root(&args.site_root)?;
+    let pool = db::open(database).await?;
+    let leptos_options = leptos_options(&args)?;
+    let state = AppState { leptos_options, pool: pool.clone(), secure_cookies: args.secure_cookies };
+
+    let store = SqliteStore::new(pool);
+    tokio::spawn(async move {
+        if let Err(error) = store.continuously_delete_expired(Duration::from_secs(3600)).await {
+            tracing::warn!(%error, "expired-session cleanup stopped");
+        }
+    });
+
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|error| ServerError::Config(format!("cannot listen on {}: {error}", args.addr)))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, database, "Hourglass is listening");
+    println!("Hourglass is listening on http://{addr}");
+    axum::serve(listener, build_app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+pub fn leptos_options(args: &ServeArgs) -> Result<LeptosOptions, ServerError> {
+    let site_root = args.site_root.to_str().ok_or_else(|| {
+        ServerError::Config(format!("the site root {} is not valid UTF-8", args.site_root.display()))
+    })?;
+    Ok(LeptosOptions::builder()
+        .output_name(OUTPUT_NAME)
+        .site_root(site_root)
+        .site_pkg_dir("pkg")
+        .site_addr(args.addr)
+        .env(Env::PROD)
+        .build())
+}
+
+/// Without the built JS and wasm the pages would still answer 200 but never come alive; say so.
+fn check_site_root(site_root: &Path) -> Result<(), ServerError> {
+    for ext in ["js", "wasm", "css"] {
+        let file = site_root.join("pkg").join(format!("{OUTPUT_NAME}.{ext}"));
+        let file = if ext == "wasm" && !file.exists() {
+            site_root.join("pkg").join(format!("{OUTPUT_NAME}_bg.wasm"))
+        } else {
+            file
+        };
+        if !file.is_file() {
+            return Err(ServerError::Config(format!(
+                "the site root {} has no built {}; build the site with `cargo leptos build` \
+                 (or run scripts/run.sh) and point HOURGLASS_SITE_ROOT / --site-root at its folder",
+                site_root.display(),
+                file.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

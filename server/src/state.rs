@@ -1,0 +1,12 @@
+use axum::extract::FromRef;
+use leptos::prelude::LeptosOptions;
+use sqlx::SqlitePool;
+
+/// Everything a request handler may need. Cloned per request; every field is cheap to clone.
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub pool: SqlitePool,
+    /// Send the session cookie with `Secure` (the site is served over HTTPS).
+    pub secure_cookies: bool,
+}
