@@ -28,11 +28,17 @@ pub enum AppError {
 
 impl AppError {
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        AppError::Invalid { field: field.to_string(), message: message.into() }
+        AppError::Invalid {
+            field: field.to_string(),
+            message: message.into(),
+        }
     }
 
     pub fn conflict(field: &str, message: impl Into<String>) -> Self {
-        AppError::Conflict { field: field.to_string(), message: message.into() }
+        AppError::Conflict {
+            field: field.to_string(),
+            message: message.into(),
+        }
     }
 
     /// The message to show next to `field`, if this error is about that field.

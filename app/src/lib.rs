@@ -47,6 +47,13 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     session::provide_current_user();
+    // Effects run only in the browser, once the page is live: mark it so tests (and people
+    // debugging) can tell a hydrated page from server-rendered HTML.
+    Effect::new(|_| {
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-hydrated", "true");
+        }
+    });
 
     view! {
         <Stylesheet id="leptos" href="/pkg/hourglass.css" />

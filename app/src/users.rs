@@ -19,7 +19,11 @@ pub async fn create_user(
     password: String,
 ) -> Result<UserSummary, AppError> {
     use crate::backend::*;
-    let input = NewUser { username, role, password };
+    let input = NewUser {
+        username,
+        role,
+        password,
+    };
     with_status(async { backend()?.create_user(&require_user()?, input).await }.await)
 }
 
@@ -27,6 +31,11 @@ pub async fn create_user(
 pub async fn set_user_disabled(user_id: i64, disabled: bool) -> Result<UserSummary, AppError> {
     use crate::backend::*;
     with_status(
-        async { backend()?.set_user_disabled(&require_user()?, user_id, disabled).await }.await,
+        async {
+            backend()?
+                .set_user_disabled(&require_user()?, user_id, disabled)
+                .await
+        }
+        .await,
     )
 }

@@ -24,9 +24,14 @@ impl Backend for ServerBackend {
         Ok(service::list_users(&self.pool, actor).await?)
     }
 
-    async fn create_user(&self, actor: &CurrentUser, input: NewUser) -> Result<UserSummary, AppError> {
+    async fn create_user(
+        &self,
+        actor: &CurrentUser,
+        input: NewUser,
+    ) -> Result<UserSummary, AppError> {
         service::require_admin(actor)?;
-        let user = service::create_user(&self.pool, &input.username, &input.role, input.password).await?;
+        let user =
+            service::create_user(&self.pool, &input.username, &input.role, input.password).await?;
         tracing::info!(actor = %actor.username, user = %user.username, role = %user.role, "user created");
         Ok(user)
     }

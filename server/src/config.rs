@@ -6,7 +6,11 @@ use std::{net::SocketAddr, path::PathBuf};
 pub const DEFAULT_DATABASE: &str = "sqlite://data/hourglass.db";
 
 #[derive(Debug, Parser)]
-#[command(name = "hourglass", version, about = "Govern GPU time on a shared cluster and schedule work on it.")]
+#[command(
+    name = "hourglass",
+    version,
+    about = "Govern GPU time on a shared cluster and schedule work on it."
+)]
 pub struct Cli {
     /// Database URL (`sqlite://path/to/file.db`) or a plain SQLite file path; created if missing.
     #[arg(long, global = true, env = "HOURGLASS_DATABASE_URL", default_value = DEFAULT_DATABASE)]

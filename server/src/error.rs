@@ -11,11 +11,17 @@ use axum::{
 pub enum ServerError {
     /// Input that failed validation; `field` names the input.
     #[error("{message}")]
-    Invalid { field: &'static str, message: String },
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
     #[error("{0}")]
     NotFound(String),
     #[error("{message}")]
-    Conflict { field: &'static str, message: String },
+    Conflict {
+        field: &'static str,
+        message: String,
+    },
     #[error("{0}")]
     Forbidden(String),
     #[error("configuration: {0}")]
@@ -34,11 +40,17 @@ pub enum ServerError {
 
 impl ServerError {
     pub fn invalid(field: &'static str, message: impl Into<String>) -> Self {
-        ServerError::Invalid { field, message: message.into() }
+        ServerError::Invalid {
+            field,
+            message: message.into(),
+        }
     }
 
     pub fn conflict(field: &'static str, message: impl Into<String>) -> Self {
-        ServerError::Conflict { field, message: message.into() }
+        ServerError::Conflict {
+            field,
+            message: message.into(),
+        }
     }
 
     pub fn status_code(&self) -> StatusCode {
@@ -76,7 +88,9 @@ impl IntoResponse for ServerError {
     fn into_response(self) -> Response {
         let status = self.status_code();
         let field = match &self {
-            ServerError::Invalid { field, .. } | ServerError::Conflict { field, .. } => Some(*field),
+            ServerError::Invalid { field, .. } | ServerError::Conflict { field, .. } => {
+                Some(*field)
+            }
             _ => None,
         };
         let message = if self.is_internal() {
@@ -85,6 +99,10 @@ impl IntoResponse for ServerError {
         } else {
             self.to_string()
         };
-        (status, Json(serde_json::json!({ "error": message, "field": field }))).into_response()
+        (
+            status,
+            Json(serde_json::json!({ "error": message, "field": field })),
+        )
+            .into_response()
     }
 }

@@ -30,7 +30,10 @@ pub fn build_app(state: AppState) -> Router {
             move || shell(shell_options.clone()),
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .layer(middleware::from_fn_with_state(state.clone(), session::load_user))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            session::load_user,
+        ))
         .layer(session::layer(&state))
         .with_state(state)
 }
@@ -38,7 +41,10 @@ pub fn build_app(state: AppState) -> Router {
 /// `GET /healthz`: 200 when the database answers, 503 otherwise.
 async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
     match sqlx::query("select 1").execute(&state.pool).await {
-        Ok(_) => (StatusCode::OK, Json(serde_json::json!({ "status": "ok", "database": "ok" }))),
+        Ok(_) => (
+            StatusCode::OK,
+            Json(serde_json::json!({ "status": "ok", "database": "ok" })),
+        ),
         Err(error) => {
             tracing::error!(%error, "health check: database unreachable");
             (

@@ -13,11 +13,18 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     check_site_root(&args.site_root)?;
     let pool = db::open(database).await?;
     let leptos_options = leptos_options(&args)?;
-    let state = AppState { leptos_options, pool: pool.clone(), secure_cookies: args.secure_cookies };
+    let state = AppState {
+        leptos_options,
+        pool: pool.clone(),
+        secure_cookies: args.secure_cookies,
+    };
 
     let store = SqliteStore::new(pool);
     tokio::spawn(async move {
-        if let Err(error) = store.continuously_delete_expired(Duration::from_secs(3600)).await {
+        if let Err(error) = store
+            .continuously_delete_expired(Duration::from_secs(3600))
+            .await
+        {
             tracing::warn!(%error, "expired-session cleanup stopped");
         }
     });
@@ -37,7 +44,10 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
 
 pub fn leptos_options(args: &ServeArgs) -> Result<LeptosOptions, ServerError> {
     let site_root = args.site_root.to_str().ok_or_else(|| {
-        ServerError::Config(format!("the site root {} is not valid UTF-8", args.site_root.display()))
+        ServerError::Config(format!(
+            "the site root {} is not valid UTF-8",
+            args.site_root.display()
+        ))
     })?;
     Ok(LeptosOptions::builder()
         .output_name(OUTPUT_NAME)

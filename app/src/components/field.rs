@@ -25,7 +25,12 @@ pub fn FieldError(
 /// A banner for an error that belongs to no single field.
 #[component]
 pub fn FormError(error: Signal<Option<AppError>>) -> impl IntoView {
-    let message = move || error.get().filter(|e| !e.is_field_error()).map(|e| e.to_string());
+    let message = move || {
+        error
+            .get()
+            .filter(|e| !e.is_field_error())
+            .map(|e| e.to_string())
+    };
     view! {
         <p class="form-error" role="alert" hidden=move || message().is_none()>
             {message}

@@ -45,7 +45,9 @@ pub fn HomePage() -> impl IntoView {
 
 fn role_summary(role: Role) -> &'static str {
     match role {
-        Role::Researcher => "Submit workloads to the projects you belong to and follow why each one waits or runs.",
+        Role::Researcher => {
+            "Submit workloads to the projects you belong to and follow why each one waits or runs."
+        }
         Role::Leadership => "Review funded versus delivered GPU time across programs and quarters.",
         Role::Admin => "Manage users and GPU nodes, and tune the scheduler's settings.",
     }

@@ -39,9 +39,12 @@ pub async fn verify_dummy(password: String) -> Result<(), ServerError> {
 }
 
 fn verify_now(password: &str, stored_hash: &str) -> Result<bool, ServerError> {
-    let parsed = PasswordHash::new(stored_hash)
-        .map_err(|error| ServerError::PasswordHash(format!("stored hash is unreadable: {error}")))?;
-    Ok(Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+    let parsed = PasswordHash::new(stored_hash).map_err(|error| {
+        ServerError::PasswordHash(format!("stored hash is unreadable: {error}"))
+    })?;
+    Ok(Argon2::default()
+        .verify_password(password.as_bytes(), &parsed)
+        .is_ok())
 }
 
 async fn blocking<T: Send + 'static>(
@@ -58,9 +61,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_hash_verifies_its_password_and_no_other() {
-        let stored = hash(Password::parse("correct horse".into()).unwrap()).await.unwrap();
+        let stored = hash(Password::parse("correct horse".into()).unwrap())
+            .await
+            .unwrap();
         assert!(stored.starts_with("$argon2id$"), "{stored}");
-        assert!(verify("correct horse".into(), stored.clone()).await.unwrap());
+        assert!(verify("correct horse".into(), stored.clone())
+            .await
+            .unwrap());
         assert!(!verify("wrong horse!".into(), stored).await.unwrap());
     }
 }

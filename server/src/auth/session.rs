@@ -95,7 +95,10 @@ pub async fn load_user(
     next.run(request).await
 }
 
-async fn resolve_user(state: &AppState, session: &Session) -> Result<Option<CurrentUser>, ServerError> {
+async fn resolve_user(
+    state: &AppState,
+    session: &Session,
+) -> Result<Option<CurrentUser>, ServerError> {
     let Some(user_id) = session.get::<i64>(USER_ID_KEY).await? else {
         return Ok(None);
     };
@@ -124,7 +127,10 @@ fn login_url(uri: &Uri) -> String {
     if target == "/" {
         return "/login".to_string();
     }
-    format!("/login?{}", serde_urlencoded::to_string([("next", target)]).unwrap_or_default())
+    format!(
+        "/login?{}",
+        serde_urlencoded::to_string([("next", target)]).unwrap_or_default()
+    )
 }
 
 /// Only local paths are followed after sign-in, never another site (`//evil.example`, `https:`).

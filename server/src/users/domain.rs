@@ -15,15 +15,20 @@ impl Username {
             return Err(ServerError::invalid("username", "Enter a username."));
         }
         if name.len() < 2 || name.len() > 32 {
-            return Err(ServerError::invalid("username", "A username has 2 to 32 characters."));
+            return Err(ServerError::invalid(
+                "username",
+                "A username has 2 to 32 characters.",
+            ));
         }
         if !name.starts_with(|c: char| c.is_ascii_lowercase()) {
-            return Err(ServerError::invalid("username", "A username starts with a letter."));
+            return Err(ServerError::invalid(
+                "username",
+                "A username starts with a letter.",
+            ));
         }
-        if let Some(bad) = name
-            .chars()
-            .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')))
-        {
+        if let Some(bad) = name.chars().find(|c| {
+            !(c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+        }) {
             return Err(ServerError::invalid(
                 "username",
                 format!("A username may use letters, digits, '.', '_' and '-', not '{bad}'."),
@@ -52,10 +57,16 @@ impl Password {
             ));
         }
         if length > 256 {
-            return Err(ServerError::invalid("password", "A password has at most 256 characters."));
+            return Err(ServerError::invalid(
+                "password",
+                "A password has at most 256 characters.",
+            ));
         }
         if raw.trim().is_empty() {
-            return Err(ServerError::invalid("password", "A password cannot be only spaces."));
+            return Err(ServerError::invalid(
+                "password",
+                "A password cannot be only spaces.",
+            ));
         }
         Ok(Password(raw))
     }
@@ -72,7 +83,8 @@ impl std::fmt::Debug for Password {
 }
 
 pub fn parse_role(raw: &str) -> Result<Role, ServerError> {
-    raw.parse::<Role>().map_err(|message| ServerError::invalid("role", message))
+    raw.parse::<Role>()
+        .map_err(|message| ServerError::invalid("role", message))
 }
 
 #[cfg(test)]

@@ -31,7 +31,11 @@ impl UserRecord {
     }
 
     pub fn current_user(&self) -> CurrentUser {
-        CurrentUser { id: self.user_id, username: self.username.clone(), role: self.role() }
+        CurrentUser {
+            id: self.user_id,
+            username: self.username.clone(),
+            role: self.role(),
+        }
     }
 }
 
@@ -68,7 +72,10 @@ pub async fn find_user_by_username(
     .await
 }
 
-pub async fn find_user_by_id(pool: &SqlitePool, user_id: i64) -> Result<Option<UserRecord>, sqlx::Error> {
+pub async fn find_user_by_id(
+    pool: &SqlitePool,
+    user_id: i64,
+) -> Result<Option<UserRecord>, sqlx::Error> {
     sqlx::query_as::<_, UserRecord>(&format!("select {COLUMNS} from user where user_id = $1"))
         .bind(user_id)
         .fetch_optional(pool)

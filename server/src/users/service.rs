@@ -53,7 +53,10 @@ pub async fn authenticate(
 }
 
 /// The signed-in user behind a session's user id, if that account is still active.
-pub async fn active_user(pool: &SqlitePool, user_id: i64) -> Result<Option<CurrentUser>, ServerError> {
+pub async fn active_user(
+    pool: &SqlitePool,
+    user_id: i64,
+) -> Result<Option<CurrentUser>, ServerError> {
     Ok(repo::find_user_by_id(pool, user_id)
         .await?
         .filter(|r| !r.disabled)
@@ -72,9 +75,16 @@ pub async fn reset_password(
     Ok(record.summary())
 }
 
-pub async fn list_users(pool: &SqlitePool, actor: &CurrentUser) -> Result<Vec<UserSummary>, ServerError> {
+pub async fn list_users(
+    pool: &SqlitePool,
+    actor: &CurrentUser,
+) -> Result<Vec<UserSummary>, ServerError> {
     require_admin(actor)?;
-    Ok(repo::list_users(pool).await?.iter().map(|r| r.summary()).collect())
+    Ok(repo::list_users(pool)
+        .await?
+        .iter()
+        .map(|r| r.summary())
+        .collect())
 }
 
 /// Disables or re-enables an account on behalf of `actor` (an admin, never on themselves).
@@ -86,7 +96,10 @@ pub async fn set_disabled(
 ) -> Result<UserSummary, ServerError> {
     require_admin(actor)?;
     if actor.id == user_id && disabled {
-        return Err(ServerError::conflict("", "You cannot disable your own account."));
+        return Err(ServerError::conflict(
+            "",
+            "You cannot disable your own account.",
+        ));
     }
     repo::set_user_disabled(pool, user_id, disabled, now())
         .await?
@@ -107,16 +120,23 @@ pub async fn set_disabled_by_username(
         .ok_or_else(|| ServerError::NotFound(format!("There is no user named \"{username}\".")))
 }
 
-async fn find_by_username(pool: &SqlitePool, username: &str) -> Result<repo::UserRecord, ServerError> {
+async fn find_by_username(
+    pool: &SqlitePool,
+    username: &str,
+) -> Result<repo::UserRecord, ServerError> {
     repo::find_user_by_username(pool, username.trim())
         .await?
-        .ok_or_else(|| ServerError::NotFound(format!("There is no user named \"{}\".", username.trim())))
+        .ok_or_else(|| {
+            ServerError::NotFound(format!("There is no user named \"{}\".", username.trim()))
+        })
 }
 
 pub fn require_admin(actor: &CurrentUser) -> Result<(), ServerError> {
     if actor.is_admin() {
         Ok(())
     } else {
-        Err(ServerError::Forbidden("Only administrators can manage users.".into()))
+        Err(ServerError::Forbidden(
+            "Only administrators can manage users.".into(),
+        ))
     }
 }

@@ -17,8 +17,16 @@ async fn login_page_offers_a_labelled_username_and_password_field() {
     let app = TestApp::new().await;
     let response = app.get("/login?next=%2Fusers", None).await;
     assert_eq!(response.status, StatusCode::OK);
-    assert!(response.body.contains(r#"<label for="username">Username</label>"#), "{}", response.body);
-    assert!(response.body.contains(r#"<label for="password">Password</label>"#));
+    assert!(
+        response
+            .body
+            .contains(r#"<label for="username">Username</label>"#),
+        "{}",
+        response.body
+    );
+    assert!(response
+        .body
+        .contains(r#"<label for="password">Password</label>"#));
     assert!(response.body.contains(r#"type="password""#));
 }
 
@@ -27,7 +35,15 @@ async fn sign_in_with_the_right_password_opens_a_session_and_returns_to_the_page
     let app = TestApp::new().await;
     app.create_user("ada", "researcher", "correct horse").await;
     let response = app
-        .post_form("/login", &[("username", "Ada"), ("password", "correct horse"), ("next", "/users")], None)
+        .post_form(
+            "/login",
+            &[
+                ("username", "Ada"),
+                ("password", "correct horse"),
+                ("next", "/users"),
+            ],
+            None,
+        )
         .await;
     assert_eq!(response.status, StatusCode::SEE_OTHER);
     assert_eq!(response.location(), "/users");
@@ -42,14 +58,31 @@ async fn sign_in_with_the_right_password_opens_a_session_and_returns_to_the_page
 async fn wrong_password_and_unknown_user_get_the_same_generic_refusal() {
     let app = TestApp::new().await;
     app.create_user("ada", "researcher", "correct horse").await;
-    let wrong_password =
-        app.post_form("/login", &[("username", "ada"), ("password", "wrong horse")], None).await;
-    let unknown_user =
-        app.post_form("/login", &[("username", "bob"), ("password", "correct horse")], None).await;
+    let wrong_password = app
+        .post_form(
+            "/login",
+            &[("username", "ada"), ("password", "wrong horse")],
+            None,
+        )
+        .await;
+    let unknown_user = app
+        .post_form(
+            "/login",
+            &[("username", "bob"), ("password", "correct horse")],
+            None,
+        )
+        .await;
     for response in [&wrong_password, &unknown_user] {
         assert_eq!(response.status, StatusCode::SEE_OTHER);
-        assert!(response.location().starts_with("/login?error=1"), "{}", response.location());
-        assert!(response.session_cookie().is_none(), "a refused sign-in must not open a session");
+        assert!(
+            response.location().starts_with("/login?error=1"),
+            "{}",
+            response.location()
+        );
+        assert!(
+            response.session_cookie().is_none(),
+            "a refused sign-in must not open a session"
+        );
     }
     let page = app.get(wrong_password.location(), None).await;
     assert!(page.body.contains(app::pages::login::SIGN_IN_FAILED));
@@ -60,8 +93,16 @@ async fn wrong_password_and_unknown_user_get_the_same_generic_refusal() {
 async fn a_disabled_account_cannot_sign_in() {
     let app = TestApp::new().await;
     app.create_user("ada", "researcher", "correct horse").await;
-    server::users::service::set_disabled_by_username(&app.pool, "ada", true).await.unwrap();
-    let response = app.post_form("/login", &[("username", "ada"), ("password", "correct horse")], None).await;
+    server::users::service::set_disabled_by_username(&app.pool, "ada", true)
+        .await
+        .unwrap();
+    let response = app
+        .post_form(
+            "/login",
+            &[("username", "ada"), ("password", "correct horse")],
+            None,
+        )
+        .await;
     assert!(response.location().starts_with("/login?error=1"));
 }
 
@@ -69,16 +110,29 @@ async fn a_disabled_account_cannot_sign_in() {
 async fn the_session_cookie_is_http_only_and_same_site_lax_and_secure_only_when_configured() {
     let app = TestApp::new().await;
     app.create_user("ada", "researcher", "correct horse").await;
-    let response = app.post_form("/login", &[("username", "ada"), ("password", "correct horse")], None).await;
+    let response = app
+        .post_form(
+            "/login",
+            &[("username", "ada"), ("password", "correct horse")],
+            None,
+        )
+        .await;
     let cookie = response.set_cookie().expect("cookie").to_string();
     assert!(cookie.contains("HttpOnly"), "{cookie}");
     assert!(cookie.contains("SameSite=Lax"), "{cookie}");
     assert!(!cookie.contains("Secure"), "{cookie}");
 
     let secure = TestApp::with_secure_cookies(true).await;
-    secure.create_user("ada", "researcher", "correct horse").await;
-    let response =
-        secure.post_form("/login", &[("username", "ada"), ("password", "correct horse")], None).await;
+    secure
+        .create_user("ada", "researcher", "correct horse")
+        .await;
+    let response = secure
+        .post_form(
+            "/login",
+            &[("username", "ada"), ("password", "correct horse")],
+            None,
+        )
+        .await;
     assert!(response.set_cookie().expect("cookie").contains("Secure"));
 }
 
@@ -88,11 +142,19 @@ async fn signing_in_again_rotates_the_session_id() {
     app.create_user("ada", "researcher", "correct horse").await;
     let first = app.sign_in("ada", "correct horse").await;
     let response = app
-        .post_form("/login", &[("username", "ada"), ("password", "correct horse")], Some(&first))
+        .post_form(
+            "/login",
+            &[("username", "ada"), ("password", "correct horse")],
+            Some(&first),
+        )
         .await;
     let second = response.session_cookie().expect("a new cookie");
     assert_ne!(first, second);
-    assert_eq!(app.get("/", Some(&first)).await.status, StatusCode::SEE_OTHER, "old id must be dead");
+    assert_eq!(
+        app.get("/", Some(&first)).await.status,
+        StatusCode::SEE_OTHER,
+        "old id must be dead"
+    );
     assert_eq!(app.get("/", Some(&second)).await.status, StatusCode::OK);
 }
 
@@ -104,7 +166,10 @@ async fn sign_out_ends_the_session() {
     let response = app.post_form("/logout", &[], Some(&cookie)).await;
     assert_eq!(response.status, StatusCode::SEE_OTHER);
     assert_eq!(response.location(), "/login?signed_out=1");
-    assert_eq!(app.get("/", Some(&cookie)).await.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.get("/", Some(&cookie)).await.status,
+        StatusCode::SEE_OTHER
+    );
 }
 
 #[tokio::test]
@@ -125,7 +190,11 @@ async fn sign_in_never_redirects_to_another_site() {
     let response = app
         .post_form(
             "/login",
-            &[("username", "ada"), ("password", "correct horse"), ("next", "//evil.example/")],
+            &[
+                ("username", "ada"),
+                ("password", "correct horse"),
+                ("next", "//evil.example/"),
+            ],
             None,
         )
         .await;

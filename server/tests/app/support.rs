@@ -26,12 +26,16 @@ pub struct TestResponse {
 
 impl TestResponse {
     pub fn location(&self) -> &str {
-        self.headers.get(header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("")
+        self.headers
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
     }
 
     /// `hourglass_session=…` from the Set-Cookie header, if one was set.
     pub fn session_cookie(&self) -> Option<String> {
-        self.set_cookie().map(|c| c.split(';').next().unwrap_or_default().to_string())
+        self.set_cookie()
+            .map(|c| c.split(';').next().unwrap_or_default().to_string())
     }
 
     pub fn set_cookie(&self) -> Option<&str> {
@@ -66,13 +70,21 @@ impl TestApp {
 
     async fn on_database(dir: TempDir, database: String, secure_cookies: bool) -> TestApp {
         let pool = db::open(&database).await.expect("open database");
-        let args = ServeArgs { site_root: dir.path().join("site"), ..ServeArgs::default() };
+        let args = ServeArgs {
+            site_root: dir.path().join("site"),
+            ..ServeArgs::default()
+        };
         let state = AppState {
             leptos_options: leptos_options(&args).expect("leptos options"),
             pool: pool.clone(),
             secure_cookies,
         };
-        TestApp { router: build_app(state), pool, database, dir }
+        TestApp {
+            router: build_app(state),
+            pool,
+            database,
+            dir,
+        }
     }
 
     pub async fn create_user(&self, username: &str, role: &str, password: &str) {
@@ -82,11 +94,25 @@ impl TestApp {
     }
 
     pub async fn send(&self, request: Request<Body>) -> TestResponse {
-        let response = self.router.clone().oneshot(request).await.expect("response");
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("response");
         let status = response.status();
         let headers = response.headers().clone();
-        let bytes = response.into_body().collect().await.expect("body").to_bytes();
-        TestResponse { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        TestResponse {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        }
     }
 
     pub async fn get(&self, path: &str, cookie: Option<&str>) -> TestResponse {
@@ -97,7 +123,12 @@ impl TestApp {
         self.send(request.body(Body::empty()).unwrap()).await
     }
 
-    pub async fn post_form(&self, path: &str, form: &[(&str, &str)], cookie: Option<&str>) -> TestResponse {
+    pub async fn post_form(
+        &self,
+        path: &str,
+        form: &[(&str, &str)],
+        cookie: Option<&str>,
+    ) -> TestResponse {
         let mut request = Request::post(path)
             .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
             .header(header::ACCEPT, "application/json");
@@ -110,9 +141,23 @@ impl TestApp {
 
     /// Signs in through `POST /login` and returns the session cookie.
     pub async fn sign_in(&self, username: &str, password: &str) -> String {
-        let response = self.post_form("/login", &[("username", username), ("password", password)], None).await;
-        assert_eq!(response.status, StatusCode::SEE_OTHER, "sign-in of {username} failed");
-        assert_eq!(response.location(), "/", "sign-in of {username} was refused");
+        let response = self
+            .post_form(
+                "/login",
+                &[("username", username), ("password", password)],
+                None,
+            )
+            .await;
+        assert_eq!(
+            response.status,
+            StatusCode::SEE_OTHER,
+            "sign-in of {username} failed"
+        );
+        assert_eq!(
+            response.location(),
+            "/",
+            "sign-in of {username} was refused"
+        );
         response.session_cookie().expect("a session cookie")
     }
 }

@@ -4,7 +4,8 @@ use axum::http::StatusCode;
 async fn app_with_people() -> (TestApp, String, String, String) {
     let app = TestApp::new().await;
     app.create_user("root", "admin", "admin password").await;
-    app.create_user("lee", "leadership", "leader password").await;
+    app.create_user("lee", "leadership", "leader password")
+        .await;
     app.create_user("ada", "researcher", "correct horse").await;
     let admin = app.sign_in("root", "admin password").await;
     let leader = app.sign_in("lee", "leader password").await;
@@ -13,7 +14,10 @@ async fn app_with_people() -> (TestApp, String, String, String) {
 }
 
 async fn user_count(app: &TestApp) -> i64 {
-    sqlx::query_scalar("select count(*) from user").fetch_one(&app.pool).await.unwrap()
+    sqlx::query_scalar("select count(*) from user")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -25,8 +29,13 @@ async fn only_admins_may_list_users() {
     }
     let response = app.post_form("/api/users/list", &[], Some(&admin)).await;
     assert_eq!(response.status, StatusCode::OK, "{}", response.body);
-    let names: Vec<String> =
-        response.json().as_array().unwrap().iter().map(|u| u["username"].as_str().unwrap().into()).collect();
+    let names: Vec<String> = response
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["username"].as_str().unwrap().into())
+        .collect();
     assert_eq!(names, ["ada", "lee", "root"]);
 }
 
@@ -37,7 +46,11 @@ async fn non_admins_cannot_create_users_and_nothing_is_written() {
         let response = app
             .post_form(
                 "/api/users/create",
-                &[("username", "mallory"), ("role", "admin"), ("password", "sneaky password")],
+                &[
+                    ("username", "mallory"),
+                    ("role", "admin"),
+                    ("password", "sneaky password"),
+                ],
                 Some(cookie),
             )
             .await;
@@ -52,7 +65,11 @@ async fn an_admin_creates_a_user_who_can_then_sign_in() {
     let response = app
         .post_form(
             "/api/users/create",
-            &[("username", "grace"), ("role", "leadership"), ("password", "hopper1906")],
+            &[
+                ("username", "grace"),
+                ("role", "leadership"),
+                ("password", "hopper1906"),
+            ],
             Some(&admin),
         )
         .await;
@@ -74,11 +91,20 @@ async fn invalid_new_users_are_refused_naming_the_field_and_nothing_is_written()
         let response = app
             .post_form(
                 "/api/users/create",
-                &[("username", username), ("role", role), ("password", password)],
+                &[
+                    ("username", username),
+                    ("role", role),
+                    ("password", password),
+                ],
                 Some(&admin),
             )
             .await;
-        assert_eq!(response.status.as_u16(), status, "{username}: {}", response.body);
+        assert_eq!(
+            response.status.as_u16(),
+            status,
+            "{username}: {}",
+            response.body
+        );
         let error = response.json();
         let variant = error.as_object().unwrap().values().next().unwrap();
         assert_eq!(variant["field"], field, "{}", response.body);
@@ -89,29 +115,50 @@ async fn invalid_new_users_are_refused_naming_the_field_and_nothing_is_written()
 #[tokio::test]
 async fn a_disabled_user_loses_their_session_and_only_admins_may_disable() {
     let (app, admin, leader, researcher) = app_with_people().await;
-    let ada_id: i64 =
-        sqlx::query_scalar("select user_id from user where username = 'ada'").fetch_one(&app.pool).await.unwrap();
+    let ada_id: i64 = sqlx::query_scalar("select user_id from user where username = 'ada'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     let id = ada_id.to_string();
 
-    let refused =
-        app.post_form("/api/users/set-disabled", &[("user_id", &id), ("disabled", "true")], Some(&leader)).await;
+    let refused = app
+        .post_form(
+            "/api/users/set-disabled",
+            &[("user_id", &id), ("disabled", "true")],
+            Some(&leader),
+        )
+        .await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN);
     assert_eq!(app.get("/", Some(&researcher)).await.status, StatusCode::OK);
 
-    let done =
-        app.post_form("/api/users/set-disabled", &[("user_id", &id), ("disabled", "true")], Some(&admin)).await;
+    let done = app
+        .post_form(
+            "/api/users/set-disabled",
+            &[("user_id", &id), ("disabled", "true")],
+            Some(&admin),
+        )
+        .await;
     assert_eq!(done.status, StatusCode::OK, "{}", done.body);
     assert_eq!(done.json()["disabled"], true);
-    assert_eq!(app.get("/", Some(&researcher)).await.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.get("/", Some(&researcher)).await.status,
+        StatusCode::SEE_OTHER
+    );
 }
 
 #[tokio::test]
 async fn an_admin_cannot_disable_their_own_account() {
     let (app, admin, _, _) = app_with_people().await;
-    let root_id: i64 =
-        sqlx::query_scalar("select user_id from user where username = 'root'").fetch_one(&app.pool).await.unwrap();
+    let root_id: i64 = sqlx::query_scalar("select user_id from user where username = 'root'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
     let response = app
-        .post_form("/api/users/set-disabled", &[("user_id", &root_id.to_string()), ("disabled", "true")], Some(&admin))
+        .post_form(
+            "/api/users/set-disabled",
+            &[("user_id", &root_id.to_string()), ("disabled", "true")],
+            Some(&admin),
+        )
         .await;
     assert_eq!(response.status, StatusCode::CONFLICT);
     assert_eq!(app.get("/", Some(&admin)).await.status, StatusCode::OK);
@@ -124,6 +171,12 @@ async fn the_users_page_renders_for_admins_and_refuses_others() {
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("Create a user"), "{}", page.body);
     let refused = app.get("/users", Some(&researcher)).await;
-    assert!(refused.body.contains("Only administrators can manage users."), "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("Only administrators can manage users."),
+        "{}",
+        refused.body
+    );
     assert!(!refused.body.contains("Create a user"));
 }

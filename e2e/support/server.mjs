@@ -1,0 +1,86 @@
+// Starts the real `hourglass` binary on a fresh SQLite database and a free port.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const BIN = process.env.HOURGLASS_BIN;
+const SITE_ROOT = process.env.HOURGLASS_SITE_ROOT;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export class TestServer {
+  static async start() {
+    if (!BIN || !SITE_ROOT) {
+      throw new Error('HOURGLASS_BIN and HOURGLASS_SITE_ROOT must be set (scripts/test.sh sets them)');
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'hourglass-e2e-'));
+    const server = new TestServer(dir, await freePort());
+    await server.#spawn();
+    return server;
+  }
+
+  constructor(dir, port) {
+    this.dir = dir;
+    this.port = port;
+    this.url = `http://127.0.0.1:${port}`;
+    this.env = {
+      ...process.env,
+      HOURGLASS_DATABASE_URL: `sqlite://${join(dir, 'hourglass.db')}`,
+      HOURGLASS_SITE_ROOT: SITE_ROOT,
+      HOURGLASS_ADDR: `127.0.0.1:${port}`,
+    };
+    this.log = '';
+  }
+
+  /** `hourglass admin create-user`, exactly as an operator would run it. */
+  createUser(username, role, password) {
+    const result = spawnSync(
+      BIN,
+      ['admin', 'create-user', '--username', username, '--role', role, '--password-stdin'],
+      { env: this.env, input: `${password}\n`, encoding: 'utf8' },
+    );
+    if (result.status !== 0) {
+      throw new Error(`create-user ${username} failed: ${result.stderr}`);
+    }
+  }
+
+  async #spawn() {
+    this.process = spawn(BIN, ['serve'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const collect = (chunk) => { this.log += chunk.toString(); };
+    this.process.stdout.on('data', collect);
+    this.process.stderr.on('data', collect);
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      if (this.process.exitCode !== null) {
+        throw new Error(`hourglass serve exited early:\n${this.log}`);
+      }
+      try {
+        const response = await fetch(`${this.url}/healthz`);
+        if (response.ok) return;
+      } catch { /* not listening yet */ }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`hourglass serve did not answer /healthz within 30 s:\n${this.log}`);
+  }
+
+  async stop() {
+    if (this.process && this.process.exitCode === null) {
+      const exited = new Promise((resolve) => this.process.once('exit', resolve));
+      this.process.kill('SIGTERM');
+      await exited;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

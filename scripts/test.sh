@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test: formatting, lints, unit and integration tests, then browser tests against the
+# real server in Debian's Chromium. Installs whatever is missing first. Usage: scripts/test.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT"
+
+ensure_rust_tools
+ensure_browser
+
+say "Checking formatting"
+cargo fmt --all -- --check
+
+say "Linting (clippy, warnings are errors)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+say "Unit and integration tests"
+cargo test --workspace
+
+build_site debug
+
+say "Browser tests (Chromium)"
+HOURGLASS_BIN="$HOURGLASS_BIN" HOURGLASS_SITE_ROOT="$SITE_ROOT" node --test --test-concurrency=1 e2e/tests/*.test.mjs
