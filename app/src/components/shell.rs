@@ -10,7 +10,11 @@ pub fn Header() -> impl IntoView {
     view! {
         <header class="topbar">
             <a class="brand" href="/">
-                <span class="brand-mark" aria-hidden="true">"⧗"</span>
+                <svg class="brand-mark" viewBox="0 0 16 16" width="20" height="20" aria-hidden="true">
+                    <path d="M3 1.5h10M3 14.5h10M4 1.5c0 4 4 4.5 4 6.5s-4 2.5-4 6.5M12 1.5c0 4-4 4.5-4 6.5s4 2.5 4 6.5"
+                        fill="none" stroke="currentColor" stroke-width="1.6" stroke-linecap="round" />
+                    <path d="M5.5 13.5c.8-2 4.2-2 5 0z" fill="currentColor" />
+                </svg>
                 "Hourglass"
             </a>
             <Transition fallback=|| ()>

@@ -34,7 +34,7 @@ pub fn LoginPage() -> impl IntoView {
                     autocapitalize="none"
                     spellcheck="false"
                     required
-                    autofocus
+                    autofocus=move || !failed()
                     prop:value=username
                     aria-describedby=move || failed().then_some("login-error")
                 />
@@ -45,6 +45,7 @@ pub fn LoginPage() -> impl IntoView {
                     type="password"
                     autocomplete="current-password"
                     required
+                    autofocus=failed
                     aria-describedby=move || failed().then_some("login-error")
                 />
                 <input type="hidden" name="next" prop:value=next />
