@@ -1,6 +1,14 @@
 //! `hourglass admin …`: user administration straight on the database.
 
-use crate::{config::AdminCommand, db, users::service, ServerError};
+use crate::{
+    api::tokens,
+    budget::{import::import_org, org_file::OrgFile},
+    config::AdminCommand,
+    db,
+    nodes::service as node_service,
+    users::service,
+    ServerError,
+};
 use std::io::BufRead;
 
 pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerError> {
@@ -33,6 +41,49 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
         AdminCommand::EnableUser { username } => {
             let user = service::set_disabled_by_username(&pool, &username, false).await?;
             println!("Enabled {}.", user.username);
+        }
+        AdminCommand::ImportTree { file } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| ServerError::Config(format!("cannot read {}: {e}", file.display())))?;
+            let org = OrgFile::parse(&text)
+                .map_err(|e| ServerError::Config(format!("{}: {e}", file.display())))?;
+            let summary = import_org(&pool, &org, service::now()).await?;
+            println!(
+                "Imported {}: {} nodes created, {} reshared, {} unchanged.",
+                file.display(),
+                summary.created,
+                summary.reshared,
+                summary.unchanged
+            );
+        }
+        AdminCommand::RegisterNode { name } => {
+            let (node, token) = node_service::register_node(&pool, &name).await?;
+            println!("Registered node {}. Start its agent with:", node.name);
+            println!(
+                "  hourglass agent --server URL --name {} --gpus auto --token TOKEN",
+                node.name
+            );
+            println!("The token (shown once):");
+            println!("{token}");
+        }
+        AdminCommand::CreateToken { username, name } => {
+            let user = crate::users::repo::find_user_by_username(&pool, username.trim())
+                .await?
+                .filter(|u| !u.disabled)
+                .ok_or_else(|| {
+                    ServerError::NotFound(format!("There is no active user named \"{username}\"."))
+                })?;
+            let token = tokens::create_token(&pool, user.user_id, &name).await?;
+            println!(
+                "API token \"{}\" for {} (shown once; use it as `Authorization: Bearer …`):",
+                name.trim(),
+                user.username
+            );
+            println!("{token}");
+        }
+        AdminCommand::Node { name, action } => {
+            let node = node_service::set_admin_state(&pool, &name, &action).await?;
+            println!("Node {} is now {}.", node.name, node.health());
         }
     }
     pool.close().await;

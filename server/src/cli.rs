@@ -19,6 +19,16 @@ pub fn main() -> ExitCode {
             None => crate::serve::run(&cli.database, Default::default()).await,
             Some(Command::Serve(args)) => crate::serve::run(&cli.database, args).await,
             Some(Command::Admin { command }) => crate::admin::run(&cli.database, command).await,
+            Some(Command::Agent(args)) => {
+                crate::agent::client::run(crate::agent::client::AgentOptions {
+                    server: args.server,
+                    token: args.token,
+                    name: args.name,
+                    gpus: args.gpus,
+                    poll_s: 20,
+                })
+                .await
+            }
         }
     });
     match result {

@@ -24,11 +24,30 @@ pub struct Cli {
 pub enum Command {
     /// Serve the web application (the default command).
     Serve(ServeArgs),
-    /// Administer users directly on the database (works while a server runs on it).
+    /// Administer users, the budget tree, nodes and tokens directly on the database (works while a
+    /// server runs on it).
     Admin {
         #[command(subcommand)]
         command: AdminCommand,
     },
+    /// Run on a GPU host: register with the server, heartbeat, and run the workloads it assigns.
+    Agent(AgentArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// The server's base URL, e.g. http://scheduler.example:3000
+    #[arg(long, env = "HOURGLASS_SERVER")]
+    pub server: String,
+    /// The node token printed by `hourglass admin register-node`.
+    #[arg(long, env = "HOURGLASS_NODE_TOKEN")]
+    pub token: String,
+    /// The node's registered name (checked against the token).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// How many GPUs to offer, or `auto` to read them from nvidia-smi.
+    #[arg(long, default_value = "auto")]
+    pub gpus: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -44,6 +63,14 @@ pub struct ServeArgs {
     /// Mark the session cookie `Secure` (set when the site is served over HTTPS).
     #[arg(long, env = "HOURGLASS_SECURE_COOKIES")]
     pub secure_cookies: bool,
+
+    /// Seconds without a heartbeat before a node is marked down.
+    #[arg(long, env = "HOURGLASS_HEARTBEAT_DEADLINE_S", default_value_t = 30)]
+    pub heartbeat_deadline_s: i64,
+
+    /// Seconds between SIGTERM and SIGKILL when a workload is stopped.
+    #[arg(long, env = "HOURGLASS_GRACE_S", default_value_t = 10)]
+    pub grace_s: i64,
 }
 
 impl Default for ServeArgs {
@@ -52,6 +79,8 @@ impl Default for ServeArgs {
             addr: "127.0.0.1:3000".parse().expect("valid default address"),
             site_root: PathBuf::from("target/site"),
             secure_cookies: false,
+            heartbeat_deadline_s: 30,
+            grace_s: 10,
         }
     }
 }
@@ -86,5 +115,29 @@ pub enum AdminCommand {
     EnableUser {
         #[arg(long)]
         username: String,
+    },
+    /// Load the budget tree, owners and members from a TOML file ([shares], [owners], [members]).
+    ImportTree {
+        /// The organisation file.
+        file: std::path::PathBuf,
+    },
+    /// Register a GPU node; prints its agent token once, alone on the last line.
+    RegisterNode {
+        #[arg(long)]
+        name: String,
+    },
+    /// Create a personal API token for a user; prints it once, alone on the last line.
+    CreateToken {
+        #[arg(long)]
+        username: String,
+        /// What the token is for.
+        #[arg(long, default_value = "cli")]
+        name: String,
+    },
+    /// Change a node's state: cordon, drain, mark-unhealthy or uncordon.
+    Node {
+        #[arg(long)]
+        name: String,
+        action: String,
     },
 }

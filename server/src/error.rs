@@ -24,6 +24,8 @@ pub enum ServerError {
     },
     #[error("{0}")]
     Forbidden(String),
+    #[error("A valid bearer token is required.")]
+    Unauthenticated,
     #[error("configuration: {0}")]
     Config(String),
     #[error("database: {0}")]
@@ -59,6 +61,7 @@ impl ServerError {
             ServerError::NotFound(_) => StatusCode::NOT_FOUND,
             ServerError::Conflict { .. } => StatusCode::CONFLICT,
             ServerError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ServerError::Unauthenticated => StatusCode::UNAUTHORIZED,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -76,6 +79,7 @@ impl From<ServerError> for AppError {
             ServerError::NotFound(message) => AppError::NotFound(message),
             ServerError::Conflict { field, message } => AppError::conflict(field, message),
             ServerError::Forbidden(message) => AppError::Forbidden(message),
+            ServerError::Unauthenticated => AppError::Unauthenticated,
             internal => {
                 tracing::error!(error = %internal, "internal error");
                 AppError::Internal

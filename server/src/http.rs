@@ -23,6 +23,8 @@ pub fn build_app(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/login", post(session::login))
         .route("/logout", post(session::logout))
+        .merge(crate::api::routes())
+        .merge(crate::agent::api::routes())
         .leptos_routes_with_context(
             &state,
             routes,

@@ -5,16 +5,23 @@
 //! `#[server]` function in the `app` crate, which calls back into [`backend::ServerBackend`].
 
 pub mod admin;
+pub mod agent;
+pub mod api;
 pub mod auth;
 pub mod backend;
+pub mod budget;
 pub mod cli;
 pub mod config;
 pub mod db;
 pub mod error;
 pub mod http;
+pub mod nodes;
+pub mod runtime;
+pub mod secrets;
 pub mod serve;
 pub mod state;
 pub mod users;
+pub mod workloads;
 
 pub use error::ServerError;
 pub use http::build_app;

@@ -1,6 +1,12 @@
 //! `hourglass serve`: open the database, check the built site, listen until SIGINT/SIGTERM.
 
-use crate::{build_app, config::ServeArgs, db, AppState, ServerError};
+use crate::{
+    build_app,
+    config::ServeArgs,
+    db,
+    runtime::{config::RuntimeConfig, Runtime},
+    AppState, ServerError,
+};
 use leptos::config::{Env, LeptosOptions};
 use std::{path::Path, time::Duration};
 use tower_sessions::ExpiredDeletion;
@@ -13,11 +19,14 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     check_site_root(&args.site_root)?;
     let pool = db::open(database).await?;
     let leptos_options = leptos_options(&args)?;
+    let runtime = Runtime::new(pool.clone(), runtime_config(&args));
     let state = AppState {
         leptos_options,
         pool: pool.clone(),
         secure_cookies: args.secure_cookies,
+        runtime: runtime.clone(),
     };
+    runtime.spawn();
 
     let store = SqliteStore::new(pool);
     tokio::spawn(async move {
@@ -56,6 +65,14 @@ pub fn leptos_options(args: &ServeArgs) -> Result<LeptosOptions, ServerError> {
         .site_addr(args.addr)
         .env(Env::PROD)
         .build())
+}
+
+pub fn runtime_config(args: &ServeArgs) -> RuntimeConfig {
+    RuntimeConfig {
+        heartbeat_deadline: args.heartbeat_deadline_s.max(1),
+        grace: args.grace_s.max(0),
+        ..RuntimeConfig::default()
+    }
 }
 
 /// Without the built JS and wasm the pages would still answer 200 but never come alive; say so.

@@ -1,3 +1,4 @@
+use crate::runtime::Runtime;
 use axum::extract::FromRef;
 use leptos::prelude::LeptosOptions;
 use sqlx::SqlitePool;
@@ -9,4 +10,6 @@ pub struct AppState {
     pub pool: SqlitePool,
     /// Send the session cookie with `Secure` (the site is served over HTTPS).
     pub secure_cookies: bool,
+    /// The scheduler runtime (woken by submissions, cancels, agent reports, admin actions).
+    pub runtime: Runtime,
 }

@@ -6,7 +6,15 @@ use axum::{
     Router,
 };
 use http_body_util::BodyExt;
-use server::{build_app, config::ServeArgs, db, serve::leptos_options, users::service, AppState};
+use server::{
+    build_app,
+    config::ServeArgs,
+    db,
+    runtime::Runtime,
+    serve::{leptos_options, runtime_config},
+    users::service,
+    AppState,
+};
 use sqlx::SqlitePool;
 use tempfile::TempDir;
 use tower::ServiceExt;
@@ -78,6 +86,7 @@ impl TestApp {
             leptos_options: leptos_options(&args).expect("leptos options"),
             pool: pool.clone(),
             secure_cookies,
+            runtime: Runtime::new(pool.clone(), runtime_config(&args)),
         };
         TestApp {
             router: build_app(state),

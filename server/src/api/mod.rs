@@ -1,0 +1,28 @@
+//! The JSON API for scripts (`/api/v1`), authenticated by personal tokens
+//! (`Authorization: Bearer hgt_…`) or, for the pages, the session.
+
+pub mod auth;
+pub mod body;
+pub mod tokens;
+pub mod tree;
+pub mod workloads;
+
+use crate::AppState;
+use axum::{
+    routing::{get, post},
+    Router,
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/v1/workloads",
+            post(workloads::submit).get(workloads::list),
+        )
+        .route("/api/v1/workloads/{id}", get(workloads::detail))
+        .route("/api/v1/workloads/{id}/cancel", post(workloads::cancel))
+        .route("/api/v1/workloads/{id}/log", get(workloads::log))
+        .route("/api/v1/tree", get(tree::tree))
+        .route("/api/v1/nodes", get(tree::nodes))
+        .route("/api/v1/nodes/{name}/{action}", post(tree::node_action))
+}

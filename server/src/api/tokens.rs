@@ -1,0 +1,54 @@
+//! Personal API tokens.
+
+use crate::{secrets, users::service::now, ServerError};
+use app::model::CurrentUser;
+use sqlx::SqlitePool;
+
+/// Creates a token for `user_id`; returns the secret (shown once).
+pub async fn create_token(
+    pool: &SqlitePool,
+    user_id: i64,
+    name: &str,
+) -> Result<String, ServerError> {
+    let name = name.trim();
+    if name.is_empty() || name.len() > 80 {
+        return Err(ServerError::invalid(
+            "name",
+            "A token name has 1 to 80 characters.",
+        ));
+    }
+    let (secret, hash) = secrets::generate("hgt_");
+    sqlx::query(
+        "insert into api_token (user_id, name, token_hash, created_at) values ($1, $2, $3, $4)",
+    )
+    .bind(user_id)
+    .bind(name)
+    .bind(hash)
+    .bind(now())
+    .execute(pool)
+    .await?;
+    Ok(secret)
+}
+
+/// The active user a token belongs to (not revoked, account enabled).
+pub async fn authenticate(
+    pool: &SqlitePool,
+    token: &str,
+) -> Result<Option<CurrentUser>, ServerError> {
+    let row: Option<(i64, i64)> = sqlx::query_as(
+        "select t.api_token_id, u.user_id from api_token t join user u on u.user_id = t.user_id
+         where t.token_hash = $1 and t.revoked_at is null and u.disabled = 0",
+    )
+    .bind(secrets::hash(token))
+    .fetch_optional(pool)
+    .await?;
+    let Some((token_id, user_id)) = row else {
+        return Ok(None);
+    };
+    sqlx::query("update api_token set last_used_at = $2 where api_token_id = $1")
+        .bind(token_id)
+        .bind(now())
+        .execute(pool)
+        .await?;
+    crate::users::service::active_user(pool, user_id).await
+}

@@ -1,0 +1,90 @@
+//! `/api/v1/workloads`.
+
+use super::{auth::ApiUser, body::ApiJson};
+use crate::{
+    workloads::{domain::SubmitWorkload, repo, repo::WorkloadRecord, service},
+    AppState, ServerError,
+};
+use axum::{
+    extract::{Path, Query, State},
+    http::StatusCode,
+    Json,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+pub async fn submit(
+    State(state): State<AppState>,
+    ApiUser(user): ApiUser,
+    ApiJson(input): ApiJson<SubmitWorkload>,
+) -> Result<(StatusCode, Json<WorkloadRecord>), ServerError> {
+    let workload = service::submit(&state.pool, &state.runtime, &user, input).await?;
+    Ok((StatusCode::CREATED, Json(workload)))
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    state: Option<String>,
+    /// `mine=true`: only the caller's workloads.
+    #[serde(default)]
+    mine: bool,
+    limit: Option<i64>,
+}
+
+const STATES: [&str; 6] = [
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "preempted",
+];
+
+pub async fn list(
+    State(state): State<AppState>,
+    ApiUser(user): ApiUser,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<Vec<WorkloadRecord>>, ServerError> {
+    if let Some(s) = query.state.as_deref() {
+        if !STATES.contains(&s) {
+            return Err(ServerError::invalid(
+                "state",
+                format!("Unknown state \"{s}\": use one of {}.", STATES.join(", ")),
+            ));
+        }
+    }
+    let limit = query.limit.unwrap_or(500).clamp(1, 5000);
+    let owner = query.mine.then_some(user.id);
+    Ok(Json(
+        repo::list_workloads(&state.pool, owner, query.state.as_deref(), limit).await?,
+    ))
+}
+
+pub async fn detail(
+    State(state): State<AppState>,
+    ApiUser(_user): ApiUser,
+    Path(id): Path<i64>,
+) -> Result<Json<Value>, ServerError> {
+    Ok(Json(
+        service::detail(&state.pool, &state.runtime, id).await?,
+    ))
+}
+
+pub async fn cancel(
+    State(state): State<AppState>,
+    ApiUser(user): ApiUser,
+    Path(id): Path<i64>,
+) -> Result<Json<WorkloadRecord>, ServerError> {
+    Ok(Json(
+        service::cancel(&state.pool, &state.runtime, &user, id).await?,
+    ))
+}
+
+pub async fn log(
+    State(state): State<AppState>,
+    ApiUser(_user): ApiUser,
+    Path(id): Path<i64>,
+) -> Result<String, ServerError> {
+    service::get(&state.pool, id).await?;
+    Ok(repo::log_tail(&state.pool, id).await?)
+}

@@ -1,0 +1,177 @@
+//! SQL for the budget tree.
+
+use sqlx::{FromRow, Sqlite, SqliteExecutor, SqlitePool, Transaction};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct BudgetNodeRow {
+    pub budget_node_id: i64,
+    pub parent_id: Option<i64>,
+    pub name: String,
+    pub path: String,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct ShareVersionRow {
+    pub budget_node_id: i64,
+    pub share: f64,
+    pub effective_from: i64,
+    pub effective_to: Option<i64>,
+}
+
+/// Live nodes (not removed), parents before children.
+pub async fn budget_nodes(
+    pool: impl SqliteExecutor<'_>,
+) -> Result<Vec<BudgetNodeRow>, sqlx::Error> {
+    sqlx::query_as(
+        "select budget_node_id, parent_id, name, path from budget_node
+         where removed_at is null order by length(path) - length(replace(path, '/', '')), path",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Every share version, in time order.
+pub async fn share_versions(
+    pool: impl SqliteExecutor<'_>,
+) -> Result<Vec<ShareVersionRow>, sqlx::Error> {
+    sqlx::query_as(
+        "select budget_node_id, share, effective_from, effective_to from share_version
+         order by effective_from, budget_node_id",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn find_node_by_path(
+    tx: &mut Transaction<'_, Sqlite>,
+    path: &str,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "select budget_node_id from budget_node where path = $1 and removed_at is null",
+    )
+    .bind(path)
+    .fetch_optional(&mut **tx)
+    .await
+}
+
+pub async fn insert_budget_node(
+    tx: &mut Transaction<'_, Sqlite>,
+    parent_id: Option<i64>,
+    name: &str,
+    path: &str,
+    now: i64,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "insert into budget_node (parent_id, name, path, created_at) values ($1, $2, $3, $4)
+         returning budget_node_id",
+    )
+    .bind(parent_id)
+    .bind(name)
+    .bind(path)
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await
+}
+
+/// The share in force now, if any.
+pub async fn current_share(
+    tx: &mut Transaction<'_, Sqlite>,
+    node_id: i64,
+) -> Result<Option<f64>, sqlx::Error> {
+    sqlx::query_scalar(
+        "select share from share_version where budget_node_id = $1 and effective_to is null",
+    )
+    .bind(node_id)
+    .fetch_optional(&mut **tx)
+    .await
+}
+
+/// Closes the version in force and opens a new one at `at`.
+pub async fn set_share(
+    tx: &mut Transaction<'_, Sqlite>,
+    node_id: i64,
+    share: f64,
+    at: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update share_version set effective_to = $2 where budget_node_id = $1 and effective_to is null")
+        .bind(node_id)
+        .bind(at)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query(
+        "insert into share_version (budget_node_id, share, effective_from) values ($1, $2, $3)",
+    )
+    .bind(node_id)
+    .bind(share)
+    .bind(at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn replace_grants(
+    tx: &mut Transaction<'_, Sqlite>,
+    table: Grant,
+    node_id: i64,
+    user_ids: &[i64],
+) -> Result<(), sqlx::Error> {
+    let table = table.table();
+    sqlx::query(&format!("delete from {table} where budget_node_id = $1"))
+        .bind(node_id)
+        .execute(&mut **tx)
+        .await?;
+    for user_id in user_ids {
+        sqlx::query(&format!(
+            "insert into {table} (budget_node_id, user_id) values ($1, $2)"
+        ))
+        .bind(node_id)
+        .bind(user_id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Which grant table: owners decide on a node's children; members charge work to a leaf.
+#[derive(Debug, Clone, Copy)]
+pub enum Grant {
+    Owner,
+    Member,
+}
+
+impl Grant {
+    fn table(self) -> &'static str {
+        match self {
+            Grant::Owner => "budget_owner",
+            Grant::Member => "budget_member",
+        }
+    }
+}
+
+/// `(path, username)` of every grant of this kind.
+pub async fn grants(pool: &SqlitePool, grant: Grant) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "select b.path, u.username from {} g
+         join budget_node b on b.budget_node_id = g.budget_node_id
+         join user u on u.user_id = g.user_id
+         order by b.path, u.username",
+        grant.table()
+    ))
+    .fetch_all(pool)
+    .await
+}
+
+/// Leaves the user may charge work to, as `(budget_node_id, path)`.
+pub async fn member_leaves(
+    pool: &SqlitePool,
+    user_id: i64,
+) -> Result<Vec<(i64, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "select b.budget_node_id, b.path from budget_member m
+         join budget_node b on b.budget_node_id = m.budget_node_id
+         where m.user_id = $1 and b.removed_at is null order by b.path",
+    )
+    .bind(user_id)
+    .fetch_all(pool)
+    .await
+}

@@ -1,0 +1,4 @@
+//! GPU hosts: registration, heartbeats, health.
+
+pub mod repo;
+pub mod service;

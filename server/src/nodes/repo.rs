@@ -1,0 +1,131 @@
+//! SQL for the `node` table.
+
+use serde::Serialize;
+use sqlx::{FromRow, SqliteExecutor};
+
+#[derive(Debug, Clone, FromRow, Serialize)]
+pub struct NodeRow {
+    pub node_id: i64,
+    pub name: String,
+    pub gpu_model: String,
+    pub gpu_count: i64,
+    pub admin_state: String,
+    pub agent_healthy: bool,
+    pub down_since: Option<i64>,
+    pub registered_at: i64,
+    pub last_heartbeat_at: Option<i64>,
+}
+
+impl NodeRow {
+    /// The health the engine sees: down beats everything, then unhealthy (admin or agent), then
+    /// the admin's state. A node that never sent a heartbeat is down.
+    pub fn health(&self) -> &'static str {
+        if self.down_since.is_some() || self.last_heartbeat_at.is_none() {
+            "down"
+        } else if self.admin_state == "unhealthy" || !self.agent_healthy {
+            "unhealthy"
+        } else if self.admin_state == "cordoned" {
+            "cordoned"
+        } else {
+            "healthy"
+        }
+    }
+}
+
+const COLUMNS: &str =
+    "node_id, name, gpu_model, gpu_count, admin_state, agent_healthy, down_since, registered_at, last_heartbeat_at";
+
+pub async fn insert_node(
+    db: impl SqliteExecutor<'_>,
+    name: &str,
+    token_hash: &str,
+    now: i64,
+) -> Result<NodeRow, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "insert into node (name, token_hash, registered_at) values ($1, $2, $3) returning {COLUMNS}"
+    ))
+    .bind(name)
+    .bind(token_hash)
+    .bind(now)
+    .fetch_one(db)
+    .await
+}
+
+pub async fn find_node_by_token(
+    db: impl SqliteExecutor<'_>,
+    token_hash: &str,
+) -> Result<Option<NodeRow>, sqlx::Error> {
+    sqlx::query_as(&format!("select {COLUMNS} from node where token_hash = $1"))
+        .bind(token_hash)
+        .fetch_optional(db)
+        .await
+}
+
+pub async fn find_node_by_name(
+    db: impl SqliteExecutor<'_>,
+    name: &str,
+) -> Result<Option<NodeRow>, sqlx::Error> {
+    sqlx::query_as(&format!("select {COLUMNS} from node where name = $1"))
+        .bind(name)
+        .fetch_optional(db)
+        .await
+}
+
+pub async fn list_nodes(db: impl SqliteExecutor<'_>) -> Result<Vec<NodeRow>, sqlx::Error> {
+    sqlx::query_as(&format!("select {COLUMNS} from node order by node_id"))
+        .fetch_all(db)
+        .await
+}
+
+/// Records a heartbeat: the agent's GPUs and health; a down node comes back.
+pub async fn record_heartbeat(
+    db: impl SqliteExecutor<'_>,
+    node_id: i64,
+    gpu_count: i64,
+    gpu_model: &str,
+    healthy: bool,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "update node set gpu_count = $2, gpu_model = $3, agent_healthy = $4, last_heartbeat_at = $5,
+         down_since = null where node_id = $1",
+    )
+    .bind(node_id)
+    .bind(gpu_count)
+    .bind(gpu_model)
+    .bind(healthy)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Marks nodes whose last heartbeat is older than `deadline` as down; returns how many.
+pub async fn mark_silent_nodes_down(
+    db: impl SqliteExecutor<'_>,
+    deadline: i64,
+    now: i64,
+) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query(
+        "update node set down_since = $2
+         where down_since is null and last_heartbeat_at is not null and last_heartbeat_at < $1",
+    )
+    .bind(deadline)
+    .bind(now)
+    .execute(db)
+    .await?
+    .rows_affected())
+}
+
+pub async fn set_admin_state(
+    db: impl SqliteExecutor<'_>,
+    node_id: i64,
+    state: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update node set admin_state = $2 where node_id = $1")
+        .bind(node_id)
+        .bind(state)
+        .execute(db)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! Applying one decision to the database, inside the decision's transaction.
+
+use super::{
+    ledger, reasons,
+    snapshot::{format_indices, Snapshot},
+};
+use crate::{workloads::repo::insert_event, ServerError};
+use scheduler::{Action, AfterStop, Decision, Placement, WorkloadId};
+use serde_json::json;
+use sqlx::SqliteConnection;
+
+/// What a pass changed, so the runtime knows whether to decide again and to tell agents.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Applied {
+    pub started: usize,
+    pub stopped: usize,
+    pub requeued: usize,
+}
+
+pub async fn apply(
+    db: &mut SqliteConnection,
+    snapshot: &Snapshot,
+    decision: &Decision,
+    now: i64,
+) -> Result<Applied, ServerError> {
+    let mut applied = Applied::default();
+    for action in &decision.actions {
+        match action {
+            Action::Start {
+                workload,
+                placement,
+                protection,
+            } => {
+                start(
+                    db,
+                    snapshot,
+                    *workload,
+                    placement,
+                    reasons::protection(*protection),
+                    now,
+                )
+                .await?;
+                applied.started += 1;
+            }
+            Action::Preempt {
+                workload,
+                reason,
+                then,
+            } => {
+                let detail = reasons::preempt(snapshot, reason, *then);
+                stop(db, *workload, *then, "preempted", "preempted", detail, now).await?;
+                applied.stopped += 1;
+                applied.requeued += usize::from(*then == AfterStop::Requeue);
+            }
+            Action::Drain {
+                workload,
+                reason,
+                then,
+            } => {
+                let detail = reasons::drain(snapshot, reason, *then);
+                stop(db, *workload, *then, "drained", "drained", detail, now).await?;
+                applied.stopped += 1;
+                applied.requeued += usize::from(*then == AfterStop::Requeue);
+            }
+        }
+    }
+    Ok(applied)
+}
+
+async fn start(
+    db: &mut SqliteConnection,
+    snapshot: &Snapshot,
+    workload: WorkloadId,
+    placement: &Placement,
+    protected_until: Option<i64>,
+    now: i64,
+) -> Result<(), ServerError> {
+    let id = workload.0 as i64;
+    let row = snapshot
+        .workload(workload)
+        .ok_or_else(|| ServerError::NotFound(format!("workload {id}")))?;
+    let allocated = row.min_runtime_s > 0;
+    let mut parts = Vec::new();
+    for part in &placement.parts {
+        let node = snapshot.node_row(part.node);
+        sqlx::query(
+            "insert into workload_run (workload_id, node_id, gpu_indices, gpus, allocated, started_at, protected_until,
+                                       charged_through)
+             values ($1, $2, $3, $4, $5, $6, $7, $6)",
+        )
+        .bind(id)
+        .bind(node.node_id)
+        .bind(format_indices(part.gpus))
+        .bind(part.gpus.count() as i64)
+        .bind(allocated)
+        .bind(now)
+        .bind(protected_until)
+        .execute(&mut *db)
+        .await?;
+        parts.push(json!({ "node": node.name, "gpus": part.gpus.indices().collect::<Vec<_>>() }));
+    }
+    sqlx::query(
+        "update workload set state = 'running', started_at = $2, first_started_at = coalesce(first_started_at, $2),
+                protected_until = $3, run_count = run_count + 1
+         where workload_id = $1",
+    )
+    .bind(id)
+    .bind(now)
+    .bind(protected_until)
+    .execute(&mut *db)
+    .await?;
+    let detail = json!({
+        "placement": parts,
+        "protected_until": protected_until,
+        "resumed": row.run_count > 0,
+        "wait_s": now - row.submitted_at,
+    });
+    insert_event(&mut *db, id, now, "started", None, &detail).await?;
+    Ok(())
+}
+
+/// Ends the workload's current run (charging it through `now`) and moves the workload on.
+pub async fn stop(
+    db: &mut SqliteConnection,
+    workload: WorkloadId,
+    then: AfterStop,
+    end_kind: &str,
+    event: &str,
+    detail: serde_json::Value,
+    now: i64,
+) -> Result<(), ServerError> {
+    let id = workload.0 as i64;
+    close_runs(db, id, end_kind, now).await?;
+    let state = match then {
+        AfterStop::Requeue => "queued",
+        AfterStop::EndPreempted => "preempted",
+        AfterStop::Fail => "failed",
+    };
+    sqlx::query(
+        "update workload set state = $2, progress_s = progress_s + ($3 - coalesce(started_at, $3)),
+                queued_at = case when $2 = 'queued' then $3 else queued_at end,
+                ended_at = case when $2 = 'queued' then null else $3 end,
+                started_at = null, protected_until = null
+         where workload_id = $1",
+    )
+    .bind(id)
+    .bind(state)
+    .bind(now)
+    .execute(&mut *db)
+    .await?;
+    insert_event(&mut *db, id, now, event, None, &detail).await?;
+    Ok(())
+}
+
+/// Charges and closes every open run of a workload.
+pub async fn close_runs(
+    db: &mut SqliteConnection,
+    workload_id: i64,
+    end_kind: &str,
+    now: i64,
+) -> Result<(), ServerError> {
+    let runs: Vec<i64> = sqlx::query_scalar(
+        "select workload_run_id from workload_run where workload_id = $1 and ended_at is null",
+    )
+    .bind(workload_id)
+    .fetch_all(&mut *db)
+    .await?;
+    for run in runs {
+        ledger::charge_run(db, run, now).await?;
+        sqlx::query(
+            "update workload_run set ended_at = $2, end_kind = $3 where workload_run_id = $1",
+        )
+        .bind(run)
+        .bind(now)
+        .bind(end_kind)
+        .execute(&mut *db)
+        .await?;
+    }
+    Ok(())
+}

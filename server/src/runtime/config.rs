@@ -1,0 +1,41 @@
+//! The scheduler runtime's knobs (the Settings page will edit them live).
+
+use scheduler::{Time, DAY, HOUR};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RuntimeConfig {
+    /// The fair-share lookback window.
+    pub window: Time,
+    /// The largest minimum runtime a workload may ask for.
+    pub max_min_runtime: Time,
+    /// See `scheduler::Config::damping_margin`.
+    pub damping_margin: f64,
+    /// A node whose agent is silent this long is marked down.
+    pub heartbeat_deadline: Time,
+    /// Seconds between SIGTERM and SIGKILL when an agent stops a workload.
+    pub grace: Time,
+    /// The runtime decides at least this often, even without events (milliseconds).
+    pub safety_tick_ms: u64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            window: 7 * DAY,
+            max_min_runtime: 8 * HOUR,
+            damping_margin: 0.02,
+            heartbeat_deadline: 30,
+            grace: 10,
+            safety_tick_ms: 5_000,
+        }
+    }
+}
+
+impl RuntimeConfig {
+    pub fn engine_config(&self) -> scheduler::Config {
+        let mut config = scheduler::Config::default();
+        config.ledger.window = self.window;
+        config.damping_margin = self.damping_margin;
+        config
+    }
+}

@@ -1,0 +1,184 @@
+//! Booking GPU time into the hourly ledger. Each booking moves a persisted cursor forward in the
+//! same transaction, so a restart, a retried request or a late report never charges twice, and
+//! the time between a crash and the restart is booked when the runtime comes back.
+
+use crate::{nodes::repo as node_repo, ServerError};
+use scheduler::HOUR;
+use sqlx::{FromRow, SqliteConnection};
+
+#[derive(Debug, Clone, Copy)]
+pub enum Column {
+    Charged,
+    Unallocated,
+    Demand,
+}
+
+impl Column {
+    fn name(self) -> &'static str {
+        match self {
+            Column::Charged => "charged_gpu_s",
+            Column::Unallocated => "unallocated_gpu_s",
+            Column::Demand => "demand_gpu_s",
+        }
+    }
+}
+
+/// `(hour, seconds)` pieces of `[from, to)` cut at hour boundaries.
+pub fn split_hours(from: i64, to: i64) -> Vec<(i64, i64)> {
+    let mut pieces = Vec::new();
+    let mut t = from;
+    while t < to {
+        let hour = t.div_euclid(HOUR) * HOUR;
+        let end = (hour + HOUR).min(to);
+        pieces.push((hour, end - t));
+        t = end;
+    }
+    pieces
+}
+
+pub async fn book(
+    db: &mut SqliteConnection,
+    leaf: i64,
+    column: Column,
+    gpus: f64,
+    from: i64,
+    to: i64,
+) -> Result<(), ServerError> {
+    let column = column.name();
+    for (hour, seconds) in split_hours(from, to) {
+        sqlx::query(&format!(
+            "insert into usage_hour (budget_node_id, hour, {column}) values ($1, $2, $3)
+             on conflict (budget_node_id, hour) do update set {column} = usage_hour.{column} + excluded.{column}"
+        ))
+        .bind(leaf)
+        .bind(hour)
+        .bind(gpus * seconds as f64)
+        .execute(&mut *db)
+        .await?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, FromRow)]
+struct RunToCharge {
+    workload_run_id: i64,
+    budget_node_id: i64,
+    gpus: i64,
+    allocated: bool,
+    charged_through: i64,
+}
+
+/// Charges one run up to `now` (no-op when already charged that far).
+pub async fn charge_run(
+    db: &mut SqliteConnection,
+    workload_run_id: i64,
+    now: i64,
+) -> Result<(), ServerError> {
+    let run: Option<RunToCharge> = sqlx::query_as(
+        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
+         from workload_run r join workload w on w.workload_id = r.workload_id
+         where r.workload_run_id = $1 and r.ended_at is null",
+    )
+    .bind(workload_run_id)
+    .fetch_optional(&mut *db)
+    .await?;
+    if let Some(run) = run {
+        charge(db, &run, now).await?;
+    }
+    Ok(())
+}
+
+async fn charge(db: &mut SqliteConnection, run: &RunToCharge, now: i64) -> Result<(), ServerError> {
+    if now <= run.charged_through {
+        return Ok(());
+    }
+    let column = if run.allocated {
+        Column::Charged
+    } else {
+        Column::Unallocated
+    };
+    book(
+        db,
+        run.budget_node_id,
+        column,
+        run.gpus as f64,
+        run.charged_through,
+        now,
+    )
+    .await?;
+    sqlx::query("update workload_run set charged_through = $2 where workload_run_id = $1")
+        .bind(run.workload_run_id)
+        .bind(now)
+        .execute(&mut *db)
+        .await?;
+    Ok(())
+}
+
+/// Books everything up to `now`: every open run, the allocated demand of each leaf, and the
+/// healthy capacity.
+pub async fn accrue(db: &mut SqliteConnection, now: i64) -> Result<(), ServerError> {
+    let runs: Vec<RunToCharge> = sqlx::query_as(
+        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
+         from workload_run r join workload w on w.workload_id = r.workload_id where r.ended_at is null",
+    )
+    .fetch_all(&mut *db)
+    .await?;
+    for run in &runs {
+        charge(db, run, now).await?;
+    }
+
+    let through: Option<i64> =
+        sqlx::query_scalar("select through from ledger_cursor where name = 'demand'")
+            .fetch_optional(&mut *db)
+            .await?;
+    let from = through.unwrap_or(now);
+    if now > from {
+        let demand: Vec<(i64, i64)> = sqlx::query_as(
+            "select budget_node_id, sum(gpus) from workload
+             where state in ('queued', 'running') and min_runtime_s > 0 group by budget_node_id order by budget_node_id",
+        )
+        .fetch_all(&mut *db)
+        .await?;
+        for (leaf, gpus) in demand {
+            book(db, leaf, Column::Demand, gpus as f64, from, now).await?;
+        }
+        let healthy: f64 = node_repo::list_nodes(&mut *db)
+            .await?
+            .iter()
+            .filter(|n| n.health() == "healthy")
+            .map(|n| n.gpu_count as f64)
+            .sum();
+        for (hour, seconds) in split_hours(from, now) {
+            sqlx::query(
+                "insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2)
+                 on conflict (hour) do update set healthy_gpu_s = capacity_hour.healthy_gpu_s + excluded.healthy_gpu_s",
+            )
+            .bind(hour)
+            .bind(healthy * seconds as f64)
+            .execute(&mut *db)
+            .await?;
+        }
+    }
+    sqlx::query(
+        "insert into ledger_cursor (name, through) values ('demand', $1)
+         on conflict (name) do update set through = excluded.through",
+    )
+    .bind(now.max(from))
+    .execute(&mut *db)
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_hours;
+
+    #[test]
+    fn a_span_is_cut_at_every_hour_boundary() {
+        assert_eq!(
+            split_hours(3_500, 7_300),
+            vec![(0, 100), (3_600, 3_600), (7_200, 100)]
+        );
+        assert_eq!(split_hours(10, 10), vec![]);
+    }
+}

@@ -1,0 +1,250 @@
+//! One consistent view of the cluster for the engine, read inside the decision's transaction.
+
+use super::config::RuntimeConfig;
+use crate::{
+    budget::snapshot::{self as tree_snapshot, TreeSnapshot},
+    nodes::repo::{self as node_repo, NodeRow},
+    ServerError,
+};
+use scheduler::{
+    ClusterState, Engine, GpuSet, Health, NodeGpus, NodeId, NodeState, Placement, RunningWorkload,
+    WorkloadId, WorkloadSpec, HOUR,
+};
+use sqlx::{FromRow, SqliteConnection};
+use std::collections::BTreeMap;
+
+/// A workload row as the runtime needs it.
+#[derive(Debug, Clone, FromRow)]
+pub struct WorkloadRow {
+    pub workload_id: i64,
+    pub budget_node_id: i64,
+    pub name: String,
+    pub gpus: i64,
+    pub min_runtime_s: i64,
+    pub resumable: bool,
+    pub priority: i64,
+    pub state: String,
+    pub submitted_at: i64,
+    pub started_at: Option<i64>,
+    pub run_count: i64,
+}
+
+#[derive(Debug, Clone, FromRow)]
+struct OpenRun {
+    workload_id: i64,
+    node_id: i64,
+    gpu_indices: String,
+}
+
+pub struct Snapshot {
+    pub engine: Engine,
+    pub tree: TreeSnapshot,
+    pub nodes: Vec<NodeState>,
+    pub node_rows: Vec<NodeRow>,
+    pub running: Vec<RunningWorkload>,
+    pub queued: Vec<WorkloadSpec>,
+    pub workloads: BTreeMap<i64, WorkloadRow>,
+}
+
+impl Snapshot {
+    pub fn state(&self) -> ClusterState<'_> {
+        ClusterState {
+            nodes: &self.nodes,
+            running: &self.running,
+            queued: &self.queued,
+        }
+    }
+
+    pub fn node_row(&self, id: NodeId) -> &NodeRow {
+        &self.node_rows[id.0 as usize]
+    }
+
+    pub fn workload(&self, id: WorkloadId) -> Option<&WorkloadRow> {
+        self.workloads.get(&(id.0 as i64))
+    }
+
+    pub fn leaf_path(&self, budget_node_id: i64) -> String {
+        self.tree
+            .engine_id(budget_node_id)
+            .map(|id| self.tree.tree.path(id).to_string())
+            .unwrap_or_default()
+    }
+}
+
+pub fn parse_indices(text: &str) -> Vec<u32> {
+    text.split(';')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+pub fn format_indices(gpus: GpuSet) -> String {
+    gpus.indices()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+fn health(row: &NodeRow) -> Health {
+    match row.health() {
+        "healthy" => Health::Healthy,
+        "cordoned" => Health::Cordoned,
+        "unhealthy" => Health::Unhealthy,
+        _ => Health::Down,
+    }
+}
+
+/// Loads everything the engine needs at `now`; `None` until a budget tree exists.
+pub async fn load(
+    db: &mut SqliteConnection,
+    config: &RuntimeConfig,
+    now: i64,
+) -> Result<Option<Snapshot>, ServerError> {
+    let Some(tree) = tree_snapshot::load(db).await? else {
+        return Ok(None);
+    };
+    let mut engine = Engine::new(tree.tree.clone(), config.engine_config());
+
+    // Nodes without GPUs (registered, never connected) cannot hold work; the engine needs ≥ 1.
+    let node_rows: Vec<NodeRow> = node_repo::list_nodes(&mut *db)
+        .await?
+        .into_iter()
+        .filter(|n| n.gpu_count > 0)
+        .collect();
+    let nodes: Vec<NodeState> = node_rows
+        .iter()
+        .map(|n| NodeState {
+            gpus: n.gpu_count as u32,
+            health: health(n),
+        })
+        .collect();
+    let engine_node: BTreeMap<i64, NodeId> = node_rows
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.node_id, NodeId(i as u32)))
+        .collect();
+
+    load_ledger(db, &mut engine, &tree, &nodes, config, now).await?;
+
+    let rows: Vec<WorkloadRow> = sqlx::query_as(
+        "select workload_id, budget_node_id, name, gpus, min_runtime_s, resumable, priority, state, submitted_at,
+                started_at, run_count
+         from workload where state in ('queued', 'running') order by workload_id",
+    )
+    .fetch_all(&mut *db)
+    .await?;
+    let runs: Vec<OpenRun> =
+        sqlx::query_as("select workload_id, node_id, gpu_indices from workload_run where ended_at is null order by node_id")
+            .fetch_all(&mut *db)
+            .await?;
+    let mut parts: BTreeMap<i64, Vec<NodeGpus>> = BTreeMap::new();
+    for run in runs {
+        if let Some(&node) = engine_node.get(&run.node_id) {
+            parts.entry(run.workload_id).or_default().push(NodeGpus {
+                node,
+                gpus: GpuSet::of(&parse_indices(&run.gpu_indices)),
+            });
+        }
+    }
+
+    let mut running = Vec::new();
+    let mut queued = Vec::new();
+    let mut workloads = BTreeMap::new();
+    for row in rows {
+        let Some(leaf) = tree
+            .engine_id(row.budget_node_id)
+            .filter(|&id| tree.tree.is_leaf(id))
+        else {
+            tracing::warn!(
+                workload = row.workload_id,
+                "workload's leaf is not in the tree; skipped"
+            );
+            continue;
+        };
+        let spec = WorkloadSpec {
+            id: WorkloadId(row.workload_id as u64),
+            leaf,
+            gpus: row.gpus as u32,
+            min_runtime: row.min_runtime_s,
+            resumable: row.resumable,
+            priority: row.priority as i32,
+            submitted_at: row.submitted_at,
+        };
+        match (row.state.as_str(), parts.remove(&row.workload_id)) {
+            ("running", Some(mut placement)) => {
+                placement.sort();
+                running.push(RunningWorkload {
+                    spec,
+                    started_at: row.started_at.unwrap_or(now),
+                    placement: Placement { parts: placement },
+                    baseline_protected: false,
+                });
+            }
+            ("queued", _) => queued.push(spec),
+            _ => tracing::warn!(
+                workload = row.workload_id,
+                "running workload without an open run; skipped"
+            ),
+        }
+        workloads.insert(row.workload_id, row);
+    }
+    Ok(Some(Snapshot {
+        engine,
+        tree,
+        nodes,
+        node_rows,
+        running,
+        queued,
+        workloads,
+    }))
+}
+
+/// Feeds the engine's ledger from the hourly buckets of the window, and the capacity hour by hour
+/// (hours the server did not record count as the current healthy capacity).
+async fn load_ledger(
+    db: &mut SqliteConnection,
+    engine: &mut Engine,
+    tree: &TreeSnapshot,
+    nodes: &[NodeState],
+    config: &RuntimeConfig,
+    now: i64,
+) -> Result<(), ServerError> {
+    let first_hour = (now - config.window).div_euclid(HOUR) * HOUR - HOUR;
+    let usage: Vec<(i64, i64, f64)> = sqlx::query_as(
+        "select budget_node_id, hour, charged_gpu_s from usage_hour where hour >= $1 and charged_gpu_s > 0 order by hour, budget_node_id",
+    )
+    .bind(first_hour)
+    .fetch_all(&mut *db)
+    .await?;
+    let capacity: BTreeMap<i64, f64> = sqlx::query_as::<_, (i64, f64)>(
+        "select hour, healthy_gpu_s from capacity_hour where hour >= $1 order by hour",
+    )
+    .bind(first_hour)
+    .fetch_all(&mut *db)
+    .await?
+    .into_iter()
+    .collect();
+    let current: u32 = nodes
+        .iter()
+        .filter(|n| n.health == Health::Healthy)
+        .map(|n| n.gpus)
+        .sum();
+    let ledger = engine.ledger_mut();
+    let mut hour = first_hour;
+    while hour <= now {
+        let gpus = match capacity.get(&hour) {
+            Some(&gpu_s) if hour + HOUR <= now => (gpu_s / HOUR as f64).round() as u32,
+            _ => current,
+        };
+        ledger.set_capacity(hour, gpus);
+        hour += HOUR;
+    }
+    for (budget_node_id, hour, gpu_s) in usage {
+        if let Some(leaf) = tree.engine_id(budget_node_id) {
+            let to = (hour + HOUR).min(now);
+            if to > hour {
+                ledger.charge(leaf, hour, to, gpu_s);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,5 @@
+//! Workloads: submission, cancellation, and what a person sees of them.
+
+pub mod domain;
+pub mod repo;
+pub mod service;

@@ -1,0 +1,155 @@
+//! SQL for workloads and their events.
+
+use serde::Serialize;
+use sqlx::{FromRow, SqliteExecutor};
+
+/// A workload as the API shows it.
+#[derive(Debug, Clone, FromRow, Serialize)]
+pub struct WorkloadRecord {
+    #[sqlx(rename = "workload_id")]
+    pub id: i64,
+    pub name: String,
+    pub project: String,
+    pub owner: String,
+    pub command: String,
+    pub gpus: i64,
+    pub min_runtime_s: i64,
+    pub resumable: bool,
+    pub priority: i64,
+    pub state: String,
+    pub submitted_at: i64,
+    pub first_started_at: Option<i64>,
+    pub started_at: Option<i64>,
+    pub protected_until: Option<i64>,
+    pub ended_at: Option<i64>,
+    pub exit_code: Option<i64>,
+    pub run_count: i64,
+    pub progress_s: i64,
+    #[serde(skip)]
+    pub user_id: i64,
+}
+
+const SELECT: &str = "select w.workload_id, w.name, b.path as project, u.username as owner, w.command, w.gpus,
+        w.min_runtime_s, w.resumable, w.priority, w.state, w.submitted_at, w.first_started_at, w.started_at,
+        w.protected_until, w.ended_at, w.exit_code, w.run_count, w.progress_s, w.user_id
+    from workload w join budget_node b on b.budget_node_id = w.budget_node_id join user u on u.user_id = w.user_id";
+
+#[allow(clippy::too_many_arguments)]
+pub async fn insert_workload(
+    db: impl SqliteExecutor<'_>,
+    user_id: i64,
+    leaf_id: i64,
+    name: &str,
+    command: &str,
+    gpus: u32,
+    min_runtime_s: i64,
+    resumable: bool,
+    priority: i32,
+    now: i64,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "insert into workload (user_id, budget_node_id, name, command, gpus, min_runtime_s, resumable, priority,
+                               state, submitted_at, queued_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $9, $9) returning workload_id",
+    )
+    .bind(user_id)
+    .bind(leaf_id)
+    .bind(name)
+    .bind(command)
+    .bind(gpus as i64)
+    .bind(min_runtime_s)
+    .bind(resumable)
+    .bind(priority)
+    .bind(now)
+    .fetch_one(db)
+    .await
+}
+
+pub async fn find_workload(
+    db: impl SqliteExecutor<'_>,
+    id: i64,
+) -> Result<Option<WorkloadRecord>, sqlx::Error> {
+    sqlx::query_as(&format!("{SELECT} where w.workload_id = $1"))
+        .bind(id)
+        .fetch_optional(db)
+        .await
+}
+
+/// Workloads, newest first, optionally of one user and/or in one state.
+pub async fn list_workloads(
+    db: impl SqliteExecutor<'_>,
+    user_id: Option<i64>,
+    state: Option<&str>,
+    limit: i64,
+) -> Result<Vec<WorkloadRecord>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "{SELECT} where ($1 is null or w.user_id = $1) and ($2 is null or w.state = $2)
+         order by w.workload_id desc limit $3"
+    ))
+    .bind(user_id)
+    .bind(state)
+    .bind(limit)
+    .fetch_all(db)
+    .await
+}
+
+#[derive(Debug, Clone, FromRow, Serialize)]
+pub struct EventRecord {
+    pub at: i64,
+    pub kind: String,
+    #[sqlx(json)]
+    pub detail: serde_json::Value,
+}
+
+pub async fn events(
+    db: impl SqliteExecutor<'_>,
+    workload_id: i64,
+) -> Result<Vec<EventRecord>, sqlx::Error> {
+    sqlx::query_as("select at, kind, detail from workload_event where workload_id = $1 order by workload_event_id")
+        .bind(workload_id)
+        .fetch_all(db)
+        .await
+}
+
+pub async fn insert_event(
+    db: impl SqliteExecutor<'_>,
+    workload_id: i64,
+    at: i64,
+    kind: &str,
+    node_id: Option<i64>,
+    detail: &serde_json::Value,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("insert into workload_event (workload_id, at, kind, node_id, detail) values ($1, $2, $3, $4, $5)")
+        .bind(workload_id)
+        .bind(at)
+        .bind(kind)
+        .bind(node_id)
+        .bind(detail.to_string())
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// The current placement: `(node name, gpu indices)` of each open run.
+pub async fn placement(
+    db: impl SqliteExecutor<'_>,
+    workload_id: i64,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "select n.name, r.gpu_indices from workload_run r join node n on n.node_id = r.node_id
+         where r.workload_id = $1 and r.ended_at is null order by n.name",
+    )
+    .bind(workload_id)
+    .fetch_all(db)
+    .await
+}
+
+pub async fn log_tail(
+    db: impl SqliteExecutor<'_>,
+    workload_id: i64,
+) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar("select log_tail from workload where workload_id = $1")
+        .bind(workload_id)
+        .fetch_one(db)
+        .await
+}

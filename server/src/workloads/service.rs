@@ -1,0 +1,336 @@
+//! Workload operations shared by the JSON API and the pages.
+
+use super::{
+    domain::{NewWorkload, SubmitWorkload},
+    repo::{self, WorkloadRecord},
+};
+use crate::{
+    budget::repo as budget_repo,
+    runtime::{apply, snapshot, Runtime},
+    users::service::now,
+    ServerError,
+};
+use app::model::CurrentUser;
+use scheduler::{NodeGpus, WaitReason, WorkloadId};
+use serde_json::{json, Value};
+use sqlx::SqlitePool;
+
+pub async fn submit(
+    pool: &SqlitePool,
+    runtime: &Runtime,
+    actor: &CurrentUser,
+    input: SubmitWorkload,
+) -> Result<WorkloadRecord, ServerError> {
+    let new = NewWorkload::parse(input, runtime.config().max_min_runtime)?;
+    let leaf: Option<(i64, bool)> = sqlx::query_as(
+        "select b.budget_node_id, not exists (select 1 from budget_node c where c.parent_id = b.budget_node_id
+                                               and c.removed_at is null)
+         from budget_node b where b.path = $1 and b.removed_at is null",
+    )
+    .bind(&new.project)
+    .fetch_optional(pool)
+    .await?;
+    let leaf_id = match leaf {
+        None => {
+            return Err(ServerError::invalid(
+                "project",
+                format!("There is no project \"{}\".", new.project),
+            ))
+        }
+        Some((_, false)) => {
+            return Err(ServerError::invalid(
+                "project",
+                format!(
+                    "\"{}\" is not a leaf of the budget tree; choose one of its projects.",
+                    new.project
+                ),
+            ))
+        }
+        Some((id, true)) => id,
+    };
+    let member = budget_repo::member_leaves(pool, actor.id)
+        .await?
+        .iter()
+        .any(|(id, _)| *id == leaf_id);
+    if !member {
+        return Err(ServerError::invalid(
+            "project",
+            format!(
+                "You are not a member of \"{}\"; ask its owner to add you.",
+                new.project
+            ),
+        ));
+    }
+    check_fits(pool, new.gpus).await?;
+    let now = now();
+    let mut tx = pool.begin().await?;
+    let id = repo::insert_workload(
+        &mut *tx,
+        actor.id,
+        leaf_id,
+        &new.name,
+        &new.command,
+        new.gpus,
+        new.min_runtime_s,
+        new.resumable,
+        new.priority,
+        now,
+    )
+    .await?;
+    repo::insert_event(
+        &mut *tx,
+        id,
+        now,
+        "submitted",
+        None,
+        &json!({ "by": actor.username }),
+    )
+    .await?;
+    tx.commit().await?;
+    runtime.wake();
+    tracing::info!(workload = id, user = %actor.username, project = %new.project, gpus = new.gpus, "submitted");
+    repo::find_workload(pool, id)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("workload {id}")))
+}
+
+/// Refuses requests no placement on the registered nodes could ever satisfy (DESIGN §4.8: up to
+/// one node's GPUs on one node, more as whole nodes).
+async fn check_fits(pool: &SqlitePool, gpus: u32) -> Result<(), ServerError> {
+    let sizes: Vec<i64> = sqlx::query_scalar("select gpu_count from node where gpu_count > 0")
+        .fetch_all(pool)
+        .await?;
+    if sizes.is_empty() {
+        return Err(ServerError::invalid(
+            "gpus",
+            "No GPU node has connected yet, so nothing can run.",
+        ));
+    }
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let total: i64 = sizes.iter().sum();
+    if i64::from(gpus) > total {
+        return Err(ServerError::invalid(
+            "gpus",
+            format!("{gpus} GPUs is more than the whole cluster has ({total}); the largest node has {largest}."),
+        ));
+    }
+    Ok(())
+}
+
+pub async fn cancel(
+    pool: &SqlitePool,
+    runtime: &Runtime,
+    actor: &CurrentUser,
+    id: i64,
+) -> Result<WorkloadRecord, ServerError> {
+    let workload = get(pool, id).await?;
+    if workload.user_id != actor.id && !actor.is_admin() {
+        return Err(ServerError::Forbidden(
+            "Only the workload's owner or an admin can cancel it.".into(),
+        ));
+    }
+    if !matches!(workload.state.as_str(), "queued" | "running") {
+        return Err(ServerError::conflict(
+            "state",
+            format!("The workload has already ended ({}).", workload.state),
+        ));
+    }
+    let now = now();
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    apply::close_runs(&mut tx, id, "cancelled", now).await?;
+    sqlx::query(
+        "update workload set state = 'cancelled', ended_at = $2,
+                progress_s = progress_s + ($2 - coalesce(started_at, $2)), started_at = null, protected_until = null
+         where workload_id = $1 and state in ('queued', 'running')",
+    )
+    .bind(id)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    repo::insert_event(
+        &mut *tx,
+        id,
+        now,
+        "cancelled",
+        None,
+        &json!({ "by": actor.username }),
+    )
+    .await?;
+    tx.commit().await?;
+    runtime.wake();
+    runtime.announce();
+    get(pool, id).await
+}
+
+pub async fn get(pool: &SqlitePool, id: i64) -> Result<WorkloadRecord, ServerError> {
+    repo::find_workload(pool, id)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("There is no workload {id}.")))
+}
+
+/// The workload with its placement, queue position, the ratios along its path, what it waits
+/// for, and its events.
+pub async fn detail(pool: &SqlitePool, runtime: &Runtime, id: i64) -> Result<Value, ServerError> {
+    let workload = get(pool, id).await?;
+    let placement: Vec<Value> = repo::placement(pool, id)
+        .await?
+        .into_iter()
+        .map(|(node, gpus)| json!({ "node": node, "gpus": snapshot::parse_indices(&gpus) }))
+        .collect();
+    let events = repo::events(pool, id).await?;
+    let explanation = if workload.state == "queued" {
+        explain(pool, runtime, id).await?
+    } else {
+        Value::Null
+    };
+    let mut body =
+        serde_json::to_value(&workload).map_err(|e| ServerError::Config(e.to_string()))?;
+    body["placement"] = Value::Array(placement);
+    body["queue"] = explanation;
+    body["events"] =
+        serde_json::to_value(events).map_err(|e| ServerError::Config(e.to_string()))?;
+    Ok(body)
+}
+
+async fn explain(pool: &SqlitePool, runtime: &Runtime, id: i64) -> Result<Value, ServerError> {
+    let now = now();
+    let mut db = pool.acquire().await?;
+    let Some(snap) = snapshot::load(&mut db, runtime.config(), now).await? else {
+        return Ok(Value::Null);
+    };
+    let explanation = snap
+        .engine
+        .explain(&snap.state(), now, WorkloadId(id as u64))
+        .map_err(|e| ServerError::Config(format!("the engine refused the snapshot: {e:?}")))?;
+    let Some(e) = explanation else {
+        return Ok(Value::Null);
+    };
+    let tree = &snap.tree.tree;
+    let gpus = |parts: &[NodeGpus]| -> Vec<Value> {
+        parts
+            .iter()
+            .map(|p| json!({ "node": snap.node_row(p.node).name, "gpus": p.gpus.indices().collect::<Vec<_>>() }))
+            .collect()
+    };
+    let waiting_for = match &e.waiting_for {
+        WaitReason::StartsNow { placement } => {
+            json!({ "kind": "starts-now", "placement": gpus(&placement.parts) })
+        }
+        WaitReason::OwnReservation { at, gpus: held } => {
+            json!({ "kind": "own-reservation", "at": at, "gpus": gpus(held) })
+        }
+        WaitReason::ReservedAhead { holder, at } => json!({
+            "kind": "reserved-ahead", "holder": holder.0, "holder_name": snap.workload(*holder).map(|w| w.name.clone()), "at": at
+        }),
+        WaitReason::Capacity {
+            idle_gpus,
+            protected_gpus,
+            protected_until,
+            outranking_gpus,
+            within_margin_gpus,
+        } => json!({
+            "kind": "capacity", "idle_gpus": idle_gpus, "protected_gpus": protected_gpus,
+            "protected_until": protected_until, "outranking_gpus": outranking_gpus,
+            "within_margin_gpus": within_margin_gpus,
+        }),
+        WaitReason::IdleOnly { idle_gpus } => {
+            json!({ "kind": "idle-only", "idle_gpus": idle_gpus })
+        }
+        WaitReason::HostsOutOfService { nodes } => json!({
+            "kind": "hosts-out-of-service", "nodes": nodes.iter().map(|n| snap.node_row(*n).name.clone()).collect::<Vec<_>>()
+        }),
+        WaitReason::TooLarge {
+            gpus,
+            largest_placement,
+        } => json!({
+            "kind": "too-large", "gpus": gpus, "largest_placement": largest_placement
+        }),
+    };
+    Ok(json!({
+        "position": e.position,
+        "queue_len": e.queue_len,
+        "leaf_rank": e.leaf_rank,
+        "path": e.path.iter().map(|step| json!({
+            "path": tree.path(step.node),
+            "usage_gpu_h": step.usage / 3600.0,
+            "allocated_gpu_h": step.allocated / 3600.0,
+            "ratio": step.ratio.is_finite().then_some(step.ratio),
+            "sibling_rank": step.sibling_rank,
+            "siblings": step.siblings,
+        })).collect::<Vec<_>>(),
+        "waiting_for": waiting_for,
+    }))
+}
+
+/// Records an agent's report that a run's process ended with `exit_code`. Only an open run on the
+/// reporting node counts: a late or repeated report changes nothing.
+pub async fn finished(
+    pool: &SqlitePool,
+    node_id: i64,
+    run_id: i64,
+    exit_code: i32,
+    log_tail: &str,
+    now: i64,
+) -> Result<bool, ServerError> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let workload: Option<i64> = sqlx::query_scalar(
+        "select workload_id from workload_run where workload_run_id = $1 and node_id = $2 and ended_at is null",
+    )
+    .bind(run_id)
+    .bind(node_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(workload_id) = workload else {
+        return Ok(false);
+    };
+    store_log(&mut tx, workload_id, log_tail).await?;
+    let (kind, state) = if exit_code == 0 {
+        ("completed", "succeeded")
+    } else {
+        ("failed", "failed")
+    };
+    apply::close_runs(&mut tx, workload_id, kind, now).await?;
+    sqlx::query(
+        "update workload set state = $2, exit_code = $3, ended_at = $4,
+                progress_s = progress_s + ($4 - coalesce(started_at, $4)), started_at = null, protected_until = null
+         where workload_id = $1 and state = 'running'",
+    )
+    .bind(workload_id)
+    .bind(state)
+    .bind(exit_code)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    repo::insert_event(
+        &mut *tx,
+        workload_id,
+        now,
+        state,
+        Some(node_id),
+        &json!({ "exit_code": exit_code }),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+pub async fn store_log(
+    db: &mut sqlx::SqliteConnection,
+    workload_id: i64,
+    tail: &str,
+) -> Result<(), ServerError> {
+    if tail.is_empty() {
+        return Ok(());
+    }
+    const MAX: usize = 1 << 20;
+    let start = tail.len().saturating_sub(MAX);
+    let start = (start..tail.len())
+        .find(|&i| tail.is_char_boundary(i))
+        .unwrap_or(tail.len());
+    sqlx::query("update workload set log_tail = $2 where workload_id = $1")
+        .bind(workload_id)
+        .bind(&tail[start..])
+        .execute(&mut *db)
+        .await?;
+    Ok(())
+}
