@@ -115,7 +115,10 @@ async fn sync(
 
     let mut assignments = runtime.assignments();
     let reported: BTreeSet<i64> = request.running.iter().copied().collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(request.wait_s.min(25));
+    // Never hold a sync past the heartbeat interval, or the node would look silent.
+    let heartbeat_s = (runtime.config().heartbeat_deadline / 3).max(1);
+    let hold = request.wait_s.min(heartbeat_s as u64);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(hold);
     loop {
         assignments.borrow_and_update();
         let (start, stop) = difference(&state, node.node_id, &reported).await?;
@@ -126,7 +129,7 @@ async fn sync(
                 start,
                 stop,
                 grace_s: config.grace,
-                heartbeat_s: (config.heartbeat_deadline / 3).max(1),
+                heartbeat_s,
             }));
         }
         if tokio::time::timeout_at(deadline, assignments.changed())

@@ -37,12 +37,14 @@ pub async fn set_admin_state(
         "cordon" | "drain" => "cordoned",
         "unhealthy" | "mark-unhealthy" => "unhealthy",
         "uncordon" | "healthy" => "healthy",
-        other => return Err(ServerError::invalid(
-            "action",
-            format!(
+        other => {
+            return Err(ServerError::invalid(
+                "action",
+                format!(
                 "Unknown node action \"{other}\": use cordon, drain, mark-unhealthy or uncordon."
             ),
-        )),
+            ))
+        }
     };
     let node = repo::find_node_by_name(pool, name)
         .await?

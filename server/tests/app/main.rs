@@ -1,6 +1,11 @@
-//! Server tests: the real router from `build_app` on a temporary SQLite database.
+//! Server tests: the real router from `build_app` on a temporary SQLite database, and a live
+//! cluster (runtime + real agent processes) on loopback.
 
+mod api;
 mod auth;
 mod health;
+mod live;
+mod restart;
+mod runtime;
 mod support;
 mod users;

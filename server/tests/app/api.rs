@@ -1,0 +1,110 @@
+//! The JSON API: validation and authorization per role.
+
+use crate::live::{job, Live};
+use reqwest::StatusCode;
+use serde_json::json;
+
+async fn workload_count(live: &Live) -> i64 {
+    sqlx::query_scalar("select count(*) from workload")
+        .fetch_one(&live.app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn invalid_submissions_name_the_field_and_write_nothing() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 8).await;
+    let cases = [
+        (job("ai/nowhere", "x", "true", 1, 0, true), "project"),
+        (job("ai", "x", "true", 1, 0, true), "project"),
+        (job("ai/molmo", "x", "true", 1, 0, true), "project"),
+        (job("ai/olmo", "x", "true", 9, 0, true), "gpus"),
+        (
+            job("ai/olmo", "x", "true", 1, 8 * 3600 + 1, true),
+            "min_runtime_s",
+        ),
+        (job("ai/olmo", "x", "   ", 1, 0, true), "command"),
+        (
+            json!({ "project": "ai/olmo", "name": "x", "command": "true" }),
+            "gpus",
+        ),
+    ];
+    for (body, field) in cases {
+        let (status, error) = live.post("ada", "/api/v1/workloads", body.clone()).await;
+        assert!(status.is_client_error(), "{body} → {status}");
+        assert_eq!(error["field"], field, "{body} → {error}");
+        assert!(error["error"].as_str().unwrap().len() > 10);
+    }
+    assert_eq!(workload_count(&live).await, 0);
+}
+
+#[tokio::test]
+async fn the_api_requires_a_valid_token() {
+    let live = Live::start().await;
+    let anonymous = live
+        .http
+        .get(format!("{}/api/v1/workloads", live.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let forged = live
+        .http
+        .get(format!("{}/api/v1/workloads", live.url))
+        .bearer_auth("hgt_forged")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn only_admins_change_node_states() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 2).await;
+    for user in ["ada", "pat"] {
+        let (status, _) = live.post(user, "/api/v1/nodes/n1/cordon", json!({})).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+    }
+    let (status, body) = live
+        .post("root", "/api/v1/nodes/n1/cordon", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["state"], "cordoned");
+    let (status, body) = live
+        .post("root", "/api/v1/nodes/n1/explode", json!({}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+}
+
+#[tokio::test]
+async fn the_tree_shows_shares_fractions_owners_and_ratios() {
+    let live = Live::start().await;
+    let (status, tree) = live.get("ada", "/api/v1/tree").await;
+    assert_eq!(status, StatusCode::OK);
+    let nodes = tree["nodes"].as_array().unwrap();
+    let olmo = nodes.iter().find(|n| n["path"] == "ai/olmo").unwrap();
+    assert_eq!(olmo["fraction"], 0.75);
+    assert_eq!(olmo["leaf"], true);
+    let ai = nodes.iter().find(|n| n["path"] == "ai").unwrap();
+    assert_eq!(ai["owners"], json!(["pat"]));
+}
+
+#[tokio::test]
+async fn a_queued_workload_explains_its_position_and_path() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 2).await;
+    let blocker = live
+        .submit("ada", job("ai/olmo", "blocker", "sleep 30", 2, 3600, true))
+        .await;
+    live.wait_for_state(blocker, "running").await;
+    let waiting = live
+        .submit("bob", job("ai/molmo", "waiting", "true", 2, 900, true))
+        .await;
+    let detail = live.wait_for_state(waiting, "queued").await;
+    let queue = &detail["queue"];
+    assert_eq!(queue["position"], 1, "{detail}");
+    assert_eq!(queue["path"][1]["path"], "ai/molmo");
+    assert_eq!(queue["waiting_for"]["kind"], "capacity", "{queue}");
+}

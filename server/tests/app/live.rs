@@ -1,0 +1,209 @@
+//! A live cluster for tests: the real server on a loopback port with its runtime running, an org
+//! imported, and real `hourglass agent` processes running real commands.
+
+use crate::support::TestApp;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use server::{
+    api::tokens,
+    budget::{import::import_org, org_file::OrgFile},
+    build_app,
+    nodes::service as node_service,
+    runtime::{config::RuntimeConfig, Runtime},
+    users::service::now,
+    AppState,
+};
+use std::{process::Stdio, time::Duration};
+use tokio::process::{Child, Command};
+
+pub const ORG: &str = r#"
+[shares]
+"ai" = 1
+"ai/olmo" = 3
+"ai/molmo" = 1
+
+[owners]
+"" = ["root"]
+"ai" = ["pat"]
+
+[members]
+"ai/olmo" = ["ada"]
+"ai/molmo" = ["bob"]
+"#;
+
+pub struct Live {
+    pub app: TestApp,
+    pub url: String,
+    pub http: reqwest::Client,
+    pub agents: Vec<Child>,
+}
+
+pub fn fast_config() -> RuntimeConfig {
+    RuntimeConfig {
+        heartbeat_deadline: 3,
+        grace: 1,
+        safety_tick_ms: 200,
+        ..RuntimeConfig::default()
+    }
+}
+
+impl Live {
+    pub async fn start() -> Live {
+        let app = TestApp::new().await;
+        for (name, role) in [
+            ("root", "admin"),
+            ("pat", "researcher"),
+            ("ada", "researcher"),
+            ("bob", "researcher"),
+        ] {
+            app.create_user(name, role, "long enough 1").await;
+        }
+        import_org(&app.pool, &OrgFile::parse(ORG).unwrap(), now())
+            .await
+            .unwrap();
+        let runtime = Runtime::new(app.pool.clone(), fast_config());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let router = build_app(AppState {
+            leptos_options: app_state_options(&app),
+            pool: app.pool.clone(),
+            secure_cookies: false,
+            runtime: runtime.clone(),
+        });
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        runtime.spawn();
+        Live {
+            app,
+            url,
+            http: reqwest::Client::new(),
+            agents: Vec::new(),
+        }
+    }
+
+    /// Registers a node and starts a real agent process for it.
+    pub async fn add_agent(&mut self, name: &str, gpus: u32) -> usize {
+        let (_, token) = node_service::register_node(&self.app.pool, name)
+            .await
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_hourglass"))
+            .args([
+                "agent",
+                "--server",
+                &self.url,
+                "--name",
+                name,
+                "--gpus",
+                &gpus.to_string(),
+                "--token",
+                &token,
+            ])
+            .env("HOURGLASS_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the agent");
+        self.agents.push(child);
+        self.wait_for_node(name, "healthy").await;
+        self.agents.len() - 1
+    }
+
+    pub async fn token(&self, username: &str) -> String {
+        let user = server::users::repo::find_user_by_username(&self.app.pool, username)
+            .await
+            .unwrap()
+            .unwrap();
+        tokens::create_token(&self.app.pool, user.user_id, "test")
+            .await
+            .unwrap()
+    }
+
+    pub async fn get(&self, username: &str, path: &str) -> (StatusCode, Value) {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(self.token(username).await)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn post(&self, username: &str, path: &str, body: Value) -> (StatusCode, Value) {
+        let response = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(self.token(username).await)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn submit(&self, username: &str, body: Value) -> i64 {
+        let (status, workload) = self.post(username, "/api/v1/workloads", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{workload}");
+        workload["id"].as_i64().unwrap()
+    }
+
+    pub async fn workload(&self, id: i64) -> Value {
+        self.get("root", &format!("/api/v1/workloads/{id}")).await.1
+    }
+
+    /// Polls until the workload is in `state` (at most 20 s).
+    pub async fn wait_for_state(&self, id: i64, state: &str) -> Value {
+        for _ in 0..200 {
+            let workload = self.workload(id).await;
+            if workload["state"] == state {
+                return workload;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!(
+            "workload {id} never reached {state}: {}",
+            self.workload(id).await
+        );
+    }
+
+    /// Polls until node `name` reports `state` (at most 20 s).
+    pub async fn wait_for_node(&self, name: &str, state: &str) {
+        for _ in 0..200 {
+            let nodes = self.get("root", "/api/v1/nodes").await.1;
+            if nodes["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["name"] == name && n["state"] == state)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("node {name} never became {state}");
+    }
+}
+
+fn app_state_options(app: &TestApp) -> leptos::prelude::LeptosOptions {
+    let args = server::config::ServeArgs {
+        site_root: app.dir.path().join("site"),
+        ..Default::default()
+    };
+    server::serve::leptos_options(&args).unwrap()
+}
+
+pub fn job(
+    project: &str,
+    name: &str,
+    command: &str,
+    gpus: u32,
+    min_runtime_s: i64,
+    resumable: bool,
+) -> Value {
+    json!({
+        "project": project, "name": name, "command": command, "gpus": gpus,
+        "min_runtime_s": min_runtime_s, "resumable": resumable, "priority": 0,
+    })
+}

@@ -1,0 +1,185 @@
+//! The server killed with SIGKILL mid-run comes back and neither loses nor double-charges time.
+
+use crate::live::{job, ORG};
+use server::{
+    api::tokens,
+    budget::{import::import_org, org_file::OrgFile},
+    db,
+    nodes::service as node_service,
+    users::service,
+};
+use std::{process::Stdio, time::Duration};
+use tokio::process::{Child, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
+
+fn serve(database: &str, site: &std::path::Path, port: u16) -> Child {
+    Command::new(BIN)
+        .args([
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{port}"),
+            "--heartbeat-deadline-s",
+            "6",
+            "--grace-s",
+            "1",
+        ])
+        .arg("--site-root")
+        .arg(site)
+        .env("HOURGLASS_DATABASE_URL", database)
+        .env("HOURGLASS_LOG", "warn")
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the server")
+}
+
+async fn healthy(http: &reqwest::Client, url: &str) {
+    for _ in 0..100 {
+        if http
+            .get(format!("{url}/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the server did not come up");
+}
+
+async fn state_of(http: &reqwest::Client, url: &str, token: &str, id: i64) -> serde_json::Value {
+    http.get(format!("{url}/api/v1/workloads/{id}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn wait_for(http: &reqwest::Client, url: &str, token: &str, id: i64, state: &str) {
+    for _ in 0..300 {
+        if state_of(http, url, token, id).await["state"] == state {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "workload never reached {state}: {}",
+        state_of(http, url, token, id).await
+    );
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_run_restarts_without_losing_or_double_charging_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("live.db").display());
+    let site = dir.path().join("site");
+    std::fs::create_dir_all(site.join("pkg")).unwrap();
+    for file in ["hourglass.js", "hourglass.wasm", "hourglass.css"] {
+        std::fs::write(site.join("pkg").join(file), "").unwrap();
+    }
+    let pool = db::open(&database).await.unwrap();
+    for name in ["root", "pat", "ada", "bob"] {
+        service::create_user(&pool, name, "researcher", "long enough 1".into())
+            .await
+            .unwrap();
+    }
+    import_org(&pool, &OrgFile::parse(ORG).unwrap(), service::now())
+        .await
+        .unwrap();
+    let (_, node_token) = node_service::register_node(&pool, "n1").await.unwrap();
+    let ada = server::users::repo::find_user_by_username(&pool, "ada")
+        .await
+        .unwrap()
+        .unwrap();
+    let token = tokens::create_token(&pool, ada.user_id, "test")
+        .await
+        .unwrap();
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    let mut server = serve(&database, &site, port);
+    healthy(&http, &url).await;
+    let _agent = Command::new(BIN)
+        .args([
+            "agent",
+            "--server",
+            &url,
+            "--name",
+            "n1",
+            "--gpus",
+            "2",
+            "--token",
+            &node_token,
+        ])
+        .env("HOURGLASS_LOG", "error")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    for _ in 0..100 {
+        let nodes: serde_json::Value = http
+            .get(format!("{url}/api/v1/nodes"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if nodes["nodes"][0]["state"] == "healthy" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let submitted = http
+        .post(format!("{url}/api/v1/workloads"))
+        .bearer_auth(&token)
+        .json(&job("ai/olmo", "survivor", "sleep 6", 2, 900, true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(submitted.status(), reqwest::StatusCode::CREATED);
+    let id = submitted.json::<serde_json::Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    wait_for(&http, &url, &token, id, "running").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    server.start_kill().unwrap();
+    server.wait().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let _server = serve(&database, &site, port);
+    healthy(&http, &url).await;
+    wait_for(&http, &url, &token, id, "succeeded").await;
+
+    let runs: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "select gpus, started_at, ended_at from workload_run where workload_id = $1",
+    )
+    .bind(id)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(runs.len(), 1, "the run survived the restart: {runs:?}");
+    let (gpus, started, ended) = runs[0];
+    assert!(ended - started >= 6, "the run lasted its 6 s: {runs:?}");
+    let charged: f64 =
+        sqlx::query_scalar("select coalesce(sum(charged_gpu_s), 0.0) from usage_hour")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        charged,
+        (gpus * (ended - started)) as f64,
+        "charged exactly the run's GPU-seconds"
+    );
+}

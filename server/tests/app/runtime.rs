@@ -1,0 +1,141 @@
+//! The live system end to end: server + runtime + real agent processes on loopback.
+
+use crate::live::{job, Live};
+use reqwest::StatusCode;
+use serde_json::json;
+
+#[tokio::test]
+async fn a_workload_runs_and_succeeds_with_its_gpus_in_cuda_visible_devices() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 4).await;
+    let id = live
+        .submit(
+            "ada",
+            job(
+                "ai/olmo",
+                "probe",
+                "echo gpus=$CUDA_VISIBLE_DEVICES id=$HOURGLASS_WORKLOAD_ID",
+                2,
+                900,
+                true,
+            ),
+        )
+        .await;
+    let done = live.wait_for_state(id, "succeeded").await;
+    assert_eq!(done["exit_code"], 0);
+    let log = live
+        .http
+        .get(format!("{}/api/v1/workloads/{id}/log", live.url))
+        .bearer_auth(live.token("ada").await);
+    let log = log.send().await.unwrap().text().await.unwrap();
+    assert!(log.contains(&format!("gpus=0,1 id={id}")), "{log}");
+    let kinds: Vec<&str> = done["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["submitted", "started", "succeeded"]);
+}
+
+#[tokio::test]
+async fn a_free_workload_is_preempted_by_an_allocated_one_and_the_reason_is_recorded() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 4).await;
+    let free = live
+        .submit(
+            "bob",
+            job("ai/molmo", "free-sweep", "sleep 60", 4, 0, false),
+        )
+        .await;
+    live.wait_for_state(free, "running").await;
+    let debug = live
+        .submit("ada", job("ai/olmo", "debug", "sleep 1", 2, 900, true))
+        .await;
+    let preempted = live.wait_for_state(free, "preempted").await;
+    let event = preempted["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "preempted")
+        .unwrap()
+        .clone();
+    assert_eq!(event["detail"]["rule"], "free-work");
+    assert_eq!(event["detail"]["preemptor"]["workload_id"], debug);
+    assert_eq!(event["detail"]["preemptor"]["leaf"], "ai/olmo");
+    assert_eq!(event["detail"]["victim"]["leaf"], "ai/molmo");
+    live.wait_for_state(debug, "succeeded").await;
+}
+
+#[tokio::test]
+async fn a_killed_agents_node_goes_down_and_its_resumable_workload_finishes_on_another_node() {
+    let mut live = Live::start().await;
+    let first = live.add_agent("n1", 2).await;
+    let id = live
+        .submit("ada", job("ai/olmo", "train", "sleep 4", 2, 1, true))
+        .await;
+    let running = live.wait_for_state(id, "running").await;
+    let node = running["placement"][0]["node"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(node, "n1");
+    live.add_agent("n2", 2).await;
+    live.agents[first].start_kill().unwrap();
+    live.wait_for_node("n1", "down").await;
+    let done = live.wait_for_state(id, "succeeded").await;
+    let drained = done["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "drained")
+        .unwrap()
+        .clone();
+    assert_eq!(drained["detail"]["rule"], "host-down");
+    assert_eq!(drained["detail"]["then"], "requeued");
+    let starts: Vec<&str> = done["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "started")
+        .map(|e| e["detail"]["placement"][0]["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(starts, ["n1", "n2"]);
+}
+
+#[tokio::test]
+async fn cancelling_a_running_workload_stops_it_and_charges_only_until_then() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 4).await;
+    let id = live
+        .submit("ada", job("ai/olmo", "long", "sleep 60", 1, 900, true))
+        .await;
+    live.wait_for_state(id, "running").await;
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let (status, body) = live
+        .post("bob", &format!("/api/v1/workloads/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, body) = live
+        .post("ada", &format!("/api/v1/workloads/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["state"], "cancelled");
+    let charged: f64 =
+        sqlx::query_scalar("select coalesce(sum(charged_gpu_s), 0.0) from usage_hour")
+            .fetch_one(&live.app.pool)
+            .await
+            .unwrap();
+    let run: (i64, i64) =
+        sqlx::query_as("select started_at, ended_at from workload_run where workload_id = $1")
+            .bind(id)
+            .fetch_one(&live.app.pool)
+            .await
+            .unwrap();
+    assert!(run.1 - run.0 >= 2, "the run lasted at least 2 s");
+    assert_eq!(
+        charged,
+        (run.1 - run.0) as f64,
+        "one GPU charged exactly for the run"
+    );
+}
