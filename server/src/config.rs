@@ -64,6 +64,11 @@ pub struct ServeArgs {
     #[arg(long, env = "HOURGLASS_SECURE_COOKIES")]
     pub secure_cookies: bool,
 
+    /// Seed a demo organisation on an empty database, run simulated GPU nodes in-process, and keep
+    /// a trickle of workloads flowing.
+    #[arg(long, env = "HOURGLASS_DEMO")]
+    pub demo: bool,
+
     /// Seconds without a heartbeat before a node is marked down.
     #[arg(long, env = "HOURGLASS_HEARTBEAT_DEADLINE_S", default_value_t = 30)]
     pub heartbeat_deadline_s: i64,
@@ -79,6 +84,7 @@ impl Default for ServeArgs {
             addr: "127.0.0.1:3000".parse().expect("valid default address"),
             site_root: PathBuf::from("target/site"),
             secure_cookies: false,
+            demo: false,
             heartbeat_deadline_s: 30,
             grace_s: 10,
         }

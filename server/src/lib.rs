@@ -13,6 +13,7 @@ pub mod budget;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod demo;
 pub mod error;
 pub mod http;
 pub mod nodes;

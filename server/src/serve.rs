@@ -18,6 +18,9 @@ pub const OUTPUT_NAME: &str = "hourglass";
 pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     check_site_root(&args.site_root)?;
     let pool = db::open(database).await?;
+    if args.demo {
+        crate::demo::prepare(&pool).await?;
+    }
     let leptos_options = leptos_options(&args)?;
     let runtime = Runtime::new(pool.clone(), runtime_config(&args));
     let state = AppState {
@@ -28,7 +31,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     };
     runtime.spawn();
 
-    let store = SqliteStore::new(pool);
+    let store = SqliteStore::new(pool.clone());
     tokio::spawn(async move {
         if let Err(error) = store
             .continuously_delete_expired(Duration::from_secs(3600))
@@ -42,6 +45,10 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         .await
         .map_err(|error| ServerError::Config(format!("cannot listen on {}: {error}", args.addr)))?;
     let addr = listener.local_addr()?;
+    if args.demo {
+        crate::demo::start_agents(&pool, addr).await?;
+        crate::demo::trickle::spawn(pool.clone(), runtime.clone(), Duration::from_secs(15));
+    }
     tracing::info!(%addr, database, "Hourglass is listening");
     println!("Hourglass is listening on http://{addr}");
     axum::serve(listener, build_app(state))

@@ -3,6 +3,7 @@
 
 mod api;
 mod auth;
+mod demo;
 mod health;
 mod live;
 mod restart;

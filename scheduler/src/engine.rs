@@ -1,0 +1,138 @@
+//! The engine: configuration, the budget tree and the ledger, and the two questions drivers ask.
+
+use crate::explain::{self, Explanation};
+use crate::ids::{BudgetId, Time, WorkloadId};
+use crate::ledger::{Ledger, LedgerConfig};
+use crate::ranking::Standings;
+use crate::reasons::Decision;
+use crate::snapshot::{ClusterState, SnapshotError};
+use crate::tree::{BudgetTree, TreeError};
+use crate::{decide, priority};
+
+/// Which scheduler decides.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Policy {
+    /// Hierarchical fair share with minimum-runtime protection (DESIGN §4).
+    #[default]
+    FairShare,
+    /// The pre-budget baseline: global priority then age, protected GPUs capped per leaf.
+    Priority,
+}
+
+/// Engine settings. `Config::default()` is the documented production default.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    pub policy: Policy,
+    /// Lookback window and bucket width.
+    pub ledger: LedgerConfig,
+    /// Damping (DESIGN §4.6): a waiting workload preempts unprotected work only if, where their
+    /// paths part, the running side's ratio exceeds the waiting side's by more than this. With
+    /// ratios of usage to a week's allocation, 0.02 is about 3.4 hours of the leaf's full funded
+    /// rate: two equally funded, equally busy leaves hand GPUs back and forth at most that often.
+    /// 0 disables damping.
+    pub damping_margin: f64,
+    /// How many blocked allocated workloads, best-ranked first, may hold a reservation at once
+    /// (DESIGN §4.8). 0 disables reservations and lets large workloads starve.
+    pub max_reservations: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            policy: Policy::FairShare,
+            ledger: LedgerConfig::default(),
+            damping_margin: 0.02,
+            max_reservations: 4,
+        }
+    }
+}
+
+/// The scheduling engine. It owns the tree and the ledger; each decision reads a snapshot and a
+/// time, and returns actions without changing anything. The driver applies the actions, books the
+/// charges ([`Engine::ledger_mut`]) and asks again at the next event or `next_wake`.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    config: Config,
+    tree: BudgetTree,
+    ledger: Ledger,
+}
+
+impl Engine {
+    pub fn new(tree: BudgetTree, config: Config) -> Engine {
+        let ledger = Ledger::new(&tree, config.ledger);
+        Engine {
+            config,
+            tree,
+            ledger,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Switches policy (or damping, or reservations); the ledger's window is kept as it was.
+    pub fn set_config(&mut self, config: Config) {
+        self.config = Config {
+            ledger: self.ledger.config(),
+            ..config
+        };
+    }
+
+    pub fn tree(&self) -> &BudgetTree {
+        &self.tree
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// Book charges and capacity changes here as they happen.
+    pub fn ledger_mut(&mut self) -> &mut Ledger {
+        &mut self.ledger
+    }
+
+    /// Records approved new shares, in force from `effective_from` (see [`BudgetTree::add_version`]).
+    pub fn add_share_version(
+        &mut self,
+        effective_from: Time,
+        changes: impl IntoIterator<Item = (BudgetId, f64)>,
+    ) -> Result<(), TreeError> {
+        self.tree.add_version(effective_from, changes)
+    }
+
+    /// Every node's usage, allocation and ratio at `now`, and the Fair-Tree order of leaves.
+    pub fn standings(&self, now: Time) -> Standings {
+        Standings::compute(&self.tree, &self.ledger, now)
+    }
+
+    /// One decision pass. Deterministic: the same engine, snapshot and time give the same decision,
+    /// whatever the order of the snapshot's vectors.
+    pub fn decide(&self, state: &ClusterState<'_>, now: Time) -> Result<Decision, SnapshotError> {
+        state.validate(&self.tree)?;
+        Ok(self.run_pass(state, now, None).0)
+    }
+
+    /// Why a queued workload waits (or that it would start now). `None` if it is not queued.
+    pub fn explain(
+        &self,
+        state: &ClusterState<'_>,
+        now: Time,
+        workload: WorkloadId,
+    ) -> Result<Option<Explanation>, SnapshotError> {
+        state.validate(&self.tree)?;
+        Ok(explain::explain(self, state, now, workload))
+    }
+
+    pub(crate) fn run_pass(
+        &self,
+        state: &ClusterState<'_>,
+        now: Time,
+        watch: Option<WorkloadId>,
+    ) -> (Decision, Option<explain::WaitReason>) {
+        match self.config.policy {
+            Policy::FairShare => decide::fair_share(self, state, now, watch),
+            Policy::Priority => priority::baseline(self, state, now, watch),
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Why a workload waits, as data (the Workload and Queue pages turn it into sentences).
+
+use crate::cluster::{NodeGpus, Placement};
+use crate::engine::{Engine, Policy};
+use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
+use crate::pool::{Held, Pool};
+use crate::queue::QueueKey;
+use crate::snapshot::{ClusterState, WorkloadSpec};
+
+/// A queued workload's situation at one moment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    pub workload: WorkloadId,
+    /// 1-based position in queue order (DESIGN §4.4, or the baseline's priority order).
+    pub position: usize,
+    pub queue_len: usize,
+    /// Its leaf's 1-based Fair-Tree rank among all leaves.
+    pub leaf_rank: u32,
+    /// From the root's child down to its leaf.
+    pub path: Vec<PathStep>,
+    pub waiting_for: WaitReason,
+}
+
+/// One level of the path to a workload's leaf: how served it is and where it stands among siblings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PathStep {
+    pub node: BudgetId,
+    /// GPU-seconds charged in the window.
+    pub usage: f64,
+    /// GPU-seconds funded in the window.
+    pub allocated: f64,
+    pub ratio: f64,
+    /// 1-based position among its siblings, and how many there are.
+    pub sibling_rank: u32,
+    pub siblings: u32,
+}
+
+/// What a queued workload is waiting for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WaitReason {
+    /// Nothing: this decision starts it here.
+    StartsNow { placement: Placement },
+    /// It holds a reservation: these GPUs are kept for it and it starts by `at`, when the work on
+    /// them has finished or become preemptible by it.
+    OwnReservation { at: Time, gpus: Vec<NodeGpus> },
+    /// It would fit, but the GPUs are reserved for a workload ahead of it, and its own minimum
+    /// runtime would not end before that reservation starts.
+    ReservedAhead { holder: WorkloadId, at: Time },
+    /// Not enough GPUs, counting idle ones and work it may preempt.
+    Capacity {
+        /// Idle GPUs on healthy hosts.
+        idle_gpus: u32,
+        /// GPUs of work it may preempt once protection ends, and when the first protection ends.
+        protected_gpus: u32,
+        protected_until: Option<Time>,
+        /// GPUs of work whose leaf ranks at least as well as its own (or is the same leaf).
+        outranking_gpus: u32,
+        /// GPUs of work ranked below it but within the damping margin.
+        within_margin_gpus: u32,
+    },
+    /// Unallocated work takes only idle GPUs, after all allocated work.
+    IdleOnly { idle_gpus: u32 },
+    /// It fits only on hosts that take no new work (cordoned, unhealthy or down).
+    HostsOutOfService { nodes: Vec<NodeId> },
+    /// It asks for more GPUs than any placement on this cluster can give.
+    TooLarge { gpus: u32, largest_placement: u32 },
+}
+
+pub(crate) fn explain(
+    engine: &Engine,
+    state: &ClusterState<'_>,
+    now: Time,
+    workload: WorkloadId,
+) -> Option<Explanation> {
+    let w = *state.queued.iter().find(|q| q.id == workload)?;
+    let standings = engine.standings(now);
+    let key = |q: &WorkloadSpec| match engine.config().policy {
+        Policy::FairShare => QueueKey::fair_share(q, standings.leaf_rank(q.leaf)),
+        Policy::Priority => QueueKey::baseline(q),
+    };
+    let mine = key(&w);
+    let ahead = state.queued.iter().filter(|q| key(q) < mine).count();
+    let path = engine
+        .tree()
+        .path_ids(w.leaf)
+        .into_iter()
+        .map(|node| {
+            let (rank, of) = standings.sibling_rank(node);
+            PathStep {
+                node,
+                usage: standings.usage(node),
+                allocated: standings.allocated(node),
+                ratio: standings.ratio(node),
+                sibling_rank: rank + 1,
+                siblings: of,
+            }
+        })
+        .collect();
+    let waiting_for = match out_of_reach(state, w.gpus) {
+        Some(reason) => reason,
+        None => engine
+            .run_pass(state, now, Some(workload))
+            .1
+            .unwrap_or(WaitReason::IdleOnly { idle_gpus: 0 }),
+    };
+    Some(Explanation {
+        workload,
+        position: ahead + 1,
+        queue_len: state.queued.len(),
+        leaf_rank: standings.leaf_rank(w.leaf) + 1,
+        path,
+        waiting_for,
+    })
+}
+
+/// Requests no healthy placement can ever satisfy, whatever runs.
+fn out_of_reach(state: &ClusterState<'_>, gpus: u32) -> Option<WaitReason> {
+    let largest_node = state.nodes.iter().map(|n| n.gpus).max().unwrap_or(0);
+    let healthy = |n: &&crate::cluster::NodeState| n.health.takes_new_work();
+    let (healthy_reach, all_reach) = if gpus <= largest_node {
+        let best = state
+            .nodes
+            .iter()
+            .filter(healthy)
+            .map(|n| n.gpus)
+            .max()
+            .unwrap_or(0);
+        (best, largest_node)
+    } else {
+        let total = |it: &mut dyn Iterator<Item = u32>| it.sum::<u32>();
+        (
+            total(&mut state.nodes.iter().filter(healthy).map(|n| n.gpus)),
+            total(&mut state.nodes.iter().map(|n| n.gpus)),
+        )
+    };
+    if healthy_reach >= gpus {
+        None
+    } else if all_reach >= gpus {
+        let nodes = (0..state.nodes.len())
+            .filter(|&i| !state.nodes[i].health.takes_new_work())
+            .filter(|&i| gpus > largest_node || state.nodes[i].gpus >= gpus)
+            .map(|i| NodeId(i as u32))
+            .collect();
+        Some(WaitReason::HostsOutOfService { nodes })
+    } else {
+        Some(WaitReason::TooLarge {
+            gpus,
+            largest_placement: all_reach,
+        })
+    }
+}
+
+/// Why an allocated workload that could not start now waits, given whose work it may preempt.
+pub(crate) fn blocked_reason(
+    pool: &Pool,
+    w: &WorkloadSpec,
+    rank: u32,
+    eligible: &[bool],
+    may_backfill: &dyn Fn(&Held) -> bool,
+) -> WaitReason {
+    if let Some(h) = pool.held.iter().find(|h| h.live && h.workload == w.id) {
+        return WaitReason::OwnReservation {
+            at: h.at,
+            gpus: h.parts.clone(),
+        };
+    }
+    let now = pool.now;
+    let victim = |r: &crate::pool::Run| {
+        !r.spec.is_allocated() || (!r.is_protected(now) && eligible[r.rank as usize])
+    };
+    let ignoring_holds = crate::placement::Rules {
+        may_backfill: &|_: &Held| true,
+        victim: Some(&victim),
+        only: None,
+    };
+    if pool.find(w.gpus, &ignoring_holds).is_some() {
+        if let Some(h) = pool.held.iter().find(|h| h.live && !may_backfill(h)) {
+            return WaitReason::ReservedAhead {
+                holder: h.workload,
+                at: h.at,
+            };
+        }
+    }
+    let (mut protected_gpus, mut outranking_gpus, mut within_margin_gpus) = (0, 0, 0);
+    let mut protected_until: Option<Time> = None;
+    for r in pool
+        .runs
+        .iter()
+        .filter(|r| r.alive && r.spec.is_allocated())
+    {
+        if eligible[r.rank as usize] {
+            if r.is_protected(now) {
+                protected_gpus += r.usable_gpus;
+                let until = r.protected_until.unwrap_or(now);
+                protected_until = Some(protected_until.map_or(until, |t| t.min(until)));
+            }
+        } else if r.rank <= rank {
+            outranking_gpus += r.usable_gpus;
+        } else {
+            within_margin_gpus += r.usable_gpus;
+        }
+    }
+    WaitReason::Capacity {
+        idle_gpus: pool.idle_total,
+        protected_gpus,
+        protected_until,
+        outranking_gpus,
+        within_margin_gpus,
+    }
+}

@@ -1,0 +1,103 @@
+//! What a decision pass remembers about searches that failed, so that most of a long queue is
+//! turned away without searching. Sound because, within a pass, only two things make placement
+//! easier — a preemption leaving idle GPUs behind, a reservation being dropped — and the pool logs
+//! the hosts where either happened; everything else (starts, fresh protected work, new
+//! reservations) only makes it harder.
+
+use std::rc::Rc;
+
+use crate::queue::QueueKey;
+use crate::snapshot::WorkloadSpec;
+
+/// A request that found no placement at pool version `at`. A later request at least as large, whose
+/// leaf may preempt no more than this one's, can only succeed on hosts that got easier since, or on
+/// reserved hosts it may backfill and this one could not.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Failure {
+    pub spec: WorkloadSpec,
+    pub key: QueueKey,
+    pub gang: bool,
+    pub at: u64,
+    /// For a gang: GPUs on the hosts it could have used (idle or preemptible throughout).
+    pub reach: u32,
+}
+
+/// How many failures each leaf remembers.
+const PER_LEAF: usize = 8;
+/// How many of the latest failures of any leaf are kept. A later leaf that may preempt no more
+/// than the failed one's leaf fails the same way: in Fair-Tree order that is the common case.
+const RECENT: usize = 4;
+
+pub(crate) struct Failures {
+    by_rank: Vec<Vec<Failure>>,
+    recent: Vec<(Failure, Rc<[u64]>)>,
+}
+
+impl Failures {
+    pub(crate) fn new(ranks: usize) -> Failures {
+        Failures {
+            by_rank: vec![Vec::new(); ranks],
+            recent: Vec::new(),
+        }
+    }
+
+    /// The newest failure that covers a request of `gpus` from the leaf at `rank`, whose preemptible
+    /// leaves are `eligible` (as from [`bits_of`]).
+    pub(crate) fn latest_covering(
+        &self,
+        rank: u32,
+        eligible: &[u64],
+        gang: bool,
+        gpus: u32,
+    ) -> Option<Failure> {
+        let other_leaves = self
+            .recent
+            .iter()
+            .filter(|(_, bits)| is_subset(eligible, bits))
+            .map(|(f, _)| f);
+        self.by_rank[rank as usize]
+            .iter()
+            .chain(other_leaves)
+            .filter(|f| f.gang == gang && gpus >= f.spec.gpus)
+            .max_by_key(|f| f.at)
+            .copied()
+    }
+
+    pub(crate) fn record(&mut self, rank: u32, failure: Failure, eligible: &Rc<[u64]>) {
+        let mine = &mut self.by_rank[rank as usize];
+        if mine.len() == PER_LEAF {
+            mine.remove(0);
+        }
+        mine.push(failure);
+        if self.recent.len() == RECENT {
+            self.recent.remove(0);
+        }
+        self.recent.push((failure, eligible.clone()));
+    }
+}
+
+/// A leaf's preemptible leaves (indexed by rank) as a bit set.
+pub(crate) fn bits_of(eligible: &[bool]) -> Rc<[u64]> {
+    let mut bits = vec![0u64; eligible.len().div_ceil(64)];
+    for (i, _) in eligible.iter().enumerate().filter(|(_, &e)| e) {
+        bits[i / 64] |= 1 << (i % 64);
+    }
+    bits.into()
+}
+
+fn is_subset(small: &[u64], big: &[u64]) -> bool {
+    small.iter().zip(big).all(|(s, b)| s & !b == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_sets_compare_as_subsets() {
+        let few = bits_of(&[true, false, false]);
+        let many = bits_of(&[true, true, false]);
+        assert!(is_subset(&few, &many));
+        assert!(!is_subset(&many, &few));
+    }
+}

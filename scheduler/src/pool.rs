@@ -1,0 +1,407 @@
+//! The working state of one decision pass: which GPUs are idle, who holds the rest, what is
+//! reserved, and counters that let the pass skip hopeless work without searching.
+
+use crate::cluster::{GpuSet, Health, NodeGpus, Placement};
+use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
+use crate::queue::QueueKey;
+use crate::snapshot::{ClusterState, WorkloadSpec};
+
+/// What preempting a set of workloads costs, compared field by field (DESIGN §4.6): any allocated
+/// non-resumable progress is worse than any allocated resumable progress, which is worse than any
+/// unallocated progress. Each field sums `GPUs × seconds into the current run` (at least 1 s).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Cost {
+    allocated_final: i64,
+    allocated_resumable: i64,
+    free_final: i64,
+    free_resumable: i64,
+}
+
+impl Cost {
+    pub(crate) const ZERO: Cost = Cost {
+        allocated_final: 0,
+        allocated_resumable: 0,
+        free_final: 0,
+        free_resumable: 0,
+    };
+
+    pub(crate) fn plus(self, o: Cost) -> Cost {
+        Cost {
+            allocated_final: self.allocated_final + o.allocated_final,
+            allocated_resumable: self.allocated_resumable + o.allocated_resumable,
+            free_final: self.free_final + o.free_final,
+            free_resumable: self.free_resumable + o.free_resumable,
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn free_resumable_for_tests(gpu_seconds: i64) -> Cost {
+        Cost {
+            free_resumable: gpu_seconds,
+            ..Cost::ZERO
+        }
+    }
+
+    fn of(spec: &WorkloadSpec, held: u32, ran: Time) -> Cost {
+        let lost = i64::from(held) * ran.max(1);
+        let mut cost = Cost::ZERO;
+        match (spec.is_allocated(), spec.resumable) {
+            (true, false) => cost.allocated_final = lost,
+            (true, true) => cost.allocated_resumable = lost,
+            (false, false) => cost.free_final = lost,
+            (false, true) => cost.free_resumable = lost,
+        }
+        cost
+    }
+}
+
+/// A running workload during the pass: those of the snapshot, then those started by it.
+#[derive(Clone, Debug)]
+pub(crate) struct Run {
+    pub spec: WorkloadSpec,
+    pub started_at: Time,
+    pub alive: bool,
+    /// Started by this pass: never preempted by it.
+    pub fresh: bool,
+    /// The leaf's Fair-Tree rank (0 for the baseline, which does not rank).
+    pub rank: u32,
+    pub protected_until: Option<Time>,
+    pub baseline_protected: bool,
+    pub cost: Cost,
+    parts: (u32, u32),
+    /// GPUs held on hosts that take new work: the only ones worth freeing.
+    pub usable_gpus: u32,
+}
+
+impl Run {
+    pub(crate) fn is_protected(&self, now: Time) -> bool {
+        self.protected_until.is_some_and(|until| now < until)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Slot {
+    pub all: GpuSet,
+    pub free: GpuSet,
+    pub health: Health,
+    pub reservation: Option<u32>,
+    pub reserved: GpuSet,
+    /// Live and finished runs touching this host, with the GPUs they hold here.
+    pub runs: Vec<(u32, GpuSet)>,
+}
+
+impl Slot {
+    pub(crate) fn schedulable(&self) -> bool {
+        self.health.takes_new_work()
+    }
+}
+
+/// A reservation as the pass sees it.
+#[derive(Clone, Debug)]
+pub(crate) struct Held {
+    pub workload: WorkloadId,
+    pub leaf: BudgetId,
+    /// The holder's queue position: work ahead of it may use its GPUs.
+    pub key: QueueKey,
+    pub at: Time,
+    pub parts: Vec<NodeGpus>,
+    pub live: bool,
+}
+
+pub(crate) struct Pool {
+    pub now: Time,
+    pub slots: Vec<Slot>,
+    pub runs: Vec<Run>,
+    parts: Vec<NodeGpus>,
+    pub held: Vec<Held>,
+    /// The largest host's GPU count: bigger workloads are gangs of whole hosts.
+    pub node_size: u32,
+    idle_hist: [u32; 65],
+    pub idle_total: u32,
+    pub whole_idle_gpus: u32,
+    /// Live unallocated GPUs on schedulable hosts.
+    pub free_work_gpus: u32,
+    /// Live, unprotected, allocated GPUs on schedulable hosts, by leaf rank.
+    pub unprotected_by_rank: Vec<u32>,
+    /// Live GPUs the baseline may preempt (not `baseline_protected`) on schedulable hosts.
+    pub baseline_preemptible_gpus: u32,
+    /// Bumped by every change, so callers can cache what they learned about the pool.
+    pub changes: u64,
+    /// `(changes, host)` for every host where something got easier: a preemption left idle GPUs
+    /// behind, a reservation was dropped. Everything else a pass does only makes placement harder
+    /// (a preemptor takes its victims' GPUs, fresh work is never preempted), so a search that
+    /// failed need only look again at the hosts listed since.
+    loosened: Vec<(u64, u32)>,
+}
+
+impl Pool {
+    pub(crate) fn new(
+        state: &ClusterState<'_>,
+        now: Time,
+        ranks: usize,
+        rank_of: impl Fn(BudgetId) -> u32,
+    ) -> Pool {
+        let mut pool = Pool {
+            now,
+            slots: state
+                .nodes
+                .iter()
+                .map(|n| Slot {
+                    all: GpuSet::first(n.gpus),
+                    free: GpuSet::first(n.gpus),
+                    health: n.health,
+                    reservation: None,
+                    reserved: GpuSet::EMPTY,
+                    runs: Vec::new(),
+                })
+                .collect(),
+            runs: Vec::with_capacity(state.running.len() + 64),
+            parts: Vec::with_capacity(state.running.len() + 64),
+            held: Vec::new(),
+            node_size: state.nodes.iter().map(|n| n.gpus).max().unwrap_or(0),
+            idle_hist: [0; 65],
+            idle_total: 0,
+            whole_idle_gpus: 0,
+            free_work_gpus: 0,
+            unprotected_by_rank: vec![0; ranks.max(1)],
+            baseline_preemptible_gpus: 0,
+            changes: 0,
+            loosened: Vec::new(),
+        };
+        for run in state.running {
+            let at = pool.parts.len() as u32;
+            pool.parts.extend_from_slice(&run.placement.parts);
+            let index = pool.runs.len() as u32;
+            for part in &run.placement.parts {
+                let slot = &mut pool.slots[part.node.index()];
+                slot.free = slot.free.without(part.gpus);
+                slot.runs.push((index, part.gpus));
+            }
+            pool.runs.push(Run {
+                spec: run.spec,
+                started_at: run.started_at,
+                alive: true,
+                fresh: false,
+                rank: rank_of(run.spec.leaf),
+                protected_until: run.protected_until(),
+                baseline_protected: run.baseline_protected,
+                cost: Cost::of(&run.spec, run.placement.gpu_count(), now - run.started_at),
+                parts: (at, run.placement.parts.len() as u32),
+                usable_gpus: 0,
+            });
+        }
+        for slot in &mut pool.slots {
+            slot.runs
+                .sort_by_key(|&(run, _)| pool.runs[run as usize].spec.id);
+        }
+        for i in 0..pool.slots.len() {
+            pool.count_idle(i, 1);
+        }
+        for i in 0..pool.runs.len() {
+            pool.runs[i].usable_gpus = pool.usable_gpus_of(i as u32);
+            pool.count_run(i, 1);
+        }
+        pool
+    }
+
+    fn usable_gpus_of(&self, run: u32) -> u32 {
+        self.parts_of(run)
+            .iter()
+            .filter(|p| self.slots[p.node.index()].schedulable())
+            .map(|p| p.gpus.count())
+            .sum()
+    }
+
+    pub(crate) fn parts_of(&self, run: u32) -> &[NodeGpus] {
+        let (at, len) = self.runs[run as usize].parts;
+        &self.parts[at as usize..(at + len) as usize]
+    }
+
+    fn count_idle(&mut self, node: usize, sign: i32) {
+        let slot = &self.slots[node];
+        if !slot.schedulable() {
+            return;
+        }
+        let idle = slot.free.count();
+        let whole = if slot.free == slot.all {
+            slot.all.count()
+        } else {
+            0
+        };
+        let apply = |v: &mut u32, by: u32| {
+            *v = if sign > 0 { *v + by } else { *v - by };
+        };
+        apply(&mut self.idle_hist[idle as usize], 1);
+        apply(&mut self.idle_total, idle);
+        apply(&mut self.whole_idle_gpus, whole);
+    }
+
+    fn count_run(&mut self, run: usize, sign: i32) {
+        let r = &self.runs[run];
+        let gpus = r.usable_gpus;
+        let apply = |v: &mut u32| {
+            *v = if sign > 0 { *v + gpus } else { *v - gpus };
+        };
+        if !r.spec.is_allocated() {
+            apply(&mut self.free_work_gpus);
+        } else if !r.is_protected(self.now) {
+            let rank = r.rank as usize;
+            apply(&mut self.unprotected_by_rank[rank]);
+        }
+        if !r.baseline_protected {
+            apply(&mut self.baseline_preemptible_gpus);
+        }
+    }
+
+    /// The most idle GPUs on any schedulable host.
+    pub(crate) fn max_idle(&self) -> u32 {
+        (0..self.idle_hist.len())
+            .rev()
+            .find(|&c| self.idle_hist[c] > 0)
+            .unwrap_or(0) as u32
+    }
+
+    /// Whether `gpus` could start on idle GPUs if no reservation stood in the way.
+    pub(crate) fn idle_could_fit(&self, gpus: u32) -> bool {
+        if gpus <= self.node_size {
+            self.max_idle() >= gpus
+        } else {
+            self.whole_idle_gpus >= gpus
+        }
+    }
+
+    /// Stops a run and frees its GPUs.
+    pub(crate) fn release(&mut self, run: u32) {
+        let r = run as usize;
+        if !self.runs[r].alive {
+            return;
+        }
+        self.changes += 1;
+        self.count_run(r, -1);
+        self.runs[r].alive = false;
+        let (at, len) = self.runs[r].parts;
+        for k in at..at + len {
+            let part = self.parts[k as usize];
+            let node = part.node.index();
+            self.count_idle(node, -1);
+            let slot = &mut self.slots[node];
+            slot.free = slot.free.union(part.gpus);
+            self.count_idle(node, 1);
+        }
+    }
+
+    /// Starts `spec` on `placement`, whose GPUs must be free.
+    pub(crate) fn occupy(
+        &mut self,
+        spec: WorkloadSpec,
+        rank: u32,
+        placement: &Placement,
+        baseline_protected: bool,
+    ) {
+        self.changes += 1;
+        let index = self.runs.len() as u32;
+        let at = self.parts.len() as u32;
+        for part in &placement.parts {
+            let node = part.node.index();
+            self.count_idle(node, -1);
+            let slot = &mut self.slots[node];
+            debug_assert!(part.gpus.without(slot.free).is_empty(), "GPU taken twice");
+            slot.free = slot.free.without(part.gpus);
+            slot.runs.push((index, part.gpus));
+            self.count_idle(node, 1);
+            self.parts.push(*part);
+        }
+        self.runs.push(Run {
+            spec,
+            started_at: self.now,
+            alive: true,
+            fresh: true,
+            rank,
+            protected_until: spec.is_allocated().then_some(self.now + spec.min_runtime),
+            baseline_protected,
+            cost: Cost::of(&spec, placement.gpu_count(), 0),
+            parts: (at, placement.parts.len() as u32),
+            usable_gpus: 0,
+        });
+        self.runs[index as usize].usable_gpus = self.usable_gpus_of(index);
+        self.count_run(index as usize, 1);
+    }
+
+    /// Holds `parts` for `workload` from now until `at`.
+    pub(crate) fn reserve(
+        &mut self,
+        workload: WorkloadId,
+        leaf: BudgetId,
+        key: QueueKey,
+        at: Time,
+        parts: Vec<NodeGpus>,
+    ) {
+        self.changes += 1;
+        let index = self.held.len() as u32;
+        for part in &parts {
+            let slot = &mut self.slots[part.node.index()];
+            slot.reservation = Some(index);
+            slot.reserved = part.gpus;
+        }
+        self.held.push(Held {
+            workload,
+            leaf,
+            key,
+            at,
+            parts,
+            live: true,
+        });
+    }
+
+    /// Drops the reservation held by `workload`, if any (it started after all).
+    pub(crate) fn unreserve(&mut self, workload: WorkloadId) {
+        let Some(index) = self
+            .held
+            .iter()
+            .position(|h| h.live && h.workload == workload)
+        else {
+            return;
+        };
+        self.changes += 1;
+        self.held[index].live = false;
+        for k in 0..self.held[index].parts.len() {
+            let node = self.held[index].parts[k].node;
+            self.loosened.push((self.changes, node.0));
+            let slot = &mut self.slots[node.index()];
+            if slot.reservation == Some(index as u32) {
+                slot.reservation = None;
+                slot.reserved = GpuSet::EMPTY;
+            }
+        }
+    }
+
+    /// Notes that `node` has more idle GPUs than before (the pass's own bookkeeping decides when).
+    pub(crate) fn mark_loosened(&mut self, node: NodeId) {
+        self.loosened.push((self.changes, node.0));
+    }
+
+    /// Hosts where placement got easier after version `since`, ascending.
+    pub(crate) fn loosened_since(&self, since: u64) -> Vec<usize> {
+        let from = self.loosened.partition_point(|&(v, _)| v <= since);
+        let mut nodes: Vec<usize> = self.loosened[from..]
+            .iter()
+            .map(|&(_, n)| n as usize)
+            .collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes
+    }
+
+    /// GPUs of `node` a workload may use, given a test of whether it may backfill a reservation.
+    pub(crate) fn usable(&self, node: usize, may_backfill: &dyn Fn(&Held) -> bool) -> GpuSet {
+        let slot = &self.slots[node];
+        match slot.reservation {
+            Some(h) if !may_backfill(&self.held[h as usize]) => slot.all.without(slot.reserved),
+            _ => slot.all,
+        }
+    }
+
+    pub(crate) fn node_id(node: usize) -> NodeId {
+        NodeId(node as u32)
+    }
+}

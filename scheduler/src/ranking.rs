@@ -1,0 +1,262 @@
+//! Fair-Tree ranking (DESIGN §4.2–4.3) and the damping rule that decides who may preempt whom.
+
+use crate::ids::{BudgetId, Time};
+use crate::ledger::Ledger;
+use crate::tree::BudgetTree;
+
+/// Every node's usage, allocation and ratio at one moment, and the leaves in Fair-Tree order.
+#[derive(Clone, Debug)]
+pub struct Standings {
+    pub(crate) at: Time,
+    usage: Vec<f64>,
+    allocated: Vec<f64>,
+    ratio: Vec<f64>,
+    /// Position among siblings (0 = best) for every node but the root.
+    sibling_rank: Vec<u32>,
+    sibling_count: Vec<u32>,
+    /// For each node, the range of leaf ranks its subtree occupies.
+    rank_range: Vec<(u32, u32)>,
+    leaves: Vec<BudgetId>,
+    leaf_rank: Vec<u32>,
+    /// For each leaf rank, its path from the root's child down to the leaf.
+    paths: Vec<Vec<BudgetId>>,
+}
+
+/// Where two leaves' paths part, and each side's ratio there.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LevelComparison {
+    /// The waiting (or preempting) workload's side.
+    pub ours: BudgetId,
+    pub our_ratio: f64,
+    /// The other workload's side.
+    pub theirs: BudgetId,
+    pub their_ratio: f64,
+}
+
+impl Standings {
+    /// Computes ratios from the ledger at `now` and ranks the tree.
+    pub fn compute(tree: &BudgetTree, ledger: &Ledger, now: Time) -> Standings {
+        let allocated = ledger.allocated_all(tree, now);
+        let usage: Vec<f64> = tree.ids().map(|id| ledger.usage(id, now)).collect();
+        let funded = tree.version_at(now);
+        let ratio: Vec<f64> = tree
+            .ids()
+            .map(|id| {
+                ratio(
+                    usage[id.index()],
+                    allocated[id.index()],
+                    funded.fraction(id),
+                )
+            })
+            .collect();
+        let n = tree.len();
+        let mut standings = Standings {
+            at: now,
+            usage,
+            allocated,
+            ratio,
+            sibling_rank: vec![0; n],
+            sibling_count: vec![1; n],
+            rank_range: vec![(0, 0); n],
+            leaves: Vec::new(),
+            leaf_rank: vec![u32::MAX; n],
+            paths: Vec::new(),
+        };
+        let mut path = Vec::new();
+        standings.rank_subtree(tree, BudgetId::ROOT, now, &mut path);
+        standings
+    }
+
+    fn rank_subtree(
+        &mut self,
+        tree: &BudgetTree,
+        node: BudgetId,
+        now: Time,
+        path: &mut Vec<BudgetId>,
+    ) {
+        let lo = self.leaves.len() as u32;
+        if tree.is_leaf(node) {
+            self.leaf_rank[node.index()] = lo;
+            self.leaves.push(node);
+            self.paths.push(path.clone());
+        } else {
+            let shares = tree.version_at(now);
+            let mut kids = tree.children(node).to_vec();
+            kids.sort_by(|&a, &b| {
+                self.ratio[a.index()]
+                    .total_cmp(&self.ratio[b.index()])
+                    .then_with(|| shares.share(b).total_cmp(&shares.share(a)))
+                    .then_with(|| tree.name(a).cmp(tree.name(b)))
+            });
+            for (i, &kid) in kids.iter().enumerate() {
+                self.sibling_rank[kid.index()] = i as u32;
+                self.sibling_count[kid.index()] = kids.len() as u32;
+                path.push(kid);
+                self.rank_subtree(tree, kid, now, path);
+                path.pop();
+            }
+        }
+        self.rank_range[node.index()] = (lo, self.leaves.len() as u32);
+    }
+
+    /// The moment these standings describe.
+    pub fn at(&self) -> Time {
+        self.at
+    }
+
+    /// GPU-seconds charged to the node in the window.
+    pub fn usage(&self, node: BudgetId) -> f64 {
+        self.usage[node.index()]
+    }
+
+    /// GPU-seconds the node was funded for in the window.
+    pub fn allocated(&self, node: BudgetId) -> f64 {
+        self.allocated[node.index()]
+    }
+
+    /// `usage / allocated`; below 1 is under-served. With nothing allocated in the window, a funded
+    /// node that used nothing is at 0, and anything else is at +∞ (unfunded work ranks last).
+    pub fn ratio(&self, node: BudgetId) -> f64 {
+        self.ratio[node.index()]
+    }
+
+    /// 0-based position among its siblings, and how many siblings (itself included) there are.
+    pub fn sibling_rank(&self, node: BudgetId) -> (u32, u32) {
+        (
+            self.sibling_rank[node.index()],
+            self.sibling_count[node.index()],
+        )
+    }
+
+    /// Leaves best first: Fair-Tree order.
+    pub fn leaves(&self) -> &[BudgetId] {
+        &self.leaves
+    }
+
+    /// The leaf's 0-based rank (`u32::MAX` for inner nodes).
+    pub fn leaf_rank(&self, leaf: BudgetId) -> u32 {
+        self.leaf_rank[leaf.index()]
+    }
+
+    pub(crate) fn leaf_count(&self) -> usize {
+        self.leaves.len()
+    }
+
+    /// Where the paths to two different leaves part (`None` for the same leaf).
+    pub fn split(&self, ours: BudgetId, theirs: BudgetId) -> Option<LevelComparison> {
+        let a = &self.paths[self.leaf_rank(ours) as usize];
+        let b = &self.paths[self.leaf_rank(theirs) as usize];
+        let (x, y) = a.iter().zip(b).find(|(x, y)| x != y)?;
+        Some(LevelComparison {
+            ours: *x,
+            our_ratio: self.ratio(*x),
+            theirs: *y,
+            their_ratio: self.ratio(*y),
+        })
+    }
+
+    /// Whether work of `waiting` may preempt unprotected work of `running` (DESIGN §4.5–4.6): at the
+    /// level where their paths part, the running side's ratio must exceed the waiting side's by
+    /// more than `margin`. Equal and near-equal leaves never preempt each other.
+    pub fn may_preempt(&self, waiting: BudgetId, running: BudgetId, margin: f64) -> bool {
+        self.split(waiting, running)
+            .is_some_and(|s| s.their_ratio > s.our_ratio + margin)
+    }
+
+    /// [`Standings::may_preempt`] for every leaf at once, indexed by leaf rank: O(leaves).
+    pub(crate) fn preemptible_by(
+        &self,
+        waiting: BudgetId,
+        margin: f64,
+        tree: &BudgetTree,
+    ) -> Vec<bool> {
+        let mut out = vec![false; self.leaves.len()];
+        let path = &self.paths[self.leaf_rank(waiting) as usize];
+        let mut parent = BudgetId::ROOT;
+        for &ours in path {
+            for &sibling in tree.children(parent) {
+                if sibling != ours && self.ratio(sibling) > self.ratio(ours) + margin {
+                    let (lo, hi) = self.rank_range[sibling.index()];
+                    out[lo as usize..hi as usize].fill(true);
+                }
+            }
+            parent = ours;
+        }
+        out
+    }
+}
+
+fn ratio(usage: f64, allocated: f64, fraction_now: f64) -> f64 {
+    if allocated > 0.0 {
+        usage / allocated
+    } else if usage <= 0.0 && fraction_now > 0.0 {
+        0.0
+    } else {
+        f64::INFINITY
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::DAY;
+    use crate::ledger::LedgerConfig;
+
+    fn setup() -> (BudgetTree, Ledger) {
+        let tree = BudgetTree::from_paths([
+            ("a", 1.0),
+            ("a/a1", 1.0),
+            ("a/a2", 1.0),
+            ("b", 1.0),
+            ("b/b1", 1.0),
+            ("b/b2", 1.0),
+        ])
+        .unwrap();
+        let mut ledger = Ledger::new(&tree, LedgerConfig::default());
+        ledger.set_capacity(-7 * DAY, 100);
+        (tree, ledger)
+    }
+
+    #[test]
+    fn under_served_program_outranks_over_served_one_before_projects_are_compared() {
+        let (tree, mut ledger) = setup();
+        let id = |p: &str| tree.find(p).unwrap();
+        // b1 is the least-served project, but program b as a whole used more than a.
+        ledger.charge(id("a/a1"), -DAY, 0, 20_000_000.0);
+        ledger.charge(id("b/b2"), -DAY, 0, 30_000_000.0);
+        let s = Standings::compute(&tree, &ledger, 0);
+        let order: Vec<&str> = s.leaves().iter().map(|&l| tree.path(l)).collect();
+        assert_eq!(order, ["a/a2", "a/a1", "b/b1", "b/b2"]);
+        assert!(s.ratio(id("b/b1")) < s.ratio(id("a/a1")));
+    }
+
+    #[test]
+    fn ties_rank_larger_share_first_then_name() {
+        let tree = BudgetTree::from_paths([("z", 2.0), ("y", 1.0), ("x", 1.0)]).unwrap();
+        let ledger = Ledger::new(&tree, LedgerConfig::default());
+        let s = Standings::compute(&tree, &ledger, 0);
+        let order: Vec<&str> = s.leaves().iter().map(|&l| tree.path(l)).collect();
+        assert_eq!(order, ["z", "x", "y"]);
+    }
+
+    #[test]
+    fn damping_compares_ratios_where_the_paths_part() {
+        let (tree, mut ledger) = setup();
+        let id = |p: &str| tree.find(p).unwrap();
+        ledger.charge(id("a/a1"), -DAY, 0, 21_000_000.0);
+        ledger.charge(id("b/b1"), -DAY, 0, 20_000_000.0);
+        let s = Standings::compute(&tree, &ledger, 0);
+        // Programs a and b are within 0.05 of each other: neither side may preempt the other.
+        assert!(!s.may_preempt(id("b/b2"), id("a/a1"), 0.05));
+        assert!(s.may_preempt(id("b/b2"), id("a/a1"), 0.0));
+        // Inside a, a2 used nothing and a1 a lot: far apart.
+        assert!(s.may_preempt(id("a/a2"), id("a/a1"), 0.05));
+        let by_rank = s.preemptible_by(id("a/a2"), 0.05, &tree);
+        let expected: Vec<bool> = s
+            .leaves()
+            .iter()
+            .map(|&l| s.may_preempt(id("a/a2"), l, 0.05))
+            .collect();
+        assert_eq!(by_rank, expected);
+    }
+}

@@ -1,0 +1,224 @@
+//! The engine's input: one snapshot of the cluster, what runs on it and what waits.
+
+use std::fmt;
+
+use crate::cluster::{GpuSet, NodeState, Placement, MAX_GPUS_PER_NODE};
+use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
+use crate::tree::BudgetTree;
+
+/// What a workload asks for (DESIGN §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkloadSpec {
+    pub id: WorkloadId,
+    /// The leaf charged for it.
+    pub leaf: BudgetId,
+    pub gpus: u32,
+    /// Seconds of protection per run. 0 makes it *unallocated*: free, never charged, and
+    /// preemptible by any allocated workload at any moment.
+    pub min_runtime: Time,
+    pub resumable: bool,
+    /// Higher first, and only among its own leaf's work (DESIGN §4.10).
+    pub priority: i32,
+    pub submitted_at: Time,
+}
+
+impl WorkloadSpec {
+    /// Allocated work is charged to its leaf and protected for `min_runtime`.
+    pub fn is_allocated(&self) -> bool {
+        self.min_runtime > 0
+    }
+}
+
+/// A workload on its GPUs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningWorkload {
+    pub spec: WorkloadSpec,
+    /// Start of the current run; protection restarts with every run.
+    pub started_at: Time,
+    pub placement: Placement,
+    /// Read only by the priority baseline: the workload started inside its leaf's cap of protected
+    /// GPUs and so is never preempted. Drivers echo [`crate::Protection::UntilDone`] from the start.
+    pub baseline_protected: bool,
+}
+
+impl RunningWorkload {
+    /// When protection ends (DESIGN §4.5); `None` for unallocated work.
+    pub fn protected_until(&self) -> Option<Time> {
+        self.spec
+            .is_allocated()
+            .then(|| self.started_at.saturating_add(self.spec.min_runtime))
+    }
+
+    pub fn is_protected(&self, now: Time) -> bool {
+        self.protected_until().is_some_and(|until| now < until)
+    }
+}
+
+/// Everything the engine needs to decide at one moment. Borrowed, so a driver can keep its own
+/// vectors and pass them on every wake-up without copying.
+#[derive(Clone, Copy, Debug)]
+pub struct ClusterState<'a> {
+    /// Hosts, indexed by [`NodeId`].
+    pub nodes: &'a [NodeState],
+    pub running: &'a [RunningWorkload],
+    pub queued: &'a [WorkloadSpec],
+}
+
+/// Why a snapshot was rejected. The engine decides nothing on a bad snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// A host with 0 GPUs or more than [`MAX_GPUS_PER_NODE`].
+    NodeSize { node: NodeId, gpus: u32 },
+    /// The workload's leaf is not a leaf of the tree.
+    UnknownLeaf {
+        workload: WorkloadId,
+        leaf: BudgetId,
+    },
+    /// A workload asking for no GPUs.
+    NoGpus { workload: WorkloadId },
+    /// A negative minimum runtime.
+    NegativeMinRuntime { workload: WorkloadId },
+    /// A running workload on a host or GPU that does not exist.
+    PlacementOutOfRange { workload: WorkloadId, node: NodeId },
+    /// A running workload whose placement holds fewer GPUs than it asked for, or none.
+    PlacementTooSmall { workload: WorkloadId },
+    /// Two running workloads on the same GPU.
+    DoubleBooked {
+        node: NodeId,
+        gpu: u32,
+        first: WorkloadId,
+        second: WorkloadId,
+    },
+    /// The same id twice among running and queued workloads.
+    DuplicateWorkload { workload: WorkloadId },
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotError::NodeSize { node, gpus } => {
+                write!(
+                    f,
+                    "node {} has {gpus} GPUs (1..={MAX_GPUS_PER_NODE} allowed)",
+                    node.0
+                )
+            }
+            SnapshotError::UnknownLeaf { workload, leaf } => {
+                write!(
+                    f,
+                    "workload {workload} is charged to {}, not a leaf of the tree",
+                    leaf.0
+                )
+            }
+            SnapshotError::NoGpus { workload } => write!(f, "workload {workload} asks for no GPUs"),
+            SnapshotError::NegativeMinRuntime { workload } => {
+                write!(f, "workload {workload} has a negative minimum runtime")
+            }
+            SnapshotError::PlacementOutOfRange { workload, node } => {
+                write!(
+                    f,
+                    "workload {workload} runs on node {} which has no such GPU",
+                    node.0
+                )
+            }
+            SnapshotError::PlacementTooSmall { workload } => {
+                write!(f, "workload {workload} holds fewer GPUs than it asked for")
+            }
+            SnapshotError::DoubleBooked {
+                node,
+                gpu,
+                first,
+                second,
+            } => write!(
+                f,
+                "GPU {gpu} of node {} is held by both workload {first} and workload {second}",
+                node.0
+            ),
+            SnapshotError::DuplicateWorkload { workload } => {
+                write!(f, "workload {workload} appears twice")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {}
+
+impl ClusterState<'_> {
+    /// Checks every invariant the engine relies on. O(workloads + GPUs), plus a sort of the ids.
+    pub fn validate(&self, tree: &BudgetTree) -> Result<(), SnapshotError> {
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.gpus == 0 || node.gpus > MAX_GPUS_PER_NODE {
+                return Err(SnapshotError::NodeSize {
+                    node: NodeId(i as u32),
+                    gpus: node.gpus,
+                });
+            }
+        }
+        let check_spec = |spec: &WorkloadSpec| {
+            if spec.leaf.index() >= tree.len() || !tree.is_leaf(spec.leaf) {
+                return Err(SnapshotError::UnknownLeaf {
+                    workload: spec.id,
+                    leaf: spec.leaf,
+                });
+            }
+            if spec.gpus == 0 {
+                return Err(SnapshotError::NoGpus { workload: spec.id });
+            }
+            if spec.min_runtime < 0 {
+                return Err(SnapshotError::NegativeMinRuntime { workload: spec.id });
+            }
+            Ok(())
+        };
+        let mut holder: Vec<Option<WorkloadId>> = Vec::new();
+        let mut first_gpu = Vec::with_capacity(self.nodes.len() + 1);
+        for node in self.nodes {
+            first_gpu.push(holder.len());
+            holder.resize(holder.len() + node.gpus as usize, None);
+        }
+        for run in self.running {
+            check_spec(&run.spec)?;
+            for part in &run.placement.parts {
+                let node = self.nodes.get(part.node.index());
+                let fits =
+                    node.is_some_and(|n| part.gpus.without(GpuSet::first(n.gpus)).is_empty());
+                if !fits {
+                    return Err(SnapshotError::PlacementOutOfRange {
+                        workload: run.spec.id,
+                        node: part.node,
+                    });
+                }
+                for gpu in part.gpus.indices() {
+                    let slot = &mut holder[first_gpu[part.node.index()] + gpu as usize];
+                    if let Some(first) = *slot {
+                        return Err(SnapshotError::DoubleBooked {
+                            node: part.node,
+                            gpu,
+                            first,
+                            second: run.spec.id,
+                        });
+                    }
+                    *slot = Some(run.spec.id);
+                }
+            }
+            if run.placement.gpu_count() < run.spec.gpus {
+                return Err(SnapshotError::PlacementTooSmall {
+                    workload: run.spec.id,
+                });
+            }
+        }
+        for spec in self.queued {
+            check_spec(spec)?;
+        }
+        let mut ids: Vec<WorkloadId> = self
+            .running
+            .iter()
+            .map(|r| r.spec.id)
+            .chain(self.queued.iter().map(|q| q.id))
+            .collect();
+        ids.sort_unstable();
+        if let Some(pair) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(SnapshotError::DuplicateWorkload { workload: pair[0] });
+        }
+        Ok(())
+    }
+}

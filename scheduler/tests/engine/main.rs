@@ -1,0 +1,9 @@
+//! The engine's integration tests: one binary, a module per part of DESIGN §4.
+
+mod baseline;
+mod fair_share;
+mod health;
+mod placement;
+mod properties;
+mod support;
+mod validation;

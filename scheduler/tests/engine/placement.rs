@@ -1,0 +1,210 @@
+//! DESIGN §4.8: best fit, whole-host gangs, reservations with backfill, and explanations.
+
+use scheduler::*;
+
+use crate::support::{preempted, starts, World};
+
+const TWO_TEAMS: &[(&str, f64)] = &[("a", 1.0), ("b", 1.0)];
+
+#[test]
+fn small_workload_takes_the_best_fitting_node() {
+    let mut w = World::new(TWO_TEAMS, 3, 8);
+    w.running("a", HOUR, 0, 1, &[0, 1, 2, 3, 4]);
+    w.running("a", HOUR, 0, 2, &[0, 1, 2, 3, 4, 5]);
+    let two = w.submit("a", 2, HOUR);
+    let decision = w.step();
+    assert_eq!(
+        starts(&decision),
+        [(two, &Placement::on(NodeId(2), GpuSet::of(&[6, 7])))]
+    );
+    let three = w.submit("a", 3, HOUR);
+    let decision = w.decide();
+    assert_eq!(
+        starts(&decision),
+        [(three, &Placement::on(NodeId(1), GpuSet::of(&[5, 6, 7])))]
+    );
+}
+
+#[test]
+fn large_workload_takes_whole_nodes() {
+    let mut w = World::new(TWO_TEAMS, 3, 8);
+    w.running("a", HOUR, 0, 1, &[0]);
+    let gang = w.submit("a", 16, HOUR);
+    let decision = w.decide();
+    let placement = Placement {
+        parts: vec![
+            NodeGpus {
+                node: NodeId(0),
+                gpus: GpuSet::first(8),
+            },
+            NodeGpus {
+                node: NodeId(2),
+                gpus: GpuSet::first(8),
+            },
+        ],
+    };
+    assert_eq!(starts(&decision), [(gang, &placement)]);
+}
+
+#[test]
+fn gang_preempts_whole_nodes_of_lower_ranked_work() {
+    let mut w = World::new(TWO_TEAMS, 3, 8);
+    w.history("b", 1_000.0);
+    let mut victims = Vec::new();
+    for node in 0..3 {
+        for half in [[0, 1, 2, 3], [4, 5, 6, 7]] {
+            victims.push(w.running("b", HOUR, -2 * HOUR + i64::from(node) * 60, node, &half));
+        }
+    }
+    // Node 0's work has run longest and costs most to lose: nodes 1 and 2 go.
+    let gang = w.submit("a", 16, HOUR);
+    let decision = w.decide();
+    assert_eq!(preempted(&decision), victims[2..].to_vec());
+    let (started, placement) = starts(&decision)[0];
+    assert_eq!(started, gang);
+    assert_eq!(
+        placement.nodes().collect::<Vec<_>>(),
+        [NodeId(1), NodeId(2)]
+    );
+}
+
+/// Four hosts busy with a stream of short protected jobs from an over-served team; an under-served
+/// team submits a gang needing all of them. Returns how long the gang waited, if it started.
+fn gang_wait(max_reservations: usize) -> Option<Time> {
+    let config = Config {
+        max_reservations,
+        ..Config::default()
+    };
+    let mut w = World::with_config(TWO_TEAMS, 4, 8, config);
+    w.history("b", 2_000.0);
+    let job = |w: &mut World, i: i64| {
+        let id = w.submit("b", 1, 15 * 60);
+        w.remaining.insert(id, 20 * 60 + (i * 7 % 20) * 60);
+    };
+    for i in 0..32 {
+        job(&mut w, i);
+    }
+    w.step();
+    let mut gang = None;
+    let mut i = 32;
+    while w.now < 8 * HOUR {
+        w.advance_to(w.now + 30);
+        job(&mut w, i);
+        i += 1;
+        // By now the short jobs' starts (and protections) are spread out.
+        if w.now == 2 * HOUR {
+            let id = w.submit("a", 32, HOUR);
+            gang = Some((id, w.now));
+        }
+        let decision = w.step();
+        if let Some((id, submitted)) = gang {
+            if starts(&decision).iter().any(|s| s.0 == id) {
+                return Some(w.now - submitted);
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn large_gang_is_not_starved_by_stream_of_small_jobs() {
+    let wait = gang_wait(Config::default().max_reservations).expect("the gang starts");
+    assert!(
+        wait <= 16 * 60,
+        "it waits at most one short job's protection: {wait} s"
+    );
+}
+
+#[test]
+fn without_reservations_the_same_gang_starves() {
+    assert_eq!(gang_wait(0), None);
+}
+
+#[test]
+fn backfill_uses_reserved_gpus_only_when_it_will_be_preemptible_in_time() {
+    let mut w = World::new(TWO_TEAMS, 1, 8);
+    w.history("b", 400.0);
+    w.running("b", 2 * HOUR, 0, 0, &[0, 1, 2, 3, 4, 5]);
+    let gang = w.submit("a", 8, HOUR);
+    let long = w.submit("b", 1, 3 * HOUR);
+    let short = w.submit("b", 1, HOUR);
+    let free = w.submit("b", 1, 0);
+    let decision = w.decide();
+    assert_eq!(decision.reservations.len(), 1);
+    assert_eq!(
+        (
+            decision.reservations[0].workload,
+            decision.reservations[0].at
+        ),
+        (gang, 2 * HOUR)
+    );
+    let started: Vec<WorkloadId> = starts(&decision).iter().map(|s| s.0).collect();
+    assert_eq!(started, [short, free]);
+    assert_eq!(
+        w.explain(long).waiting_for,
+        WaitReason::ReservedAhead {
+            holder: gang,
+            at: 2 * HOUR
+        }
+    );
+    assert!(
+        matches!(w.explain(gang).waiting_for, WaitReason::OwnReservation { at, .. } if at == 2 * HOUR)
+    );
+}
+
+#[test]
+fn explanation_reports_position_and_ratios_along_the_path() {
+    let mut w = World::new(&[("p", 1.0), ("p/x", 1.0), ("p/y", 1.0), ("q", 1.0)], 1, 8);
+    w.history("q", 300.0);
+    w.history("p/y", 10.0);
+    w.running("q", 2 * HOUR, 0, 0, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    w.submit("p/x", 1, HOUR);
+    let y = w.submit("p/y", 4, HOUR);
+    w.submit("q", 1, HOUR);
+    let e = w.explain(y);
+    assert_eq!((e.position, e.queue_len, e.leaf_rank), (2, 3, 2));
+    let names: Vec<&str> = e
+        .path
+        .iter()
+        .map(|s| w.engine.tree().path(s.node))
+        .collect();
+    assert_eq!(names, ["p", "p/y"]);
+    assert_eq!((e.path[0].sibling_rank, e.path[0].siblings), (1, 2));
+    assert_eq!((e.path[1].sibling_rank, e.path[1].siblings), (2, 2));
+    assert!(e.path[1].ratio > 0.0 && e.path[1].usage == 36_000.0);
+    let WaitReason::Capacity {
+        protected_gpus,
+        protected_until,
+        ..
+    } = e.waiting_for
+    else {
+        panic!("capacity expected, got {:?}", e.waiting_for);
+    };
+    assert_eq!((protected_gpus, protected_until), (8, Some(2 * HOUR)));
+}
+
+#[test]
+fn explanation_names_hosts_out_of_service_and_impossible_requests() {
+    let mut w = World::new(TWO_TEAMS, 2, 8);
+    w.nodes[1].health = Health::Cordoned;
+    let gang = w.submit("a", 16, HOUR);
+    let huge = w.submit("a", 24, HOUR);
+    assert_eq!(
+        w.explain(gang).waiting_for,
+        WaitReason::HostsOutOfService {
+            nodes: vec![NodeId(1)]
+        }
+    );
+    assert_eq!(
+        w.explain(huge).waiting_for,
+        WaitReason::TooLarge {
+            gpus: 24,
+            largest_placement: 16
+        }
+    );
+    let fits = w.submit("a", 8, HOUR);
+    assert!(matches!(
+        w.explain(fits).waiting_for,
+        WaitReason::StartsNow { .. }
+    ));
+}

@@ -1,0 +1,72 @@
+//! `hourglass serve --demo`: an organisation, simulated GPU nodes running real processes, a month
+//! of usage history, and a trickle of new workloads so every page has something to show.
+
+pub mod org;
+pub mod trickle;
+
+use crate::{
+    agent::client::{self, AgentOptions},
+    nodes::repo as node_repo,
+    secrets,
+    users::service,
+    ServerError,
+};
+use sqlx::SqlitePool;
+use std::net::SocketAddr;
+
+/// Demo nodes: name and simulated GPU count.
+pub const NODES: [(&str, u32); 4] = [("gpu-a1", 8), ("gpu-a2", 8), ("gpu-b1", 8), ("gpu-b2", 4)];
+
+/// Seeds the organisation on an empty database and prints how to sign in.
+pub async fn prepare(pool: &SqlitePool) -> Result<(), ServerError> {
+    let users: i64 = sqlx::query_scalar("select count(*) from user")
+        .fetch_one(pool)
+        .await?;
+    if users == 0 {
+        org::seed(pool).await?;
+    }
+    println!("Demo accounts (password for all: {}):", org::PASSWORD);
+    for (name, role, what) in org::PEOPLE {
+        println!("  {name:<6} {role:<10} {what}");
+    }
+    Ok(())
+}
+
+/// Starts one in-process agent per demo node against the server at `addr`. Each start gives the
+/// node a fresh token (only hashes are stored, so old ones cannot be reused).
+pub async fn start_agents(pool: &SqlitePool, addr: SocketAddr) -> Result<(), ServerError> {
+    let host = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_string()
+    } else {
+        addr.ip().to_string()
+    };
+    let server = format!("http://{host}:{}", addr.port());
+    for (name, gpus) in NODES {
+        let (token, hash) = secrets::generate("hgn_");
+        match node_repo::find_node_by_name(pool, name).await? {
+            Some(node) => {
+                sqlx::query("update node set token_hash = $2 where node_id = $1")
+                    .bind(node.node_id)
+                    .bind(&hash)
+                    .execute(pool)
+                    .await?;
+            }
+            None => {
+                node_repo::insert_node(pool, name, &hash, service::now()).await?;
+            }
+        }
+        let options = AgentOptions {
+            server: server.clone(),
+            token,
+            name: Some(name.to_string()),
+            gpus: gpus.to_string(),
+            poll_s: 10,
+        };
+        tokio::spawn(async move {
+            if let Err(error) = client::run(options).await {
+                tracing::error!(%error, "demo agent stopped");
+            }
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,93 @@
+//! A steady trickle of demo workloads: debug runs, free sweeps and training jobs, each a real
+//! `sleep` the demo agents run.
+
+use crate::{
+    runtime::Runtime,
+    users::service,
+    workloads::{domain::SubmitWorkload, service as workloads},
+};
+use app::model::CurrentUser;
+use sqlx::SqlitePool;
+use std::time::Duration;
+
+/// `(user, project)` pairs the trickle submits as.
+const SUBMITTERS: [(&str, &str); 6] = [
+    ("ada", "lang/pretrain"),
+    ("bob", "lang/eval"),
+    ("dee", "lang/posttrain"),
+    ("cy", "vision/robotics"),
+    ("cy", "vision/vlm"),
+    ("dee", "vision/vlm"),
+];
+
+/// A tiny deterministic generator (xorshift64*): the demo needs variety, not cryptography.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Submits a workload every `every` until the process ends.
+pub fn spawn(pool: SqlitePool, runtime: Runtime, every: Duration) {
+    tokio::spawn(async move {
+        let mut rng = Rng(service::now() as u64 | 1);
+        let mut n = 0u64;
+        loop {
+            n += 1;
+            if let Err(error) = submit_one(&pool, &runtime, &mut rng, n).await {
+                tracing::warn!(%error, "demo trickle: submission refused");
+            }
+            tokio::time::sleep(every).await;
+        }
+    });
+}
+
+async fn submit_one(
+    pool: &SqlitePool,
+    runtime: &Runtime,
+    rng: &mut Rng,
+    n: u64,
+) -> Result<(), crate::ServerError> {
+    let (username, project) = SUBMITTERS[rng.below(SUBMITTERS.len() as u64) as usize];
+    let Some(user) = crate::users::repo::find_user_by_username(pool, username).await? else {
+        return Ok(());
+    };
+    let actor = CurrentUser {
+        id: user.user_id,
+        username: user.username.clone(),
+        role: app::model::Role::Researcher,
+    };
+    let (kind, gpus, min_runtime_s, seconds) = match rng.below(10) {
+        0..=3 => ("debug", 1 + rng.below(2), 900, 20 + rng.below(60)),
+        4..=6 => ("sweep", 1 + rng.below(4), 0, 60 + rng.below(240)),
+        7..=8 => (
+            "train",
+            [4, 8][rng.below(2) as usize],
+            3600,
+            120 + rng.below(480),
+        ),
+        _ => ("pretrain", 16, 3600, 300 + rng.below(600)),
+    };
+    let input = SubmitWorkload {
+        project: project.to_string(),
+        name: format!("{kind}-{n}"),
+        command: format!(
+            "echo \"{kind} on GPUs $CUDA_VISIBLE_DEVICES\"; sleep {seconds}; echo done"
+        ),
+        gpus: gpus as i64,
+        min_runtime_s,
+        resumable: kind != "debug",
+        priority: rng.below(3) as i64,
+    };
+    workloads::submit(pool, runtime, &actor, input).await?;
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! `hourglass serve --demo` brings up an organisation, four live simulated nodes and a trickle.
+
+use std::{process::Stdio, time::Duration};
+use tokio::{io::AsyncReadExt, process::Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
+
+#[tokio::test]
+async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
+    let dir = tempfile::tempdir().unwrap();
+    let database = format!("sqlite://{}", dir.path().join("demo.db").display());
+    let site = dir.path().join("site");
+    std::fs::create_dir_all(site.join("pkg")).unwrap();
+    for file in ["hourglass.js", "hourglass.wasm", "hourglass.css"] {
+        std::fs::write(site.join("pkg").join(file), "").unwrap();
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut server = Command::new(BIN)
+        .args(["serve", "--demo", "--addr", &format!("127.0.0.1:{port}")])
+        .arg("--site-root")
+        .arg(&site)
+        .env("HOURGLASS_DATABASE_URL", &database)
+        .env("HOURGLASS_LOG", "warn")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let http = reqwest::Client::new();
+    let mut token = String::new();
+    for _ in 0..100 {
+        let output = Command::new(BIN)
+            .args(["admin", "create-token", "--username", "admin"])
+            .env("HOURGLASS_DATABASE_URL", &database)
+            .output()
+            .await
+            .unwrap();
+        if output.status.success() {
+            token = String::from_utf8(output.stdout)
+                .unwrap()
+                .lines()
+                .last()
+                .unwrap()
+                .to_string();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        token.starts_with("hgt_"),
+        "the token is alone on the last line"
+    );
+
+    let mut healthy = 0;
+    let mut started = false;
+    for _ in 0..150 {
+        if let Ok(response) = http
+            .get(format!("{url}/api/v1/nodes"))
+            .bearer_auth(&token)
+            .send()
+            .await
+        {
+            let nodes: serde_json::Value = response.json().await.unwrap();
+            healthy = nodes["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|n| n["state"] == "healthy")
+                .count();
+        }
+        if let Ok(response) = http
+            .get(format!("{url}/api/v1/workloads"))
+            .bearer_auth(&token)
+            .send()
+            .await
+        {
+            let list: serde_json::Value = response.json().await.unwrap();
+            started = list
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["first_started_at"].is_i64());
+        }
+        if healthy == 4 && started {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(healthy, 4, "four simulated nodes are live");
+    assert!(started, "the trickle's first workload started");
+
+    let tree: serde_json::Value = http
+        .get(format!("{url}/api/v1/tree"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let paths: Vec<&str> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        paths.contains(&"lang/pretrain") && paths.contains(&"vision/robotics"),
+        "{paths:?}"
+    );
+
+    server.start_kill().unwrap();
+    let mut stdout = String::new();
+    server
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .await
+        .unwrap();
+    assert!(stdout.contains("Demo accounts"), "{stdout}");
+    assert!(stdout.contains("hourglass-demo"), "{stdout}");
+}
