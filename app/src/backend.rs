@@ -9,6 +9,7 @@ mod ssr {
     use crate::{
         error::AppError,
         model::{CurrentUser, NewUser, UserSummary},
+        workloads::{NodeView, QueueRow, SubmitForm, TokenView, WorkloadDetail, WorkloadView},
     };
     use leptos::prelude::*;
     use std::sync::Arc;
@@ -29,6 +30,46 @@ mod ssr {
             user_id: i64,
             disabled: bool,
         ) -> Result<UserSummary, AppError>;
+
+        async fn my_projects(&self, actor: &CurrentUser) -> Result<Vec<String>, AppError>;
+        async fn submit_workload(
+            &self,
+            actor: &CurrentUser,
+            form: SubmitForm,
+        ) -> Result<WorkloadView, AppError>;
+        async fn list_workloads(
+            &self,
+            actor: &CurrentUser,
+            mine: bool,
+            state: Option<String>,
+        ) -> Result<Vec<WorkloadView>, AppError>;
+        async fn workload_detail(
+            &self,
+            actor: &CurrentUser,
+            id: i64,
+        ) -> Result<WorkloadDetail, AppError>;
+        async fn cancel_workload(
+            &self,
+            actor: &CurrentUser,
+            id: i64,
+        ) -> Result<WorkloadView, AppError>;
+        async fn queue(&self, actor: &CurrentUser) -> Result<Vec<QueueRow>, AppError>;
+        async fn nodes(&self, actor: &CurrentUser) -> Result<Vec<NodeView>, AppError>;
+        async fn node_action(
+            &self,
+            actor: &CurrentUser,
+            name: String,
+            action: String,
+        ) -> Result<(), AppError>;
+        async fn register_node(
+            &self,
+            actor: &CurrentUser,
+            name: String,
+        ) -> Result<String, AppError>;
+        async fn list_tokens(&self, actor: &CurrentUser) -> Result<Vec<TokenView>, AppError>;
+        async fn create_token(&self, actor: &CurrentUser, name: String)
+            -> Result<String, AppError>;
+        async fn revoke_token(&self, actor: &CurrentUser, id: i64) -> Result<(), AppError>;
     }
 
     /// How the backend travels in Leptos context.

@@ -7,10 +7,12 @@
 pub mod backend;
 pub mod components;
 pub mod error;
+pub mod live;
 pub mod model;
 pub mod pages;
 pub mod session;
 pub mod users;
+pub mod workloads;
 
 use components::shell::{Footer, Header};
 use leptos::prelude::*;
@@ -19,7 +21,16 @@ use leptos_router::{
     components::{Route, Router, Routes},
     path,
 };
-use pages::{home::HomePage, login::LoginPage, not_found::NotFound, users::UsersPage};
+use pages::{
+    home::HomePage,
+    login::LoginPage,
+    nodes::NodesPage,
+    not_found::NotFound,
+    queue::QueuePage,
+    tokens::TokensPage,
+    users::UsersPage,
+    workloads::{detail::WorkloadPage, list::WorkloadsPage, submit::SubmitPage},
+};
 
 /// The HTML document the server renders around [`App`].
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -68,6 +79,12 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=HomePage />
                     <Route path=path!("/login") view=LoginPage />
                     <Route path=path!("/users") view=UsersPage />
+                    <Route path=path!("/workloads") view=WorkloadsPage />
+                    <Route path=path!("/workloads/new") view=SubmitPage />
+                    <Route path=path!("/workloads/:id") view=WorkloadPage />
+                    <Route path=path!("/queue") view=QueuePage />
+                    <Route path=path!("/nodes") view=NodesPage />
+                    <Route path=path!("/tokens") view=TokensPage />
                 </Routes>
             </main>
             <Footer />

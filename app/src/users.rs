@@ -1,9 +1,6 @@
 //! Server functions of the Users page (admin only, enforced by the backend).
 
-use crate::{
-    error::AppError,
-    model::{NewUser, UserSummary},
-};
+use crate::{error::AppError, model::UserSummary};
 use leptos::prelude::*;
 
 #[server(prefix = "/api", endpoint = "users/list")]
@@ -18,7 +15,7 @@ pub async fn create_user(
     role: String,
     password: String,
 ) -> Result<UserSummary, AppError> {
-    use crate::backend::*;
+    use crate::{backend::*, model::NewUser};
     let input = NewUser {
         username,
         role,

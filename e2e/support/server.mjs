@@ -1,6 +1,6 @@
 // Starts the real `hourglass` binary on a fresh SQLite database and a free port.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,22 +42,41 @@ export class TestServer {
       HOURGLASS_ADDR: `127.0.0.1:${port}`,
     };
     this.log = '';
+    this.agents = [];
   }
 
-  /** `hourglass admin create-user`, exactly as an operator would run it. */
-  createUser(username, role, password) {
-    const result = spawnSync(
-      BIN,
-      ['admin', 'create-user', '--username', username, '--role', role, '--password-stdin'],
-      { env: this.env, input: `${password}\n`, encoding: 'utf8' },
-    );
+  /** Runs `hourglass ARGS…` on this server's database, exactly as an operator would. */
+  cli(args, input = '') {
+    const result = spawnSync(BIN, args, { env: this.env, input, encoding: 'utf8' });
     if (result.status !== 0) {
-      throw new Error(`create-user ${username} failed: ${result.stderr}`);
+      throw new Error(`hourglass ${args.join(' ')} failed: ${result.stderr}`);
     }
+    return result.stdout;
+  }
+
+  createUser(username, role, password) {
+    this.cli(['admin', 'create-user', '--username', username, '--role', role, '--password-stdin'], `${password}\n`);
+  }
+
+  importTree(toml) {
+    const file = join(this.dir, 'org.toml');
+    writeFileSync(file, toml);
+    this.cli(['admin', 'import-tree', file]);
+  }
+
+  /** Registers a node and starts a real agent for it with `gpus` simulated GPUs. */
+  async startAgent(name, gpus) {
+    const token = this.cli(['admin', 'register-node', '--name', name]).trim().split('\n').pop();
+    const agent = spawn(BIN, ['agent', '--server', this.url, '--name', name, '--gpus', String(gpus), '--token', token], {
+      env: { ...this.env, HOURGLASS_LOG: 'warn' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    agent.stderr.on('data', (chunk) => { this.log += chunk.toString(); });
+    this.agents.push(agent);
   }
 
   async #spawn() {
-    this.process = spawn(BIN, ['serve'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.process = spawn(BIN, ['serve', '--heartbeat-deadline-s', '6', '--grace-s', '1'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const collect = (chunk) => { this.log += chunk.toString(); };
     this.process.stdout.on('data', collect);
     this.process.stderr.on('data', collect);
@@ -76,6 +95,9 @@ export class TestServer {
   }
 
   async stop() {
+    for (const agent of this.agents) {
+      if (agent.exitCode === null) agent.kill('SIGTERM');
+    }
     if (this.process && this.process.exitCode === null) {
       const exited = new Promise((resolve) => this.process.once('exit', resolve));
       this.process.kill('SIGTERM');

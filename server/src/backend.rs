@@ -1,21 +1,57 @@
 //! The server's implementation of the UI's [`Backend`]: the services, with the actor's rights checked.
 
-use crate::users::service;
+use crate::{
+    api::tokens,
+    nodes::{repo as node_repo, service as node_service},
+    runtime::{snapshot::parse_indices, Runtime},
+    users::service,
+    workloads::{domain::SubmitWorkload, repo as workload_repo, service as workloads},
+    ServerError,
+};
 use app::{
     backend::Backend,
     error::AppError,
     model::{CurrentUser, NewUser, UserSummary},
+    workloads::{
+        GpuHolder, GpuSlot, NodeView, QueueRow, SubmitForm, TokenView, WorkloadDetail, WorkloadView,
+    },
 };
 use sqlx::SqlitePool;
+use std::collections::BTreeMap;
 
 pub struct ServerBackend {
     pool: SqlitePool,
+    runtime: Runtime,
 }
 
 impl ServerBackend {
-    pub fn new(pool: SqlitePool) -> Self {
-        ServerBackend { pool }
+    pub fn new(pool: SqlitePool, runtime: Runtime) -> Self {
+        ServerBackend { pool, runtime }
     }
+}
+
+fn require_admin(actor: &CurrentUser, what: &str) -> Result<(), ServerError> {
+    if actor.is_admin() {
+        Ok(())
+    } else {
+        Err(ServerError::Forbidden(format!(
+            "Only administrators can {what}."
+        )))
+    }
+}
+
+/// A form field that must be a whole number.
+fn whole(field: &'static str, raw: &str, what: &str) -> Result<i64, ServerError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(0);
+    }
+    raw.parse().map_err(|_| {
+        ServerError::invalid(
+            field,
+            format!("Enter {what} as a whole number, not \"{raw}\"."),
+        )
+    })
 }
 
 #[async_trait::async_trait]
@@ -46,4 +82,148 @@ impl Backend for ServerBackend {
         tracing::info!(actor = %actor.username, user = %user.username, disabled, "user access changed");
         Ok(user)
     }
+
+    async fn my_projects(&self, actor: &CurrentUser) -> Result<Vec<String>, AppError> {
+        Ok(workloads::my_projects(&self.pool, actor).await?)
+    }
+
+    async fn submit_workload(
+        &self,
+        actor: &CurrentUser,
+        form: SubmitForm,
+    ) -> Result<WorkloadView, AppError> {
+        let gpus = whole("gpus", &form.gpus, "the GPU count")?;
+        let input = SubmitWorkload {
+            project: form.project,
+            name: form.name,
+            command: form.command,
+            gpus: if form.gpus.trim().is_empty() { 0 } else { gpus },
+            min_runtime_s: whole(
+                "min_runtime_s",
+                &form.min_runtime_s,
+                "the minimum runtime in seconds",
+            )?,
+            resumable: form.resumable,
+            priority: whole("priority", &form.priority, "the priority")?,
+        };
+        Ok(workloads::submit(&self.pool, &self.runtime, actor, input).await?)
+    }
+
+    async fn list_workloads(
+        &self,
+        actor: &CurrentUser,
+        mine: bool,
+        state: Option<String>,
+    ) -> Result<Vec<WorkloadView>, AppError> {
+        let state = state.filter(|s| !s.is_empty() && s != "all");
+        Ok(workload_repo::list_workloads(
+            &self.pool,
+            mine.then_some(actor.id),
+            state.as_deref(),
+            500,
+        )
+        .await
+        .map_err(ServerError::from)?)
+    }
+
+    async fn workload_detail(
+        &self,
+        actor: &CurrentUser,
+        id: i64,
+    ) -> Result<WorkloadDetail, AppError> {
+        Ok(workloads::detail(&self.pool, &self.runtime, actor, id).await?)
+    }
+
+    async fn cancel_workload(
+        &self,
+        actor: &CurrentUser,
+        id: i64,
+    ) -> Result<WorkloadView, AppError> {
+        Ok(workloads::cancel(&self.pool, &self.runtime, actor, id).await?)
+    }
+
+    async fn queue(&self, _actor: &CurrentUser) -> Result<Vec<QueueRow>, AppError> {
+        Ok(workloads::queue(&self.pool, &self.runtime).await?)
+    }
+
+    async fn nodes(&self, _actor: &CurrentUser) -> Result<Vec<NodeView>, AppError> {
+        Ok(node_views(&self.pool).await?)
+    }
+
+    async fn node_action(
+        &self,
+        actor: &CurrentUser,
+        name: String,
+        action: String,
+    ) -> Result<(), AppError> {
+        require_admin(actor, "change a node's state")?;
+        node_service::set_admin_state(&self.pool, &name, &action).await?;
+        tracing::info!(admin = %actor.username, node = %name, %action, "node state changed");
+        self.runtime.wake();
+        Ok(())
+    }
+
+    async fn register_node(&self, actor: &CurrentUser, name: String) -> Result<String, AppError> {
+        require_admin(actor, "register nodes")?;
+        let (node, token) = node_service::register_node(&self.pool, &name).await?;
+        tracing::info!(admin = %actor.username, node = %node.name, "node registered");
+        Ok(token)
+    }
+
+    async fn list_tokens(&self, actor: &CurrentUser) -> Result<Vec<TokenView>, AppError> {
+        Ok(tokens::list_tokens(&self.pool, actor.id).await?)
+    }
+
+    async fn create_token(&self, actor: &CurrentUser, name: String) -> Result<String, AppError> {
+        Ok(tokens::create_token(&self.pool, actor.id, &name).await?)
+    }
+
+    async fn revoke_token(&self, actor: &CurrentUser, id: i64) -> Result<(), AppError> {
+        Ok(tokens::revoke_token(&self.pool, actor.id, id).await?)
+    }
+}
+
+/// Every node with its health, heartbeat age and what holds each GPU.
+pub async fn node_views(pool: &SqlitePool) -> Result<Vec<NodeView>, ServerError> {
+    let now = service::now();
+    let rows = node_repo::list_nodes(pool).await?;
+    let runs: Vec<(i64, String, i64, String, String, Option<i64>, bool)> = sqlx::query_as(
+        "select r.node_id, r.gpu_indices, w.workload_id, w.name, b.path, r.protected_until, r.allocated
+         from workload_run r join workload w on w.workload_id = r.workload_id
+         join budget_node b on b.budget_node_id = w.budget_node_id
+         where r.ended_at is null order by r.node_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut holders: BTreeMap<(i64, u32), GpuHolder> = BTreeMap::new();
+    for (node_id, indices, workload_id, name, project, protected_until, allocated) in runs {
+        for index in parse_indices(&indices) {
+            holders.insert(
+                (node_id, index),
+                GpuHolder {
+                    workload_id,
+                    name: name.clone(),
+                    project: project.clone(),
+                    protected_until,
+                    allocated,
+                },
+            );
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .map(|n| NodeView {
+            slots: (0..n.gpu_count.max(0) as u32)
+                .map(|index| GpuSlot {
+                    index,
+                    holder: holders.get(&(n.node_id, index)).cloned(),
+                })
+                .collect(),
+            state: n.health().to_string(),
+            heartbeat_age_s: n.last_heartbeat_at.map(|t| now - t),
+            name: n.name,
+            gpu_model: n.gpu_model,
+            gpus: n.gpu_count,
+        })
+        .collect())
 }

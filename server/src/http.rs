@@ -16,7 +16,10 @@ use std::sync::Arc;
 
 pub fn build_app(state: AppState) -> Router {
     let routes = generate_route_list(App);
-    let backend: SharedBackend = Arc::new(ServerBackend::new(state.pool.clone()));
+    let backend: SharedBackend = Arc::new(ServerBackend::new(
+        state.pool.clone(),
+        state.runtime.clone(),
+    ));
     let shell_options = state.leptos_options.clone();
 
     Router::new()

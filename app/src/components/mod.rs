@@ -1,2 +1,3 @@
+pub mod badge;
 pub mod field;
 pub mod shell;

@@ -35,6 +35,9 @@ fn MainNav(user: CurrentUser) -> impl IntoView {
     view! {
         <nav class="mainnav" aria-label="Main">
             <A href="/" exact=true>"Overview"</A>
+            <A href="/workloads">"Workloads"</A>
+            <A href="/queue">"Queue"</A>
+            <A href="/nodes">"Nodes"</A>
             {user.is_admin().then(|| view! { <A href="/users">"Users"</A> })}
         </nav>
     }
@@ -48,6 +51,7 @@ fn UserMenu(user: CurrentUser) -> impl IntoView {
                 <span class="username">{user.username.clone()}</span>
                 <span class="role-badge">{user.role.label()}</span>
             </span>
+            <a href="/tokens" class="button-quiet button">"API tokens"</a>
             // A plain form: signing out reloads the whole page so no state of the old session stays.
             <form method="post" action="/logout">
                 <button type="submit" class="button-quiet">"Sign out"</button>

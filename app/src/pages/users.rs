@@ -146,7 +146,7 @@ fn CreateUserForm(create: ServerAction<CreateUser>) -> impl IntoView {
 }
 
 /// `YYYY-MM-DD` (UTC) of an epoch time, without a date library in the browser bundle.
-fn format_date(epoch_s: i64) -> String {
+pub fn format_date(epoch_s: i64) -> String {
     let days = epoch_s.div_euclid(86_400);
     // Civil-from-days (Howard Hinnant's algorithm).
     let z = days + 719_468;

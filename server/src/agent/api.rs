@@ -82,9 +82,10 @@ async fn sync(
         now,
     )
     .await?;
-    let mut woke = changed;
+    let woke = changed;
+    let mut ended = false;
     for finished in &request.finished {
-        woke |= workload_service::finished(
+        ended |= workload_service::finished(
             &state.pool,
             node.node_id,
             finished.run_id,
@@ -109,7 +110,10 @@ async fn sync(
             }
         }
     }
-    if woke {
+    if ended {
+        runtime.announce();
+    }
+    if woke || ended {
         runtime.wake();
     }
 

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod stream;
 pub mod tokens;
 pub mod tree;
 pub mod workloads;
@@ -22,6 +23,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/workloads/{id}", get(workloads::detail))
         .route("/api/v1/workloads/{id}/cancel", post(workloads::cancel))
         .route("/api/v1/workloads/{id}/log", get(workloads::log))
+        .route("/api/v1/stream", get(stream::stream))
         .route("/api/v1/tree", get(tree::tree))
         .route("/api/v1/nodes", get(tree::nodes))
         .route("/api/v1/nodes/{name}/{action}", post(tree::node_action))

@@ -52,3 +52,39 @@ pub async fn authenticate(
         .await?;
     crate::users::service::active_user(pool, user_id).await
 }
+
+/// The user's live tokens, newest first.
+pub async fn list_tokens(
+    pool: &SqlitePool,
+    user_id: i64,
+) -> Result<Vec<app::workloads::TokenView>, ServerError> {
+    Ok(sqlx::query_as(
+        "select api_token_id, name, created_at, last_used_at from api_token
+         where user_id = $1 and revoked_at is null order by api_token_id desc",
+    )
+    .bind(user_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Revokes one of the user's own tokens.
+pub async fn revoke_token(
+    pool: &SqlitePool,
+    user_id: i64,
+    token_id: i64,
+) -> Result<(), ServerError> {
+    let done = sqlx::query(
+        "update api_token set revoked_at = $3 where api_token_id = $1 and user_id = $2 and revoked_at is null",
+    )
+    .bind(token_id)
+    .bind(user_id)
+    .bind(now())
+    .execute(pool)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(ServerError::NotFound(
+            "You have no live token with that id.".into(),
+        ));
+    }
+    Ok(())
+}

@@ -2,22 +2,22 @@
 
 use super::{auth::ApiUser, body::ApiJson};
 use crate::{
-    workloads::{domain::SubmitWorkload, repo, repo::WorkloadRecord, service},
+    workloads::{domain::SubmitWorkload, repo, service},
     AppState, ServerError,
 };
+use app::workloads::{WorkloadDetail, WorkloadView};
 use axum::{
     extract::{Path, Query, State},
     http::StatusCode,
     Json,
 };
 use serde::Deserialize;
-use serde_json::Value;
 
 pub async fn submit(
     State(state): State<AppState>,
     ApiUser(user): ApiUser,
     ApiJson(input): ApiJson<SubmitWorkload>,
-) -> Result<(StatusCode, Json<WorkloadRecord>), ServerError> {
+) -> Result<(StatusCode, Json<WorkloadView>), ServerError> {
     let workload = service::submit(&state.pool, &state.runtime, &user, input).await?;
     Ok((StatusCode::CREATED, Json(workload)))
 }
@@ -44,7 +44,7 @@ pub async fn list(
     State(state): State<AppState>,
     ApiUser(user): ApiUser,
     Query(query): Query<ListQuery>,
-) -> Result<Json<Vec<WorkloadRecord>>, ServerError> {
+) -> Result<Json<Vec<WorkloadView>>, ServerError> {
     if let Some(s) = query.state.as_deref() {
         if !STATES.contains(&s) {
             return Err(ServerError::invalid(
@@ -62,11 +62,11 @@ pub async fn list(
 
 pub async fn detail(
     State(state): State<AppState>,
-    ApiUser(_user): ApiUser,
+    ApiUser(user): ApiUser,
     Path(id): Path<i64>,
-) -> Result<Json<Value>, ServerError> {
+) -> Result<Json<WorkloadDetail>, ServerError> {
     Ok(Json(
-        service::detail(&state.pool, &state.runtime, id).await?,
+        service::detail(&state.pool, &state.runtime, &user, id).await?,
     ))
 }
 
@@ -74,7 +74,7 @@ pub async fn cancel(
     State(state): State<AppState>,
     ApiUser(user): ApiUser,
     Path(id): Path<i64>,
-) -> Result<Json<WorkloadRecord>, ServerError> {
+) -> Result<Json<WorkloadView>, ServerError> {
     Ok(Json(
         service::cancel(&state.pool, &state.runtime, &user, id).await?,
     ))

@@ -1,33 +1,7 @@
 //! SQL for workloads and their events.
 
-use serde::Serialize;
-use sqlx::{FromRow, SqliteExecutor};
-
-/// A workload as the API shows it.
-#[derive(Debug, Clone, FromRow, Serialize)]
-pub struct WorkloadRecord {
-    #[sqlx(rename = "workload_id")]
-    pub id: i64,
-    pub name: String,
-    pub project: String,
-    pub owner: String,
-    pub command: String,
-    pub gpus: i64,
-    pub min_runtime_s: i64,
-    pub resumable: bool,
-    pub priority: i64,
-    pub state: String,
-    pub submitted_at: i64,
-    pub first_started_at: Option<i64>,
-    pub started_at: Option<i64>,
-    pub protected_until: Option<i64>,
-    pub ended_at: Option<i64>,
-    pub exit_code: Option<i64>,
-    pub run_count: i64,
-    pub progress_s: i64,
-    #[serde(skip)]
-    pub user_id: i64,
-}
+use app::workloads::{EventView, WorkloadView};
+use sqlx::SqliteExecutor;
 
 const SELECT: &str = "select w.workload_id, w.name, b.path as project, u.username as owner, w.command, w.gpus,
         w.min_runtime_s, w.resumable, w.priority, w.state, w.submitted_at, w.first_started_at, w.started_at,
@@ -68,7 +42,7 @@ pub async fn insert_workload(
 pub async fn find_workload(
     db: impl SqliteExecutor<'_>,
     id: i64,
-) -> Result<Option<WorkloadRecord>, sqlx::Error> {
+) -> Result<Option<WorkloadView>, sqlx::Error> {
     sqlx::query_as(&format!("{SELECT} where w.workload_id = $1"))
         .bind(id)
         .fetch_optional(db)
@@ -81,7 +55,7 @@ pub async fn list_workloads(
     user_id: Option<i64>,
     state: Option<&str>,
     limit: i64,
-) -> Result<Vec<WorkloadRecord>, sqlx::Error> {
+) -> Result<Vec<WorkloadView>, sqlx::Error> {
     sqlx::query_as(&format!(
         "{SELECT} where ($1 is null or w.user_id = $1) and ($2 is null or w.state = $2)
          order by w.workload_id desc limit $3"
@@ -93,18 +67,10 @@ pub async fn list_workloads(
     .await
 }
 
-#[derive(Debug, Clone, FromRow, Serialize)]
-pub struct EventRecord {
-    pub at: i64,
-    pub kind: String,
-    #[sqlx(json)]
-    pub detail: serde_json::Value,
-}
-
 pub async fn events(
     db: impl SqliteExecutor<'_>,
     workload_id: i64,
-) -> Result<Vec<EventRecord>, sqlx::Error> {
+) -> Result<Vec<EventView>, sqlx::Error> {
     sqlx::query_as("select at, kind, detail from workload_event where workload_id = $1 order by workload_event_id")
         .bind(workload_id)
         .fetch_all(db)

@@ -2,7 +2,7 @@
 
 use super::{
     domain::{NewWorkload, SubmitWorkload},
-    repo::{self, WorkloadRecord},
+    repo,
 };
 use crate::{
     budget::repo as budget_repo,
@@ -11,6 +11,9 @@ use crate::{
     ServerError,
 };
 use app::model::CurrentUser;
+use app::workloads::{
+    GpuPlacement, PathRatio, QueueExplanation, QueueRow, WorkloadDetail, WorkloadView,
+};
 use scheduler::{NodeGpus, WaitReason, WorkloadId};
 use serde_json::{json, Value};
 use sqlx::SqlitePool;
@@ -20,7 +23,7 @@ pub async fn submit(
     runtime: &Runtime,
     actor: &CurrentUser,
     input: SubmitWorkload,
-) -> Result<WorkloadRecord, ServerError> {
+) -> Result<WorkloadView, ServerError> {
     let new = NewWorkload::parse(input, runtime.config().max_min_runtime)?;
     let leaf: Option<(i64, bool)> = sqlx::query_as(
         "select b.budget_node_id, not exists (select 1 from budget_node c where c.parent_id = b.budget_node_id
@@ -88,6 +91,7 @@ pub async fn submit(
     .await?;
     tx.commit().await?;
     runtime.wake();
+    runtime.announce();
     tracing::info!(workload = id, user = %actor.username, project = %new.project, gpus = new.gpus, "submitted");
     repo::find_workload(pool, id)
         .await?
@@ -122,7 +126,7 @@ pub async fn cancel(
     runtime: &Runtime,
     actor: &CurrentUser,
     id: i64,
-) -> Result<WorkloadRecord, ServerError> {
+) -> Result<WorkloadView, ServerError> {
     let workload = get(pool, id).await?;
     if workload.user_id != actor.id && !actor.is_admin() {
         return Err(ServerError::Forbidden(
@@ -162,48 +166,64 @@ pub async fn cancel(
     get(pool, id).await
 }
 
-pub async fn get(pool: &SqlitePool, id: i64) -> Result<WorkloadRecord, ServerError> {
+pub async fn get(pool: &SqlitePool, id: i64) -> Result<WorkloadView, ServerError> {
     repo::find_workload(pool, id)
         .await?
         .ok_or_else(|| ServerError::NotFound(format!("There is no workload {id}.")))
 }
 
 /// The workload with its placement, queue position, the ratios along its path, what it waits
-/// for, and its events.
-pub async fn detail(pool: &SqlitePool, runtime: &Runtime, id: i64) -> Result<Value, ServerError> {
+/// for, its events and its output tail. Anyone signed in may read it; `can_cancel` says whether
+/// `actor` may cancel it.
+pub async fn detail(
+    pool: &SqlitePool,
+    runtime: &Runtime,
+    actor: &CurrentUser,
+    id: i64,
+) -> Result<WorkloadDetail, ServerError> {
     let workload = get(pool, id).await?;
-    let placement: Vec<Value> = repo::placement(pool, id)
+    let placement = repo::placement(pool, id)
         .await?
         .into_iter()
-        .map(|(node, gpus)| json!({ "node": node, "gpus": snapshot::parse_indices(&gpus) }))
+        .map(|(node, gpus)| GpuPlacement {
+            node,
+            gpus: snapshot::parse_indices(&gpus),
+        })
         .collect();
     let events = repo::events(pool, id).await?;
-    let explanation = if workload.state == "queued" {
+    let queue = if workload.state == "queued" {
         explain(pool, runtime, id).await?
     } else {
-        Value::Null
+        None
     };
-    let mut body =
-        serde_json::to_value(&workload).map_err(|e| ServerError::Config(e.to_string()))?;
-    body["placement"] = Value::Array(placement);
-    body["queue"] = explanation;
-    body["events"] =
-        serde_json::to_value(events).map_err(|e| ServerError::Config(e.to_string()))?;
-    Ok(body)
+    let log_tail = repo::log_tail(pool, id).await?;
+    let can_cancel = workload.is_active() && (workload.user_id == actor.id || actor.is_admin());
+    Ok(WorkloadDetail {
+        workload,
+        placement,
+        queue,
+        events,
+        log_tail,
+        can_cancel,
+    })
 }
 
-async fn explain(pool: &SqlitePool, runtime: &Runtime, id: i64) -> Result<Value, ServerError> {
+async fn explain(
+    pool: &SqlitePool,
+    runtime: &Runtime,
+    id: i64,
+) -> Result<Option<QueueExplanation>, ServerError> {
     let now = now();
     let mut db = pool.acquire().await?;
     let Some(snap) = snapshot::load(&mut db, runtime.config(), now).await? else {
-        return Ok(Value::Null);
+        return Ok(None);
     };
     let explanation = snap
         .engine
         .explain(&snap.state(), now, WorkloadId(id as u64))
         .map_err(|e| ServerError::Config(format!("the engine refused the snapshot: {e:?}")))?;
     let Some(e) = explanation else {
-        return Ok(Value::Null);
+        return Ok(None);
     };
     let tree = &snap.tree.tree;
     let gpus = |parts: &[NodeGpus]| -> Vec<Value> {
@@ -220,7 +240,8 @@ async fn explain(pool: &SqlitePool, runtime: &Runtime, id: i64) -> Result<Value,
             json!({ "kind": "own-reservation", "at": at, "gpus": gpus(held) })
         }
         WaitReason::ReservedAhead { holder, at } => json!({
-            "kind": "reserved-ahead", "holder": holder.0, "holder_name": snap.workload(*holder).map(|w| w.name.clone()), "at": at
+            "kind": "reserved-ahead", "holder": holder.0,
+            "holder_name": snap.workload(*holder).map(|w| w.name.clone()), "at": at
         }),
         WaitReason::Capacity {
             idle_gpus,
@@ -228,38 +249,96 @@ async fn explain(pool: &SqlitePool, runtime: &Runtime, id: i64) -> Result<Value,
             protected_until,
             outranking_gpus,
             within_margin_gpus,
-        } => json!({
-            "kind": "capacity", "idle_gpus": idle_gpus, "protected_gpus": protected_gpus,
-            "protected_until": protected_until, "outranking_gpus": outranking_gpus,
-            "within_margin_gpus": within_margin_gpus,
-        }),
+        } => {
+            json!({
+                "kind": "capacity", "idle_gpus": idle_gpus, "protected_gpus": protected_gpus,
+                "protected_until": protected_until, "outranking_gpus": outranking_gpus,
+                "within_margin_gpus": within_margin_gpus,
+            })
+        }
         WaitReason::IdleOnly { idle_gpus } => {
             json!({ "kind": "idle-only", "idle_gpus": idle_gpus })
         }
         WaitReason::HostsOutOfService { nodes } => json!({
-            "kind": "hosts-out-of-service", "nodes": nodes.iter().map(|n| snap.node_row(*n).name.clone()).collect::<Vec<_>>()
+            "kind": "hosts-out-of-service",
+            "nodes": nodes.iter().map(|n| snap.node_row(*n).name.clone()).collect::<Vec<_>>()
         }),
         WaitReason::TooLarge {
             gpus,
             largest_placement,
-        } => json!({
-            "kind": "too-large", "gpus": gpus, "largest_placement": largest_placement
-        }),
+        } => {
+            json!({ "kind": "too-large", "gpus": gpus, "largest_placement": largest_placement })
+        }
     };
-    Ok(json!({
-        "position": e.position,
-        "queue_len": e.queue_len,
-        "leaf_rank": e.leaf_rank,
-        "path": e.path.iter().map(|step| json!({
-            "path": tree.path(step.node),
-            "usage_gpu_h": step.usage / 3600.0,
-            "allocated_gpu_h": step.allocated / 3600.0,
-            "ratio": step.ratio.is_finite().then_some(step.ratio),
-            "sibling_rank": step.sibling_rank,
-            "siblings": step.siblings,
-        })).collect::<Vec<_>>(),
-        "waiting_for": waiting_for,
+    Ok(Some(QueueExplanation {
+        position: e.position,
+        queue_len: e.queue_len,
+        leaf_rank: e.leaf_rank,
+        path: e
+            .path
+            .iter()
+            .map(|step| PathRatio {
+                path: tree.path(step.node).to_string(),
+                usage_gpu_h: step.usage / 3600.0,
+                allocated_gpu_h: step.allocated / 3600.0,
+                ratio: step.ratio.is_finite().then_some(step.ratio),
+                sibling_rank: step.sibling_rank,
+                siblings: step.siblings,
+            })
+            .collect(),
+        waiting_for,
     }))
+}
+
+/// The global queue in scheduler order, with each workload's leaf rank and ratio.
+pub async fn queue(pool: &SqlitePool, runtime: &Runtime) -> Result<Vec<QueueRow>, ServerError> {
+    let now = now();
+    let mut db = pool.acquire().await?;
+    let Some(snap) = snapshot::load(&mut db, runtime.config(), now).await? else {
+        return Ok(Vec::new());
+    };
+    let standings = snap.engine.standings(now);
+    let mut order: Vec<(bool, u32, i32, i64, i64)> = snap
+        .queued
+        .iter()
+        .map(|q| {
+            (
+                !q.is_allocated(),
+                standings.leaf_rank(q.leaf),
+                -q.priority,
+                q.submitted_at,
+                q.id.0 as i64,
+            )
+        })
+        .collect();
+    order.sort();
+    let mut rows = Vec::with_capacity(order.len());
+    for (i, (free, rank, _, _, id)) in order.into_iter().enumerate() {
+        let Some(workload) = repo::find_workload(&mut *db, id).await? else {
+            continue;
+        };
+        let leaf = snap.tree.engine_id(snap.workloads[&id].budget_node_id);
+        rows.push(QueueRow {
+            position: i + 1,
+            workload,
+            allocated: !free,
+            leaf_rank: rank + 1,
+            leaf_ratio: leaf.map(|l| standings.ratio(l)).filter(|r| r.is_finite()),
+        });
+    }
+    Ok(rows)
+}
+
+/// The projects (leaves) `actor` may submit to.
+pub async fn my_projects(
+    pool: &SqlitePool,
+    actor: &CurrentUser,
+) -> Result<Vec<String>, ServerError> {
+    Ok(budget_repo::member_leaves(pool, actor.id)
+        .await?
+        .into_iter()
+        .map(|(_, path)| path)
+        .collect())
 }
 
 /// Records an agent's report that a run's process ended with `exit_code`. Only an open run on the

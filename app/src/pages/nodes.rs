@@ -1,0 +1,139 @@
+//! Nodes: health, heartbeats, and who holds each GPU; admins register and cordon nodes here.
+
+use crate::{
+    components::field::{FieldError, FormError},
+    live::{now_s, use_live_updates},
+    session::use_current_user,
+    workloads::{
+        api::{list_nodes, NodeAction, RegisterNode},
+        sentences::{clock, duration},
+        NodeView,
+    },
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn NodesPage() -> impl IntoView {
+    let live = use_live_updates();
+    let act = ServerAction::<NodeAction>::new();
+    let register = ServerAction::<RegisterNode>::new();
+    let nodes = Resource::new(
+        move || (live.get(), act.version().get(), register.version().get()),
+        |_| list_nodes(),
+    );
+    let user = use_current_user();
+    let act_error = Signal::derive(move || act.value().get().and_then(Result::err));
+    view! {
+        <Title text="Nodes" />
+        <h1>"Nodes"</h1>
+        <FormError error=act_error />
+        <Transition fallback=|| view! { <p class="loading">"Loading nodes…"</p> }>
+            {move || Suspend::new(async move {
+                let admin = user.await.ok().flatten().is_some_and(|u| u.is_admin());
+                match nodes.await {
+                    Ok(list) => view! {
+                        {list.is_empty().then(|| view! {
+                            <section class="card empty"><p>"No GPU nodes are registered yet."</p></section>
+                        })}
+                        <div class="node-grid">
+                            {list.into_iter().map(|node| view! { <NodeCard node admin act /> }).collect_view()}
+                        </div>
+                        {admin.then(|| view! { <RegisterNodeForm register /> })}
+                    }.into_any(),
+                    Err(error) => view! { <p class="form-error" role="alert">{error.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn NodeCard(node: NodeView, admin: bool, act: ServerAction<NodeAction>) -> impl IntoView {
+    let now = now_s();
+    let heartbeat = node
+        .heartbeat_age_s
+        .map(|age| format!("heartbeat {} ago", duration(age)))
+        .unwrap_or_else(|| "never connected".into());
+    let name = node.name.clone();
+    view! {
+        <section class="card node" aria-label=format!("Node {}", node.name)>
+            <header class="node-head">
+                <h2>{node.name.clone()}</h2>
+                <span class=format!("health health-{}", node.state)>{node.state.clone()}</span>
+            </header>
+            <p class="hint">{format!("{} × {} · {}", node.gpus, if node.gpu_model.is_empty() { "GPU" } else { &node.gpu_model }, heartbeat)}</p>
+            <ul class="gpu-grid" aria-label=format!("GPUs of {}", node.name)>
+                {node.slots.iter().map(|slot| {
+                    let (class, label, text) = match &slot.holder {
+                        None => ("gpu gpu-idle", format!("GPU {}: idle", slot.index), String::new()),
+                        Some(h) => {
+                            let protected = h.protected_until.filter(|&t| t > now);
+                            let (class, how) = match (h.allocated, protected) {
+                                (false, _) => ("gpu gpu-free", "free work, interruptible".to_string()),
+                                (true, Some(t)) => ("gpu gpu-protected", format!("protected until {}", clock(t))),
+                                (true, None) => ("gpu gpu-open", "minimum runtime passed".to_string()),
+                            };
+                            (class, format!("GPU {}: {} ({}), {}", slot.index, h.name, h.project, how), h.name.clone())
+                        }
+                    };
+                    view! { <li class=class title=label.clone() aria-label=label><span class="gpu-index">{slot.index}</span><span class="gpu-holder">{text}</span></li> }
+                }).collect_view()}
+            </ul>
+            {admin.then(|| {
+                let group = format!("Actions for {name}");
+                let buttons = [("cordon", "Cordon"), ("drain", "Drain"), ("mark-unhealthy", "Mark unhealthy"), ("uncordon", "Uncordon")]
+                    .map(|(action, label)| {
+                        let aria = format!("{label} {name}");
+                        let name = name.clone();
+                        view! {
+                            <ActionForm action=act>
+                                <input type="hidden" name="name" value=name />
+                                <input type="hidden" name="action" value=action />
+                                <button type="submit" class="button-quiet" aria-label=aria>{label}</button>
+                            </ActionForm>
+                        }
+                    })
+                    .collect_view();
+                view! { <div class="node-actions" role="group" aria-label=group>{buttons}</div> }
+            })}
+        </section>
+    }
+}
+
+#[component]
+fn RegisterNodeForm(register: ServerAction<RegisterNode>) -> impl IntoView {
+    let error = Signal::derive(move || register.value().get().and_then(Result::err));
+    let token = move || register.value().get().and_then(Result::ok);
+    let (name, set_name) = signal(String::new());
+    view! {
+        <section class="card">
+            <h2>"Register a node"</h2>
+            <ActionForm action=register attr:class="stack">
+                <FormError error />
+                <label for="node-name">"Node name"</label>
+                <input id="node-name" name="name" type="text" required
+                    on:input=move |ev| set_name.set(event_target_value(&ev)) />
+                <FieldError id="node-name-error" field="name" error />
+                <button type="submit" class="button">"Register"</button>
+            </ActionForm>
+            {move || token().map(|token| view! {
+                <div class="secret" role="status">
+                    <p>"Run this on the node (the token is shown only once):"</p>
+                    <pre>{format!("hourglass agent --server {} --name {} --gpus auto --token {}", server_url(), name.get_untracked(), token)}</pre>
+                </div>
+            })}
+        </section>
+    }
+}
+
+fn server_url() -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        window().location().origin().unwrap_or_default()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        "URL".to_string()
+    }
+}

@@ -1,0 +1,86 @@
+//! The global queue in scheduler order, with the metric that sorts it.
+
+use crate::{
+    live::{now_s, use_live_updates},
+    pages::workloads::list::timing,
+    workloads::api::queue,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn QueuePage() -> impl IntoView {
+    let live = use_live_updates();
+    let rows = Resource::new(move || live.get(), |_| queue());
+    view! {
+        <Title text="Queue" />
+        <h1>"Queue"</h1>
+        <p class="lede">
+            "Waiting workloads in the order the scheduler will consider them: funded work by its project's "
+            "fair-share rank (the lower its usage ratio, the earlier), then priority within a project, then "
+            "submit time; free work after all funded work."
+        </p>
+        <Transition fallback=|| view! { <p class="loading">"Loading the queue…"</p> }>
+            {move || Suspend::new(async move {
+                let now = now_s();
+                match rows.await {
+                    Ok(rows) if rows.is_empty() => view! {
+                        <section class="card empty"><p>"Nothing is waiting: every submitted workload is running."</p></section>
+                    }.into_any(),
+                    Ok(rows) => view! {
+                        <div class="card table-wrap">
+                            <table class="table">
+                                <caption class="visually-hidden">"Queue in scheduler order"</caption>
+                                <thead>
+                                    <tr>
+                                        <th scope="col" class="num">"#"</th>
+                                        <th scope="col">"Workload"</th>
+                                        <th scope="col">"Project"</th>
+                                        <th scope="col" class="num">"Project rank"</th>
+                                        <th scope="col" class="num">"Usage ratio"</th>
+                                        <th scope="col">"Kind"</th>
+                                        <th scope="col" class="num">"Priority"</th>
+                                        <th scope="col" class="num">"GPUs"</th>
+                                        <th scope="col">"Waiting"</th>
+                                    </tr>
+                                </thead>
+                                <tbody>
+                                    {rows.into_iter().map(|row| {
+                                        let w = row.workload;
+                                        view! {
+                                            <tr>
+                                                <td class="num">{row.position}</td>
+                                                <td><a href=format!("/workloads/{}", w.id)>{w.name.clone()}</a></td>
+                                                <td>{w.project.clone()}</td>
+                                                <td class="num">{row.leaf_rank}</td>
+                                                <td class="num">
+                                                    <span class=ratio_class(row.leaf_ratio)>
+                                                        {row.leaf_ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into())}
+                                                    </span>
+                                                </td>
+                                                <td>{if row.allocated { "funded" } else { "free" }}</td>
+                                                <td class="num">{w.priority}</td>
+                                                <td class="num">{w.gpus}</td>
+                                                <td>{timing(&w, now)}</td>
+                                            </tr>
+                                        }
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        </div>
+                    }.into_any(),
+                    Err(error) => view! { <p class="form-error" role="alert">{error.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+/// Under-served (< 1) or over-served, for a colour cue.
+pub fn ratio_class(ratio: Option<f64>) -> &'static str {
+    match ratio {
+        Some(r) if r < 1.0 => "ratio ratio-under",
+        Some(_) => "ratio ratio-over",
+        None => "ratio",
+    }
+}

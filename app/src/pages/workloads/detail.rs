@@ -1,0 +1,213 @@
+//! One workload: where it runs, why it waits or was preempted, its timeline and output.
+
+use crate::{
+    components::{badge::StateBadge, field::FormError},
+    live::{now_s, use_live_updates},
+    workloads::{
+        api::{get_workload_detail, CancelWorkload},
+        sentences::{clock, duration, stop_reason, waiting_for},
+        EventView, QueueExplanation, WorkloadDetail,
+    },
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+#[component]
+pub fn WorkloadPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || {
+        params
+            .read()
+            .get("id")
+            .and_then(|id| id.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    let live = use_live_updates();
+    let cancel = ServerAction::<CancelWorkload>::new();
+    let detail = Resource::new(
+        move || (id(), live.get(), cancel.version().get()),
+        |(id, _, _)| get_workload_detail(id),
+    );
+    view! {
+        <Transition fallback=|| view! { <p class="loading">"Loading the workload…"</p> }>
+            {move || Suspend::new(async move {
+                match detail.await {
+                    Ok(detail) => view! { <Detail detail cancel /> }.into_any(),
+                    Err(error) => view! {
+                        <Title text="Workload" />
+                        <section class="card narrow"><h1>"Workload"</h1><p role="alert">{error.to_string()}</p></section>
+                    }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl IntoView {
+    let w = detail.workload.clone();
+    let now = now_s();
+    let error = Signal::derive(move || cancel.value().get().and_then(Result::err));
+    let last_stop = detail
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.kind == "preempted" || e.kind == "drained")
+        .cloned();
+    let resubmit = format!("/workloads/new?from={}", w.id);
+    let placement = detail
+        .placement
+        .iter()
+        .map(|p| {
+            format!(
+                "{}: GPU {}",
+                p.node,
+                p.gpus
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let protection = match (w.state.as_str(), w.protected_until) {
+        ("running", Some(t)) if t > now => {
+            format!("protected until {} ({} left)", clock(t), duration(t - now))
+        }
+        ("running", Some(_)) => {
+            "minimum runtime passed: preemptible if its project is over-served".into()
+        }
+        ("running", None) => "free work: interruptible at any moment".into(),
+        _ => String::new(),
+    };
+    view! {
+        <Title text=w.name.clone() />
+        <div class="page-head">
+            <h1>{w.name.clone()} " " <StateBadge state=w.state.clone() /></h1>
+            <div class="actions">
+                <a class="button button-quiet" href=resubmit>"Resubmit"</a>
+                {detail.can_cancel.then(|| view! {
+                    <ActionForm action=cancel>
+                        <input type="hidden" name="id" value=w.id />
+                        <button type="submit" class="button danger">"Cancel workload"</button>
+                    </ActionForm>
+                })}
+            </div>
+        </div>
+        <FormError error />
+        <div class="columns">
+            <section class="card grow">
+                <h2>"Details"</h2>
+                <dl class="facts">
+                    <dt>"Project"</dt><dd>{w.project.clone()}</dd>
+                    <dt>"Owner"</dt><dd>{w.owner.clone()}</dd>
+                    <dt>"GPUs"</dt><dd>{w.gpus}</dd>
+                    <dt>"Minimum runtime"</dt>
+                    <dd>{if w.min_runtime_s == 0 { "0 (free)".to_string() } else { duration(w.min_runtime_s) }}</dd>
+                    <dt>"Resumable"</dt><dd>{if w.resumable { "yes" } else { "no" }}</dd>
+                    <dt>"Priority"</dt><dd>{w.priority}</dd>
+                    <dt>"Command"</dt><dd><code>{w.command.clone()}</code></dd>
+                    {(!placement.is_empty()).then(|| view! { <dt>"Running on"</dt><dd>{placement.clone()}</dd> })}
+                    {(!protection.is_empty()).then(|| view! { <dt>"Protection"</dt><dd>{protection.clone()}</dd> })}
+                    {w.exit_code.map(|code| view! { <dt>"Exit code"</dt><dd>{code}</dd> })}
+                </dl>
+            </section>
+            <div class="grow">
+                {detail.queue.clone().map(|q| view! { <WhyWaiting queue=q /> })}
+                {last_stop.map(|e| view! {
+                    <section class="card why" aria-labelledby="why-stopped">
+                        <h2 id="why-stopped">{if e.kind == "drained" { "Why it was drained" } else { "Why it was preempted" }}</h2>
+                        <p>{stop_reason(&e.kind, &e.detail)}</p>
+                    </section>
+                })}
+            </div>
+        </div>
+        <section class="card">
+            <h2>"Timeline"</h2>
+            <ol class="timeline">
+                {detail.events.iter().map(|e| view! { <TimelineEntry event=e.clone() /> }).collect_view()}
+            </ol>
+        </section>
+        <section class="card">
+            <h2>"Output"</h2>
+            {if detail.log_tail.is_empty() {
+                view! { <p class="hint">"No output yet."</p> }.into_any()
+            } else {
+                view! { <pre class="log" aria-label="Output log">{detail.log_tail.clone()}</pre> }.into_any()
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn WhyWaiting(queue: QueueExplanation) -> impl IntoView {
+    view! {
+        <section class="card why" aria-labelledby="why-waiting">
+            <h2 id="why-waiting">"Why it waits"</h2>
+            <p>{format!("Position {} of {} in the queue; its project ranks {} in fair-share order.", queue.position, queue.queue_len, queue.leaf_rank)}</p>
+            <p>{waiting_for(&queue.waiting_for)}</p>
+            <table class="table compact">
+                <caption>"Usage ratio along its path (usage ÷ funded over the window; below 1 is under-served)"</caption>
+                <thead><tr><th scope="col">"Node"</th><th scope="col" class="num">"Ratio"</th><th scope="col" class="num">"Rank among siblings"</th></tr></thead>
+                <tbody>
+                    {queue.path.iter().map(|step| view! {
+                        <tr>
+                            <td>{step.path.clone()}</td>
+                            <td class="num">{step.ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into())}</td>
+                            <td class="num">{format!("{} of {}", step.sibling_rank, step.siblings)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+#[component]
+fn TimelineEntry(event: EventView) -> impl IntoView {
+    let text = match event.kind.as_str() {
+        "submitted" => format!(
+            "Submitted by {}.",
+            event.detail["by"].as_str().unwrap_or("?")
+        ),
+        "started" => {
+            let nodes = event.detail["placement"]
+                .as_array()
+                .map(|parts| {
+                    parts
+                        .iter()
+                        .map(|p| format!("{} GPU {}", p["node"].as_str().unwrap_or("?"), p["gpus"]))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .unwrap_or_default();
+            let resumed = if event.detail["resumed"] == true {
+                "Resumed"
+            } else {
+                "Started"
+            };
+            let protection = event.detail["protected_until"]
+                .as_i64()
+                .map(|t| format!(", protected until {}", clock(t)))
+                .unwrap_or_else(|| ", interruptible (free)".into());
+            format!("{resumed} on {nodes}{protection}.")
+        }
+        "preempted" | "drained" => stop_reason(&event.kind, &event.detail),
+        "succeeded" => "Finished successfully (exit code 0).".into(),
+        "failed" => format!("Failed (exit code {}).", event.detail["exit_code"]),
+        "cancelled" => format!(
+            "Cancelled by {}.",
+            event.detail["by"].as_str().unwrap_or("?")
+        ),
+        other => other.to_string(),
+    };
+    view! {
+        <li>
+            <time>{clock(event.at)}</time>
+            <span class=format!("event event-{}", event.kind)>{event.kind.clone()}</span>
+            <span>{text}</span>
+        </li>
+    }
+}

@@ -1,0 +1,117 @@
+//! My workloads (or everyone's): a table that updates itself when anything changes.
+
+use crate::{
+    components::badge::StateBadge,
+    live::{now_s, use_live_updates},
+    workloads::{api::list_workloads, sentences::clock, sentences::duration, WorkloadView},
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+pub const STATES: [&str; 6] = [
+    "queued",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "preempted",
+];
+
+#[component]
+pub fn WorkloadsPage() -> impl IntoView {
+    let live = use_live_updates();
+    let (scope, set_scope) = signal("mine".to_string());
+    let (state, set_state) = signal(String::new());
+    let workloads = Resource::new(
+        move || (live.get(), scope.get(), state.get()),
+        |(_, scope, state)| list_workloads(scope == "mine", Some(state)),
+    );
+    view! {
+        <Title text="Workloads" />
+        <div class="page-head">
+            <h1>"Workloads"</h1>
+            <a class="button" href="/workloads/new">"Submit a workload"</a>
+        </div>
+        <div class="filters" role="group" aria-label="Filters">
+            <label for="scope-filter">"Show"</label>
+            <select id="scope-filter" on:change=move |ev| set_scope.set(event_target_value(&ev))>
+                <option value="mine">"My workloads"</option>
+                <option value="all">"Everyone's"</option>
+            </select>
+            <label for="state-filter">"State"</label>
+            <select id="state-filter" on:change=move |ev| set_state.set(event_target_value(&ev))>
+                <option value="">"Any"</option>
+                {STATES.map(|s| view! { <option value=s>{s}</option> }).collect_view()}
+            </select>
+        </div>
+        <Transition fallback=|| view! { <p class="loading">"Loading workloads…"</p> }>
+            {move || Suspend::new(async move {
+                match workloads.await {
+                    Ok(list) if list.is_empty() => view! {
+                        <section class="card empty">
+                            <p>"No workloads here yet."</p>
+                            <p><a href="/workloads/new">"Submit your first workload"</a></p>
+                        </section>
+                    }.into_any(),
+                    Ok(list) => view! { <WorkloadTable list /> }.into_any(),
+                    Err(error) => view! { <p class="form-error" role="alert">{error.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn WorkloadTable(list: Vec<WorkloadView>) -> impl IntoView {
+    let now = now_s();
+    view! {
+        <div class="card table-wrap">
+            <table class="table">
+                <caption class="visually-hidden">"Workloads"</caption>
+                <thead>
+                    <tr>
+                        <th scope="col">"Name"</th>
+                        <th scope="col">"State"</th>
+                        <th scope="col">"Project"</th>
+                        <th scope="col">"Owner"</th>
+                        <th scope="col" class="num">"GPUs"</th>
+                        <th scope="col">"Waiting / running"</th>
+                        <th scope="col">"Protected until"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {list.into_iter().map(|w| {
+                        let href = format!("/workloads/{}", w.id);
+                        let timing = timing(&w, now);
+                        let protected = match (w.state.as_str(), w.protected_until) {
+                            ("running", Some(t)) if t > now => clock(t),
+                            ("running", None) => "interruptible (free)".to_string(),
+                            ("running", Some(_)) => "passed".to_string(),
+                            _ => String::new(),
+                        };
+                        view! {
+                            <tr>
+                                <td><a href=href>{w.name.clone()}</a></td>
+                                <td><StateBadge state=w.state.clone() /></td>
+                                <td>{w.project.clone()}</td>
+                                <td>{w.owner.clone()}</td>
+                                <td class="num">{w.gpus}</td>
+                                <td>{timing}</td>
+                                <td>{protected}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+/// "waiting 3 min", "running 1 h 2 min", "ran 14 min".
+pub fn timing(w: &WorkloadView, now: i64) -> String {
+    match w.state.as_str() {
+        "queued" => format!("waiting {}", duration(now - w.submitted_at)),
+        "running" => format!("running {}", duration(now - w.started_at.unwrap_or(now))),
+        _ => format!("ran {}", duration(w.progress_s)),
+    }
+}

@@ -1,0 +1,3 @@
+pub mod detail;
+pub mod list;
+pub mod submit;

@@ -1,0 +1,139 @@
+//! Submit a workload: the scheduling contract in one form.
+
+use crate::{
+    components::field::{FieldError, FormError},
+    workloads::api::{get_workload_detail, my_projects, SubmitWorkload},
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_navigate, use_query_map};
+
+/// Minimum-runtime presets: seconds and label.
+const PRESETS: [(i64, &str); 5] = [
+    (
+        0,
+        "0 — free: runs only on idle GPUs, never charged, preemptible at any moment",
+    ),
+    (900, "15 min — debug"),
+    (3600, "1 h"),
+    (14_400, "4 h"),
+    (28_800, "8 h — the cap"),
+];
+
+#[component]
+pub fn SubmitPage() -> impl IntoView {
+    let submit = ServerAction::<SubmitWorkload>::new();
+    let projects = Resource::new(|| (), |_| my_projects());
+    let query = use_query_map();
+    let from = move || {
+        query
+            .read()
+            .get("from")
+            .and_then(|id| id.parse::<i64>().ok())
+    };
+    let original = Resource::new(from, |from| async move {
+        match from {
+            Some(id) => get_workload_detail(id).await.ok().map(|d| d.workload),
+            None => None,
+        }
+    });
+    let error = Signal::derive(move || submit.value().get().and_then(Result::err));
+    let navigate = use_navigate();
+    Effect::new(move |_| {
+        if let Some(Ok(workload)) = submit.value().get() {
+            navigate(&format!("/workloads/{}", workload.id), Default::default());
+        }
+    });
+    let describe = move |field: &'static str, id: &'static str| {
+        move || error.get().and_then(|e| e.for_field(field)).map(|_| id)
+    };
+
+    view! {
+        <Title text="Submit a workload" />
+        <h1>"Submit a workload"</h1>
+        <Suspense fallback=|| view! { <p class="loading">"Loading your projects…"</p> }>
+            {move || Suspend::new(async move {
+                let projects = projects.await.unwrap_or_default();
+                let original = original.await;
+                if projects.is_empty() {
+                    return view! {
+                        <section class="card empty">
+                            <p>"You are not a member of any project yet, so there is nothing to charge work to."</p>
+                            <p>"Ask a project's owner to add you."</p>
+                        </section>
+                    }.into_any();
+                }
+                let o = original.clone();
+                let chosen_project = o.as_ref().map(|w| w.project.clone()).unwrap_or_default();
+                let chosen_runtime = o.as_ref().map(|w| w.min_runtime_s).unwrap_or(900);
+                view! {
+                    <ActionForm action=submit attr:class="card stack form-wide">
+                        <FormError error />
+                        {original.as_ref().map(|w| view! {
+                            <p class="notice">{format!("Resubmitting {} (#{}).", w.name, w.id)}</p>
+                        })}
+                        <label for="project">"Project"</label>
+                        <select id="project" name="project" aria-describedby=describe("project", "project-error")>
+                            {projects.into_iter().map(|p| {
+                                let selected = p == chosen_project;
+                                view! { <option value=p.clone() selected=selected>{p.clone()}</option> }
+                            }).collect_view()}
+                        </select>
+                        <FieldError id="project-error" field="project" error />
+
+                        <label for="name">"Name"</label>
+                        <input id="name" name="name" type="text" required maxlength="120"
+                            value=o.as_ref().map(|w| w.name.clone()).unwrap_or_default()
+                            aria-describedby=describe("name", "name-error") />
+                        <FieldError id="name-error" field="name" error />
+
+                        <label for="command">"Command"</label>
+                        <textarea id="command" name="command" rows="3" required spellcheck="false"
+                            aria-describedby=describe("command", "command-error")>
+                            {o.as_ref().map(|w| w.command.clone()).unwrap_or_default()}
+                        </textarea>
+                        <FieldError id="command-error" field="command" error />
+                        <p class="hint">"Runs under sh -c with CUDA_VISIBLE_DEVICES set to its GPUs."</p>
+
+                        <label for="gpus">"GPUs"</label>
+                        <input id="gpus" name="gpus" type="number" min="1" required
+                            value=o.as_ref().map(|w| w.gpus).unwrap_or(1).to_string()
+                            aria-describedby=describe("gpus", "gpus-error") />
+                        <FieldError id="gpus-error" field="gpus" error />
+
+                        <label for="min-runtime">"Minimum runtime"</label>
+                        <select id="min-runtime" name="min_runtime_s" aria-describedby=describe("min_runtime_s", "min-runtime-error")>
+                            {PRESETS.map(|(seconds, label)| view! {
+                                <option value=seconds.to_string() selected=seconds == chosen_runtime>{label}</option>
+                            }).collect_view()}
+                        </select>
+                        <FieldError id="min-runtime-error" field="min_runtime_s" error />
+                        <p class="hint contract">
+                            "The contract: for its minimum runtime a workload is protected from preemption and charged to "
+                            "the project; after that it keeps running while its project is not over-served. "
+                            "A minimum runtime of 0 makes it free: never charged, on idle GPUs only, preemptible at any moment."
+                        </p>
+
+                        <label class="check">
+                            <input id="resumable" name="resumable" type="checkbox"
+                                checked=o.as_ref().map(|w| w.resumable).unwrap_or(true) />
+                            "Resumable"
+                        </label>
+                        <p class="hint">"A resumable workload that is preempted goes back to the queue; others end and must be resubmitted."</p>
+
+                        <label for="priority">"Priority"</label>
+                        <input id="priority" name="priority" type="number" min="-1000" max="1000"
+                            value=o.as_ref().map(|w| w.priority).unwrap_or(0).to_string()
+                            aria-describedby=describe("priority", "priority-error") />
+                        <FieldError id="priority-error" field="priority" error />
+                        <p class="hint">"Orders only your project's own work; it never overtakes another project."</p>
+
+                        <button type="submit" class="button" disabled=move || submit.pending().get()>
+                            {move || if submit.pending().get() { "Submitting…" } else { "Submit" }}
+                        </button>
+                    </ActionForm>
+                }.into_any()
+            })}
+        </Suspense>
+    }
+}

@@ -1,0 +1,185 @@
+//! Sentences for people, built from the scheduler's reason data (DESIGN §4.6, §4.9).
+
+use serde_json::Value;
+
+/// `2 h`, `15 min`, `1 h 30 min`, `45 s`.
+pub fn duration(seconds: i64) -> String {
+    let seconds = seconds.max(0);
+    let (h, m, s) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
+    match (h, m, s) {
+        (0, 0, s) => format!("{s} s"),
+        (0, m, 0) => format!("{m} min"),
+        (0, m, s) => format!("{m} min {s} s"),
+        (h, 0, _) if h >= 48 => format!("{} d {} h", h / 24, h % 24),
+        (h, 0, _) => format!("{h} h"),
+        (h, m, _) => format!("{h} h {m} min"),
+    }
+}
+
+/// `14:02:05` (UTC) of an epoch time.
+pub fn clock(epoch_s: i64) -> String {
+    let s = epoch_s.rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
+}
+
+pub fn ratio(value: &Value) -> String {
+    value
+        .as_f64()
+        .map(|r| format!("{r:.2}"))
+        .unwrap_or_else(|| "∞ (nothing funded)".to_string())
+}
+
+fn name_of(party: &Value) -> String {
+    party["name"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("workload {}", party["workload_id"]))
+}
+
+/// Why a workload was preempted or drained, from the event's detail.
+pub fn stop_reason(kind: &str, detail: &Value) -> String {
+    let at = detail["at"].as_i64().map(clock).unwrap_or_default();
+    let victim = &detail["victim"];
+    let victim_leaf = victim["leaf"].as_str().unwrap_or("?");
+    let min_runtime = detail["victim_min_runtime_s"].as_i64().unwrap_or(0);
+    let then = match detail["then"].as_str() {
+        Some("requeued") => " It went back to the queue with its progress.",
+        Some("ended-preempted") => " It was not resumable, so it ended; resubmit it to run again.",
+        Some("failed") => " It was not resumable, so it failed.",
+        _ => "",
+    };
+    if kind == "drained" {
+        let node = detail["node"].as_str().unwrap_or("its node");
+        return match detail["rule"].as_str() {
+            Some("host-down") => format!("Stopped at {at} because node {node} went down (its agent stopped answering).{then}"),
+            Some("host-cordoned") => format!(
+                "Drained at {at} because node {node} was cordoned for maintenance and your {} minimum runtime had passed.{then}",
+                duration(min_runtime)
+            ),
+            _ => format!(
+                "Drained at {at} because node {node} was unhealthy and your {} minimum runtime had passed.{then}",
+                duration(min_runtime)
+            ),
+        };
+    }
+    let preemptor = &detail["preemptor"];
+    let by = format!(
+        "{} (project {}, ratio {})",
+        name_of(preemptor),
+        preemptor["leaf"].as_str().unwrap_or("?"),
+        ratio(&preemptor["ratio"])
+    );
+    match detail["rule"].as_str() {
+        Some("free-work") => format!(
+            "Preempted at {at} by {by}: it ran for free (minimum runtime 0), and free work gives way to any funded workload.{then}"
+        ),
+        Some("fair-share") => {
+            let split = &detail["split"];
+            format!(
+                "Preempted at {at} by {by} because {} was at ratio {} — more over-served than {} at {} by more than the {} margin — and your {} minimum runtime had passed.{then}",
+                split["victim_side"].as_str().unwrap_or(victim_leaf),
+                ratio(&split["victim_side_ratio"]),
+                split["preemptor_side"].as_str().unwrap_or("?"),
+                ratio(&split["preemptor_side_ratio"]),
+                split["margin"].as_f64().map(|m| format!("{m:.2}")).unwrap_or_default(),
+                duration(min_runtime)
+            )
+        }
+        _ => format!("Preempted at {at} by {by} (priority rule).{then}"),
+    }
+}
+
+/// What a queued workload waits for, from the explanation's `waiting_for`.
+pub fn waiting_for(value: &Value) -> String {
+    match value["kind"].as_str() {
+        Some("starts-now") => "Nothing: it starts on the scheduler's next pass.".into(),
+        Some("own-reservation") => format!(
+            "GPUs are reserved for it; it starts by {} when the work on them finishes or becomes preemptible.",
+            value["at"].as_i64().map(clock).unwrap_or_default()
+        ),
+        Some("reserved-ahead") => format!(
+            "The GPUs it fits on are reserved for {} (ahead of it, from {}), and its own minimum runtime would not end before then.",
+            value["holder_name"].as_str().unwrap_or("a larger workload"),
+            value["at"].as_i64().map(clock).unwrap_or_default()
+        ),
+        Some("capacity") => {
+            let mut text = format!("Capacity: {} GPUs are idle.", value["idle_gpus"]);
+            if value["protected_gpus"].as_u64().unwrap_or(0) > 0 {
+                text += &format!(
+                    " {} GPUs run work it may preempt once their minimum runtime ends{}.",
+                    value["protected_gpus"],
+                    value["protected_until"].as_i64().map(|t| format!(" (first at {})", clock(t))).unwrap_or_default()
+                );
+            }
+            if value["outranking_gpus"].as_u64().unwrap_or(0) > 0 {
+                text += &format!(" {} GPUs run work of projects ranked at least as well as yours.", value["outranking_gpus"]);
+            }
+            if value["within_margin_gpus"].as_u64().unwrap_or(0) > 0 {
+                text += &format!(" {} GPUs run work within the damping margin of yours.", value["within_margin_gpus"]);
+            }
+            text
+        }
+        Some("idle-only") => format!(
+            "It runs for free (minimum runtime 0), so it takes only idle GPUs after all funded work; {} are idle.",
+            value["idle_gpus"]
+        ),
+        Some("hosts-out-of-service") => format!(
+            "It fits only on nodes that take no new work: {}.",
+            value["nodes"].as_array().map(|n| n.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+        ),
+        Some("too-large") => format!(
+            "It asks for {} GPUs but the largest placement on this cluster is {}.",
+            value["gpus"], value["largest_placement"]
+        ),
+        _ => "The scheduler has not explained it yet.".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_fair_share_preemption_reads_as_a_sentence_with_both_ratios() {
+        let detail = json!({
+            "rule": "fair-share", "at": 50_520,
+            "preemptor": { "workload_id": 7, "name": "olmo-pretrain-7", "leaf": "ai/a1", "ratio": 0.41 },
+            "victim": { "workload_id": 3, "name": "sweep", "leaf": "ai/b2", "ratio": 1.37 },
+            "split": { "preemptor_side": "ai/a1", "preemptor_side_ratio": 0.41, "victim_side": "ai/b2",
+                       "victim_side_ratio": 1.37, "margin": 0.02 },
+            "victim_min_runtime_s": 7200, "then": "requeued",
+        });
+        let text = stop_reason("preempted", &detail);
+        assert!(
+            text.starts_with(
+                "Preempted at 14:02:00 by olmo-pretrain-7 (project ai/a1, ratio 0.41)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("ai/b2 was at ratio 1.37"), "{text}");
+        assert!(
+            text.contains("your 2 h minimum runtime had passed"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("back to the queue with its progress."),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_drain_names_the_node_and_the_minimum_runtime() {
+        let detail = json!({ "rule": "host-unhealthy", "at": 0, "node": "gpu-7", "victim_min_runtime_s": 900, "then": "requeued" });
+        assert!(stop_reason("drained", &detail)
+            .contains("node gpu-7 was unhealthy and your 15 min minimum runtime"));
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration(0), "0 s");
+        assert_eq!(duration(90), "1 min 30 s");
+        assert_eq!(duration(8 * 3600), "8 h");
+        assert_eq!(duration(3 * 86_400), "3 d 0 h");
+    }
+}

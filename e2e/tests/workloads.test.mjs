@@ -1,0 +1,127 @@
+// Researchers' pages: submit, watch live, understand why; the queue; admins on the Nodes page.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TestServer } from '../support/server.mjs';
+import { launchBrowser, signIn, waitForHydration, withPage } from '../support/browser.mjs';
+
+const ORG = `
+[shares]
+"ai" = 1
+"ai/olmo" = 3
+"ai/molmo" = 1
+
+[owners]
+"ai" = ["root"]
+
+[members]
+"ai/olmo" = ["ada"]
+"ai/molmo" = ["bob"]
+`;
+
+describe('workloads in the browser', () => {
+  let server;
+  let browser;
+
+  before(async () => {
+    server = await TestServer.start();
+    server.createUser('root', 'admin', 'root-password-1');
+    server.createUser('ada', 'researcher', 'ada-password-1');
+    server.createUser('bob', 'researcher', 'bob-password-1');
+    server.importTree(ORG);
+    await server.startAgent('n1', 2);
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  async function submit(page, { name, command, gpus = '1', minRuntime = '900' }) {
+    await page.goto(`${server.url}/workloads/new`);
+    await waitForHydration(page);
+    await page.getByLabel('Name').fill(name);
+    await page.getByLabel('Command').fill(command);
+    await page.getByLabel('GPUs').fill(gpus);
+    await page.getByLabel('Minimum runtime').selectOption(minRuntime);
+    await page.getByRole('button', { name: 'Submit' }).click();
+  }
+
+  test('a researcher submits a debug workload and watches it run and succeed without reloading', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await submit(page, { name: 'debug-run', command: 'sleep 2; echo hello from $CUDA_VISIBLE_DEVICES' });
+      await page.getByRole('heading', { name: /debug-run/ }).waitFor();
+      assert.match(new URL(page.url()).pathname, /^\/workloads\/\d+$/);
+      await page.evaluate(() => { window.__still_here = true; });
+      await page.locator('.state', { hasText: 'running' }).first().waitFor({ timeout: 15_000 });
+      await page.locator('.state', { hasText: 'succeeded' }).first().waitFor({ timeout: 20_000 });
+      assert.equal(await page.evaluate(() => window.__still_here), true, 'the page updated itself, no reload');
+      await page.getByLabel('Output log').filter({ hasText: 'hello from 0' }).waitFor();
+    });
+  });
+
+  test('a free workload is preempted and its page says why', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'bob', 'bob-password-1');
+      await page.getByRole('heading', { name: 'Welcome, bob' }).waitFor();
+      await submit(page, { name: 'free-sweep', command: 'sleep 120', gpus: '2', minRuntime: '0' });
+      await page.getByRole('heading', { name: /free-sweep/ }).waitFor();
+      const freeUrl = page.url();
+      await page.locator('.state', { hasText: 'running' }).first().waitFor({ timeout: 15_000 });
+
+      const other = await browser.newContext();
+      const adaPage = await other.newPage();
+      await signIn(adaPage, server.url, 'ada', 'ada-password-1');
+      await adaPage.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await submit(adaPage, { name: 'urgent-debug', command: 'sleep 1' });
+      await adaPage.getByRole('heading', { name: /urgent-debug/ }).waitFor();
+      await other.close();
+
+      await page.goto(freeUrl);
+      const why = page.getByRole('region', { name: 'Why it was preempted' });
+      await why.waitFor({ timeout: 15_000 });
+      const text = await why.textContent();
+      assert.match(text, /by urgent-debug \(project ai\/olmo/);
+      assert.match(text, /free work gives way to any funded workload/);
+    });
+  });
+
+  test('a form error is shown next to its field', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await submit(page, { name: 'too-big', command: 'true', gpus: '99' });
+      const error = page.locator('#gpus-error');
+      await error.filter({ hasText: 'more than the whole cluster' }).waitFor();
+      assert.equal(await page.getByLabel('GPUs').getAttribute('aria-describedby'), 'gpus-error');
+      assert.equal(new URL(page.url()).pathname, '/workloads/new');
+    });
+  });
+
+  test('the queue page shows waiting work in scheduler order with its ratio', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Queue' }).click();
+      await page.getByRole('heading', { name: 'Queue' }).waitFor();
+      await page.getByRole('columnheader', { name: 'Usage ratio' }).or(page.getByText('Nothing is waiting')).first().waitFor();
+    });
+  });
+
+  test('an admin cordons a node from the Nodes page', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'root', 'root-password-1');
+      await page.getByRole('heading', { name: 'Welcome, root' }).waitFor();
+      await page.goto(`${server.url}/nodes`);
+      await waitForHydration(page);
+      const node = page.getByRole('region', { name: 'Node n1' });
+      await node.locator('.health', { hasText: 'healthy' }).waitFor();
+      await node.getByRole('button', { name: 'Cordon n1', exact: true }).click();
+      await node.locator('.health', { hasText: 'cordoned' }).waitFor();
+      await node.getByRole('button', { name: 'Uncordon n1', exact: true }).click();
+      await node.locator('.health', { hasText: 'healthy' }).waitFor();
+    });
+  });
+});
