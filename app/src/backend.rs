@@ -9,6 +9,7 @@ mod ssr {
     use crate::{
         error::AppError,
         model::{CurrentUser, NewUser, UserSummary},
+        settings::{SettingsForm, SettingsView},
         workloads::{NodeView, QueueRow, SubmitForm, TokenView, WorkloadDetail, WorkloadView},
     };
     use leptos::prelude::*;
@@ -70,6 +71,12 @@ mod ssr {
         async fn create_token(&self, actor: &CurrentUser, name: String)
             -> Result<String, AppError>;
         async fn revoke_token(&self, actor: &CurrentUser, id: i64) -> Result<(), AppError>;
+        async fn settings(&self, actor: &CurrentUser) -> Result<SettingsView, AppError>;
+        async fn update_settings(
+            &self,
+            actor: &CurrentUser,
+            form: SettingsForm,
+        ) -> Result<SettingsView, AppError>;
     }
 
     /// How the backend travels in Leptos context.

@@ -1,3 +1,4 @@
+#![recursion_limit = "256"]
 //! Hourglass UI: pages, components, `#[server]` functions and the DTOs they share with the server.
 //!
 //! Server functions authenticate through the signed-in user the server's session layer placed in the
@@ -11,6 +12,7 @@ pub mod live;
 pub mod model;
 pub mod pages;
 pub mod session;
+pub mod settings;
 pub mod users;
 pub mod workloads;
 
@@ -27,6 +29,7 @@ use pages::{
     nodes::NodesPage,
     not_found::NotFound,
     queue::QueuePage,
+    settings::SettingsPage,
     tokens::TokensPage,
     users::UsersPage,
     workloads::{detail::WorkloadPage, list::WorkloadsPage, submit::SubmitPage},
@@ -85,6 +88,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/queue") view=QueuePage />
                     <Route path=path!("/nodes") view=NodesPage />
                     <Route path=path!("/tokens") view=TokensPage />
+                    <Route path=path!("/settings") view=SettingsPage />
                 </Routes>
             </main>
             <Footer />

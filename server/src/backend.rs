@@ -4,6 +4,7 @@ use crate::{
     api::tokens,
     nodes::{repo as node_repo, service as node_service},
     runtime::{snapshot::parse_indices, Runtime},
+    settings,
     users::service,
     workloads::{domain::SubmitWorkload, repo as workload_repo, service as workloads},
     ServerError,
@@ -12,6 +13,7 @@ use app::{
     backend::Backend,
     error::AppError,
     model::{CurrentUser, NewUser, UserSummary},
+    settings::{SettingsForm, SettingsView},
     workloads::{
         GpuHolder, GpuSlot, NodeView, QueueRow, SubmitForm, TokenView, WorkloadDetail, WorkloadView,
     },
@@ -180,6 +182,18 @@ impl Backend for ServerBackend {
 
     async fn revoke_token(&self, actor: &CurrentUser, id: i64) -> Result<(), AppError> {
         Ok(tokens::revoke_token(&self.pool, actor.id, id).await?)
+    }
+
+    async fn settings(&self, actor: &CurrentUser) -> Result<SettingsView, AppError> {
+        Ok(settings::view(&self.pool, &self.runtime, actor).await?)
+    }
+
+    async fn update_settings(
+        &self,
+        actor: &CurrentUser,
+        form: SettingsForm,
+    ) -> Result<SettingsView, AppError> {
+        Ok(settings::update(&self.pool, &self.runtime, actor, form).await?)
     }
 }
 

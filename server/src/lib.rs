@@ -1,3 +1,4 @@
+#![recursion_limit = "256"]
 //! The `hourglass` server: configuration, database, sign-in, the HTTP application and the CLI.
 //!
 //! A request enters [`build_app`]'s router, passes the session layer and [`auth::session::load_user`]
@@ -20,6 +21,8 @@ pub mod nodes;
 pub mod runtime;
 pub mod secrets;
 pub mod serve;
+pub mod settings;
+pub mod simulate;
 pub mod state;
 pub mod users;
 pub mod workloads;

@@ -22,7 +22,10 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         crate::demo::prepare(&pool).await?;
     }
     let leptos_options = leptos_options(&args)?;
-    let runtime = Runtime::new(pool.clone(), runtime_config(&args));
+    let runtime = Runtime::new(
+        pool.clone(),
+        crate::settings::load(&pool, runtime_config(&args)).await?,
+    );
     let state = AppState {
         leptos_options,
         pool: pool.clone(),

@@ -38,7 +38,7 @@ fn MainNav(user: CurrentUser) -> impl IntoView {
             <A href="/workloads">"Workloads"</A>
             <A href="/queue">"Queue"</A>
             <A href="/nodes">"Nodes"</A>
-            {user.is_admin().then(|| view! { <A href="/users">"Users"</A> })}
+            {user.is_admin().then(|| view! { <A href="/users">"Users"</A> <A href="/settings">"Settings"</A> })}
         </nav>
     }
 }

@@ -3,6 +3,7 @@ pub mod login;
 pub mod nodes;
 pub mod not_found;
 pub mod queue;
+pub mod settings;
 pub mod tokens;
 pub mod users;
 pub mod workloads;

@@ -22,7 +22,7 @@ pub async fn tree(
 ) -> Result<Json<Value>, ServerError> {
     let now = now();
     let mut db = state.pool.acquire().await?;
-    let Some(snap) = snapshot::load(&mut db, state.runtime.config(), now).await? else {
+    let Some(snap) = snapshot::load(&mut db, &state.runtime.config(), now).await? else {
         return Ok(Json(json!({ "nodes": [] })));
     };
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -10,7 +10,10 @@ pub mod snapshot;
 use crate::{nodes::repo as node_repo, users::service::now, ServerError};
 use config::RuntimeConfig;
 use sqlx::SqlitePool;
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, RwLock},
+    time::Duration,
+};
 use tokio::sync::{watch, Notify};
 
 /// A handle to the runtime: cheap to clone, shared by handlers that need to wake it.
@@ -21,7 +24,8 @@ pub struct Runtime {
 
 struct Inner {
     pool: SqlitePool,
-    config: RuntimeConfig,
+    /// Live settings: the Settings page changes them without a restart.
+    config: RwLock<RuntimeConfig>,
     wake: Notify,
     /// Bumped whenever assignments change, so agents' long polls answer at once.
     assignments: watch::Sender<u64>,
@@ -41,15 +45,30 @@ impl Runtime {
         Runtime {
             inner: Arc::new(Inner {
                 pool,
-                config,
+                config: RwLock::new(config),
                 wake: Notify::new(),
                 assignments,
             }),
         }
     }
 
-    pub fn config(&self) -> &RuntimeConfig {
-        &self.inner.config
+    /// The settings in force now.
+    pub fn config(&self) -> RuntimeConfig {
+        *self
+            .inner
+            .config
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Applies new settings from the next decision on.
+    pub fn set_config(&self, config: RuntimeConfig) {
+        *self
+            .inner
+            .config
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = config;
+        self.wake();
     }
 
     /// Asks for a decision soon (a submission, a cancel, a completion, a heartbeat change…).
@@ -79,7 +98,7 @@ impl Runtime {
                         None
                     }
                 };
-                let tick = Duration::from_millis(runtime.inner.config.safety_tick_ms);
+                let tick = Duration::from_millis(runtime.config().safety_tick_ms);
                 let until_next = next
                     .map(|t| Duration::from_secs((t - now()).max(0) as u64).min(tick))
                     .unwrap_or(tick);
@@ -94,7 +113,7 @@ impl Runtime {
     /// One decision at `now`: mark silent nodes down, book usage, decide, apply — in one
     /// transaction. Work stopped and requeued is offered again at the same `now`.
     pub async fn pass(&self, now: i64) -> Result<PassOutcome, ServerError> {
-        let config = &self.inner.config;
+        let config = &self.config();
         let mut tx = self.inner.pool.begin_with("BEGIN IMMEDIATE").await?;
         node_repo::mark_silent_nodes_down(&mut *tx, now - config.heartbeat_deadline, now).await?;
         ledger::accrue(&mut tx, now).await?;

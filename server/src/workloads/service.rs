@@ -215,7 +215,7 @@ async fn explain(
 ) -> Result<Option<QueueExplanation>, ServerError> {
     let now = now();
     let mut db = pool.acquire().await?;
-    let Some(snap) = snapshot::load(&mut db, runtime.config(), now).await? else {
+    let Some(snap) = snapshot::load(&mut db, &runtime.config(), now).await? else {
         return Ok(None);
     };
     let explanation = snap
@@ -294,7 +294,7 @@ async fn explain(
 pub async fn queue(pool: &SqlitePool, runtime: &Runtime) -> Result<Vec<QueueRow>, ServerError> {
     let now = now();
     let mut db = pool.acquire().await?;
-    let Some(snap) = snapshot::load(&mut db, runtime.config(), now).await? else {
+    let Some(snap) = snapshot::load(&mut db, &runtime.config(), now).await? else {
         return Ok(Vec::new());
     };
     let standings = snap.engine.standings(now);

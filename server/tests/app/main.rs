@@ -8,5 +8,6 @@ mod health;
 mod live;
 mod restart;
 mod runtime;
+mod settings;
 mod support;
 mod users;

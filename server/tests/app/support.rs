@@ -21,6 +21,7 @@ use tower::ServiceExt;
 
 pub struct TestApp {
     pub router: Router,
+    pub runtime: Runtime,
     pub pool: SqlitePool,
     pub database: String,
     pub dir: TempDir,
@@ -82,14 +83,16 @@ impl TestApp {
             site_root: dir.path().join("site"),
             ..ServeArgs::default()
         };
+        let runtime = Runtime::new(pool.clone(), runtime_config(&args));
         let state = AppState {
             leptos_options: leptos_options(&args).expect("leptos options"),
             pool: pool.clone(),
             secure_cookies,
-            runtime: Runtime::new(pool.clone(), runtime_config(&args)),
+            runtime: runtime.clone(),
         };
         TestApp {
             router: build_app(state),
+            runtime,
             pool,
             database,
             dir,

@@ -1,0 +1,99 @@
+//! Settings (admin): the scheduler's knobs, validated, applied live and audited.
+
+use crate::{
+    components::field::{FieldError, FormError},
+    pages::users::format_date,
+    settings::{get_settings, SettingsView, UpdateSettings},
+    workloads::sentences::clock,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn SettingsPage() -> impl IntoView {
+    let update = ServerAction::<UpdateSettings>::new();
+    let settings = Resource::new(move || update.version().get(), |_| get_settings());
+    view! {
+        <Title text="Settings" />
+        <h1>"Scheduler settings"</h1>
+        <Transition fallback=|| view! { <p class="loading">"Loading settings…"</p> }>
+            {move || Suspend::new(async move {
+                match settings.await {
+                    Ok(view) => view! { <SettingsForm view update /> }.into_any(),
+                    Err(error) => view! { <p class="form-error" role="alert">{error.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> impl IntoView {
+    let error = Signal::derive(move || update.value().get().and_then(Result::err));
+    let saved = move || matches!(update.value().get(), Some(Ok(_)));
+    let disabled = !view.can_edit;
+    let field = move |(id, error_id): (&'static str, &'static str),
+                      name: &'static str,
+                      label: &'static str,
+                      value: String,
+                      hint: &'static str,
+                      step: &'static str| {
+        let describe = move || {
+            error
+                .get()
+                .and_then(|e| e.for_field(name))
+                .map(|_| error_id)
+        };
+        view! {
+            <label for=id>{label}</label>
+            <input id=id name=name type="number" step=step value=value required disabled=disabled aria-describedby=describe />
+            <FieldError id=error_id field=name error />
+            <p class="hint">{hint}</p>
+        }
+    };
+    view! {
+        <div class="columns">
+            <ActionForm action=update attr:class="card stack form-wide">
+                <FormError error />
+                {(!view.can_edit).then(|| view! { <p class="notice">"Only administrators can change these."</p> })}
+                {field(("window", "window-error"), "window_days", "Lookback window (days)", view.window_days.to_string(),
+                    "Usage counts toward fair share over this sliding window.", "0.25")}
+                {field(("cap", "cap-error"), "max_min_runtime_hours", "Minimum-runtime cap (hours)", view.max_min_runtime_hours.to_string(),
+                    "The longest protection a workload may ask for.", "0.25")}
+                {field(("damping", "damping-error"), "damping_margin", "Damping margin", view.damping_margin.to_string(),
+                    "A waiting workload preempts only if the running side's ratio is higher by more than this.", "0.005")}
+                {field(("heartbeat", "heartbeat-error"), "heartbeat_deadline_s", "Heartbeat deadline (seconds)", view.heartbeat_deadline_s.to_string(),
+                    "A node silent this long is marked down and its work requeued.", "1")}
+                {field(("grace", "grace-error"), "grace_s", "Preemption grace period (seconds)", view.grace_s.to_string(),
+                    "Between SIGTERM and SIGKILL when a workload is stopped.", "1")}
+                {view.can_edit.then(|| view! {
+                    <button type="submit" class="button" disabled=move || update.pending().get()>"Save settings"</button>
+                    <p class="notice" role="status">{move || saved().then_some("Saved; the scheduler uses them from its next decision.")}</p>
+                })}
+            </ActionForm>
+            <section class="card grow">
+                <h2>"Change history"</h2>
+                {if view.history.is_empty() {
+                    view! { <p class="empty">"No changes yet: the built-in defaults are in force."</p> }.into_any()
+                } else {
+                    view! {
+                        <table class="table compact">
+                            <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"Setting"</th><th scope="col">"From"</th><th scope="col">"To"</th></tr></thead>
+                            <tbody>
+                                {view.history.iter().map(|c| view! {
+                                    <tr>
+                                        <td>{format!("{} {}", format_date(c.at), clock(c.at))}</td>
+                                        <td>{c.by.clone()}</td>
+                                        <td>{c.key.clone()}</td>
+                                        <td>{c.old_value.clone()}</td>
+                                        <td>{c.new_value.clone()}</td>
+                                    </tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any()
+                }}
+            </section>
+        </div>
+    }
+}

@@ -1,0 +1,60 @@
+//! The scheduler's settings page: DTOs and server functions (admin only to change).
+
+use crate::error::AppError;
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsView {
+    pub window_days: f64,
+    pub max_min_runtime_hours: f64,
+    pub damping_margin: f64,
+    pub heartbeat_deadline_s: i64,
+    pub grace_s: i64,
+    pub history: Vec<SettingChange>,
+    pub can_edit: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingChange {
+    pub at: i64,
+    pub by: String,
+    pub key: String,
+    pub old_value: String,
+    pub new_value: String,
+}
+
+/// The Settings form as typed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsForm {
+    pub window_days: String,
+    pub max_min_runtime_hours: String,
+    pub damping_margin: String,
+    pub heartbeat_deadline_s: String,
+    pub grace_s: String,
+}
+
+#[server(prefix = "/api", endpoint = "settings/get")]
+pub async fn get_settings() -> Result<SettingsView, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.settings(&require_user()?).await }.await)
+}
+
+#[server(prefix = "/api", endpoint = "settings/update")]
+pub async fn update_settings(
+    window_days: String,
+    max_min_runtime_hours: String,
+    damping_margin: String,
+    heartbeat_deadline_s: String,
+    grace_s: String,
+) -> Result<SettingsView, AppError> {
+    use crate::backend::*;
+    let form = SettingsForm {
+        window_days,
+        max_min_runtime_hours,
+        damping_margin,
+        heartbeat_deadline_s,
+        grace_s,
+    };
+    with_status(async { backend()?.update_settings(&require_user()?, form).await }.await)
+}

@@ -1,0 +1,193 @@
+//! Scheduler settings: stored overrides of the built-in defaults, validated, applied live to the
+//! runtime, and audited.
+
+use crate::{runtime::config::RuntimeConfig, runtime::Runtime, users::service::now, ServerError};
+use app::{
+    model::CurrentUser,
+    settings::{SettingChange, SettingsForm, SettingsView},
+};
+use scheduler::{DAY, HOUR};
+use sqlx::SqlitePool;
+
+/// The defaults with every stored override applied.
+pub async fn load(
+    pool: &SqlitePool,
+    mut config: RuntimeConfig,
+) -> Result<RuntimeConfig, ServerError> {
+    let rows: Vec<(String, String)> = sqlx::query_as("select key, value from setting")
+        .fetch_all(pool)
+        .await?;
+    for (key, value) in rows {
+        match key.as_str() {
+            "window_s" => config.window = value.parse().unwrap_or(config.window),
+            "max_min_runtime_s" => {
+                config.max_min_runtime = value.parse().unwrap_or(config.max_min_runtime)
+            }
+            "damping_margin" => {
+                config.damping_margin = value.parse().unwrap_or(config.damping_margin)
+            }
+            "heartbeat_deadline_s" => {
+                config.heartbeat_deadline = value.parse().unwrap_or(config.heartbeat_deadline)
+            }
+            "grace_s" => config.grace = value.parse().unwrap_or(config.grace),
+            _ => tracing::warn!(%key, "unknown setting ignored"),
+        }
+    }
+    Ok(config)
+}
+
+pub async fn view(
+    pool: &SqlitePool,
+    runtime: &Runtime,
+    actor: &CurrentUser,
+) -> Result<SettingsView, ServerError> {
+    let config = runtime.config();
+    let history: Vec<(i64, String, String, String, String)> = sqlx::query_as(
+        "select c.changed_at, u.username, c.key, c.old_value, c.new_value from setting_change c
+         join user u on u.user_id = c.changed_by order by c.setting_change_id desc limit 50",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(SettingsView {
+        window_days: config.window as f64 / DAY as f64,
+        max_min_runtime_hours: config.max_min_runtime as f64 / HOUR as f64,
+        damping_margin: config.damping_margin,
+        heartbeat_deadline_s: config.heartbeat_deadline,
+        grace_s: config.grace,
+        history: history
+            .into_iter()
+            .map(|(at, by, key, old_value, new_value)| SettingChange {
+                at,
+                by,
+                key,
+                old_value,
+                new_value,
+            })
+            .collect(),
+        can_edit: actor.is_admin(),
+    })
+}
+
+fn number(
+    field: &'static str,
+    raw: &str,
+    label: &str,
+    min: f64,
+    max: f64,
+) -> Result<f64, ServerError> {
+    let value: f64 = raw.trim().parse().map_err(|_| {
+        ServerError::invalid(
+            field,
+            format!("Enter the {label} as a number, not \"{}\".", raw.trim()),
+        )
+    })?;
+    if !value.is_finite() || value < min || value > max {
+        return Err(ServerError::invalid(
+            field,
+            format!("The {label} must be between {min} and {max}."),
+        ));
+    }
+    Ok(value)
+}
+
+/// Validates every field (nothing changes unless all are valid), stores the changed ones with an
+/// audit row each, and applies them to the running scheduler.
+pub async fn update(
+    pool: &SqlitePool,
+    runtime: &Runtime,
+    actor: &CurrentUser,
+    form: SettingsForm,
+) -> Result<SettingsView, ServerError> {
+    if !actor.is_admin() {
+        return Err(ServerError::Forbidden(
+            "Only administrators can change the scheduler's settings.".into(),
+        ));
+    }
+    let old = runtime.config();
+    let new = RuntimeConfig {
+        window: (number(
+            "window_days",
+            &form.window_days,
+            "lookback window (days)",
+            0.25,
+            90.0,
+        )? * DAY as f64) as i64,
+        max_min_runtime: (number(
+            "max_min_runtime_hours",
+            &form.max_min_runtime_hours,
+            "minimum-runtime cap (hours)",
+            0.0,
+            168.0,
+        )? * HOUR as f64) as i64,
+        damping_margin: number(
+            "damping_margin",
+            &form.damping_margin,
+            "damping margin",
+            0.0,
+            1.0,
+        )?,
+        heartbeat_deadline: number(
+            "heartbeat_deadline_s",
+            &form.heartbeat_deadline_s,
+            "heartbeat deadline (seconds)",
+            3.0,
+            3600.0,
+        )? as i64,
+        grace: number(
+            "grace_s",
+            &form.grace_s,
+            "grace period (seconds)",
+            0.0,
+            600.0,
+        )? as i64,
+        ..old
+    };
+    let changes = [
+        ("window_s", old.window.to_string(), new.window.to_string()),
+        (
+            "max_min_runtime_s",
+            old.max_min_runtime.to_string(),
+            new.max_min_runtime.to_string(),
+        ),
+        (
+            "damping_margin",
+            old.damping_margin.to_string(),
+            new.damping_margin.to_string(),
+        ),
+        (
+            "heartbeat_deadline_s",
+            old.heartbeat_deadline.to_string(),
+            new.heartbeat_deadline.to_string(),
+        ),
+        ("grace_s", old.grace.to_string(), new.grace.to_string()),
+    ];
+    let now = now();
+    let mut tx = pool.begin().await?;
+    for (key, before, after) in changes.iter().filter(|(_, before, after)| before != after) {
+        sqlx::query(
+            "insert into setting (key, value, updated_at, updated_by) values ($1, $2, $3, $4)
+             on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at,
+             updated_by = excluded.updated_by",
+        )
+        .bind(key)
+        .bind(after)
+        .bind(now)
+        .bind(actor.id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "insert into setting_change (key, old_value, new_value, changed_at, changed_by) values ($1, $2, $3, $4, $5)",
+        )
+        .bind(key)
+        .bind(before)
+        .bind(after)
+        .bind(now)
+        .bind(actor.id)
+        .execute(&mut *tx)
+        .await?;
+        tracing::info!(admin = %actor.username, %key, %before, %after, "setting changed");
+    }
+    tx.commit().await?;
+    runtime.set_config(new);
+    view(pool, runtime, actor).await
+}

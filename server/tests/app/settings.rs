@@ -1,0 +1,74 @@
+//! The Settings page's server functions: admin only, validated, applied live, audited.
+
+use crate::support::TestApp;
+use axum::http::StatusCode;
+
+const FORM: [(&str, &str); 5] = [
+    ("window_days", "3"),
+    ("max_min_runtime_hours", "4"),
+    ("damping_margin", "0.05"),
+    ("heartbeat_deadline_s", "45"),
+    ("grace_s", "20"),
+];
+
+#[tokio::test]
+async fn an_admin_changes_settings_which_apply_live_and_are_audited() {
+    let app = TestApp::new().await;
+    app.create_user("root", "admin", "long enough 1").await;
+    let admin = app.sign_in("root", "long enough 1").await;
+    let response = app
+        .post_form("/api/settings/update", &FORM, Some(&admin))
+        .await;
+    assert_eq!(response.status, StatusCode::OK, "{}", response.body);
+    let config = app.runtime.config();
+    assert_eq!(
+        (config.window, config.max_min_runtime, config.grace),
+        (3 * 86_400, 4 * 3600, 20)
+    );
+    assert_eq!(config.damping_margin, 0.05);
+    let audited: i64 = sqlx::query_scalar("select count(*) from setting_change")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(audited, 5);
+    let reloaded = server::settings::load(&app.pool, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        reloaded.heartbeat_deadline, 45,
+        "stored settings survive a restart"
+    );
+}
+
+#[tokio::test]
+async fn researchers_cannot_change_settings_and_bad_values_change_nothing() {
+    let app = TestApp::new().await;
+    app.create_user("root", "admin", "long enough 1").await;
+    app.create_user("ada", "researcher", "long enough 1").await;
+    let researcher = app.sign_in("ada", "long enough 1").await;
+    let refused = app
+        .post_form("/api/settings/update", &FORM, Some(&researcher))
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+
+    let admin = app.sign_in("root", "long enough 1").await;
+    let mut bad = FORM;
+    bad[2] = ("damping_margin", "lots");
+    let invalid = app
+        .post_form("/api/settings/update", &bad, Some(&admin))
+        .await;
+    assert_eq!(invalid.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(invalid.body.contains("damping_margin"), "{}", invalid.body);
+    let defaults = server::runtime::config::RuntimeConfig::default();
+    assert_eq!(
+        app.runtime.config().window,
+        defaults.window,
+        "no field changed"
+    );
+    assert_eq!(app.runtime.config().damping_margin, defaults.damping_margin);
+    let changed: i64 = sqlx::query_scalar("select count(*) from setting")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(changed, 0);
+}
