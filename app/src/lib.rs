@@ -6,6 +6,7 @@
 //! so this crate never depends on the server crate or on sqlx.
 
 pub mod backend;
+pub mod budget;
 pub mod components;
 pub mod error;
 pub mod live;

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod changes;
 pub mod stream;
 pub mod tokens;
 pub mod tree;
@@ -25,6 +26,16 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/workloads/{id}/log", get(workloads::log))
         .route("/api/v1/stream", get(stream::stream))
         .route("/api/v1/tree", get(tree::tree))
+        .route(
+            "/api/v1/change-requests",
+            post(changes::propose).get(changes::list),
+        )
+        .route("/api/v1/change-requests/{id}", get(changes::get))
+        .route(
+            "/api/v1/change-requests/{id}/approve",
+            post(changes::approve),
+        )
+        .route("/api/v1/change-requests/{id}/reject", post(changes::reject))
         .route("/api/v1/nodes", get(tree::nodes))
         .route("/api/v1/nodes/{name}/{action}", post(tree::node_action))
 }

@@ -1,5 +1,6 @@
 //! The budget tree in the database: nodes, versioned shares, owners and members.
 
+pub mod changes;
 pub mod import;
 pub mod org_file;
 pub mod repo;

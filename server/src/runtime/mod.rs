@@ -117,6 +117,10 @@ impl Runtime {
         let mut tx = self.inner.pool.begin_with("BEGIN IMMEDIATE").await?;
         node_repo::mark_silent_nodes_down(&mut *tx, now - config.heartbeat_deadline, now).await?;
         ledger::accrue(&mut tx, now).await?;
+        let reshared = crate::budget::changes::apply_due(&mut tx, now).await?;
+        if reshared > 0 {
+            tracing::info!(requests = reshared, "scheduled budget changes applied");
+        }
         let mut outcome = PassOutcome::default();
         for _ in 0..4 {
             let Some(snapshot) = snapshot::load(&mut tx, config, now).await? else {

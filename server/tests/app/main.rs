@@ -4,6 +4,7 @@
 mod api;
 mod auth;
 mod demo;
+mod governance;
 mod health;
 mod live;
 mod restart;

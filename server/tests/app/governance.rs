@@ -1,0 +1,217 @@
+//! Budget change requests through the JSON API: every rule of DESIGN §3.
+
+use crate::live::Live;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn proposal(olmo: f64, molmo: f64) -> Value {
+    json!({ "node": "ai", "shares": { "ai/olmo": olmo, "ai/molmo": molmo }, "justification": "season", "effective_at": null })
+}
+
+async fn propose(live: &Live, who: &str, body: Value) -> i64 {
+    let (status, request) = live.post(who, "/api/v1/change-requests", body).await;
+    assert_eq!(status, StatusCode::CREATED, "{request}");
+    assert_eq!(request["state"], "pending");
+    request["id"].as_i64().unwrap()
+}
+
+async fn fraction(live: &Live, path: &str) -> f64 {
+    let tree = live.get("ada", "/api/v1/tree").await.1;
+    tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["path"] == path)
+        .unwrap()["fraction"]
+        .as_f64()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_researcher_proposes_and_an_owner_approves_and_the_tree_changes() {
+    let live = Live::start().await;
+    let id = propose(&live, "ada", proposal(1.0, 1.0)).await;
+    for who in ["ada", "bob"] {
+        let (status, body) = live
+            .post(
+                who,
+                &format!("/api/v1/change-requests/{id}/approve"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{who}: {body}");
+    }
+    assert_eq!(fraction(&live, "ai/olmo").await, 0.75);
+    let (status, body) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{id}/approve"),
+            json!({ "comment": "fair" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["state"], "applied");
+    assert_eq!(body["decided_by"], "pat");
+    assert_eq!(fraction(&live, "ai/olmo").await, 0.5);
+    let history = live.get("ada", "/api/v1/change-requests?node=ai").await.1;
+    let item = &history[0]["items"][0];
+    assert_eq!(
+        (
+            item["child"].as_str(),
+            item["old_share"].as_f64(),
+            item["new_share"].as_f64()
+        ),
+        (Some("molmo"), Some(1.0), Some(1.0))
+    );
+}
+
+#[tokio::test]
+async fn an_owners_own_proposal_needs_another_owner_or_an_owner_of_the_parent() {
+    let live = Live::start().await;
+    let id = propose(&live, "pat", proposal(2.0, 1.0)).await;
+    let (status, body) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{id}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, body) = live
+        .post(
+            "root",
+            &format!("/api/v1/change-requests/{id}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn a_request_based_on_older_shares_is_stale_and_refused_with_409() {
+    let live = Live::start().await;
+    let first = propose(&live, "ada", proposal(1.0, 1.0)).await;
+    let second = propose(&live, "bob", proposal(1.0, 3.0)).await;
+    let (status, _) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{first}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{second}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(
+        live.get("pat", &format!("/api/v1/change-requests/{second}"))
+            .await
+            .1["state"],
+        "stale"
+    );
+    assert_eq!(
+        fraction(&live, "ai/olmo").await,
+        0.5,
+        "the stale shares were not applied"
+    );
+}
+
+#[tokio::test]
+async fn a_scheduled_request_applies_at_its_time() {
+    let live = Live::start().await;
+    let at = server::users::service::now() + 2;
+    let mut body = proposal(1.0, 3.0);
+    body["effective_at"] = json!(at);
+    let id = propose(&live, "ada", body).await;
+    let (status, decided) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{id}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(decided["state"], "scheduled");
+    assert_eq!(
+        fraction(&live, "ai/olmo").await,
+        0.75,
+        "not before its time"
+    );
+    for _ in 0..60 {
+        if live
+            .get("pat", &format!("/api/v1/change-requests/{id}"))
+            .await
+            .1["state"]
+            == "applied"
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(fraction(&live, "ai/olmo").await, 0.25);
+}
+
+#[tokio::test]
+async fn invalid_proposals_are_refused_naming_the_field_and_nothing_is_written() {
+    let live = Live::start().await;
+    let cases = [
+        (
+            json!({ "node": "ai", "shares": { "ai/olmo": -1, "ai/molmo": 1 }, "justification": "x" }),
+            "shares",
+        ),
+        (
+            json!({ "node": "ai", "shares": { "ai/olmo": 0, "ai/molmo": 0 }, "justification": "x" }),
+            "shares",
+        ),
+        (
+            json!({ "node": "ai", "shares": { "ai/Bad Name": 1, "ai/molmo": 1, "ai/olmo": 1 }, "justification": "x" }),
+            "shares",
+        ),
+        (
+            json!({ "node": "ai", "shares": { "ai/olmo": 1, "ai/molmo": 1 }, "justification": " " }),
+            "justification",
+        ),
+        (
+            json!({ "node": "nowhere", "shares": { "nowhere/x": 1 }, "justification": "x" }),
+            "node",
+        ),
+        (
+            json!({ "node": "ai", "shares": { "ai/olmo": 1, "ai/molmo": 1 }, "justification": "x", "effective_at": 1 }),
+            "effective_at",
+        ),
+    ];
+    for (body, field) in cases {
+        let (status, error) = live
+            .post("ada", "/api/v1/change-requests", body.clone())
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body} → {error}");
+        assert_eq!(error["field"], field, "{body} → {error}");
+    }
+    let count: i64 = sqlx::query_scalar("select count(*) from change_request")
+        .fetch_one(&live.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 0);
+}
+
+#[tokio::test]
+async fn only_people_in_the_subtree_may_propose() {
+    let live = Live::start().await;
+    let body = json!({ "node": "ai/olmo", "shares": { "ai/olmo/x": 1 }, "justification": "split" });
+    let (status, _) = live
+        .post("bob", "/api/v1/change-requests", body.clone())
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "bob is a member of ai/molmo, not ai/olmo"
+    );
+    let (status, _) = live.post("ada", "/api/v1/change-requests", body).await;
+    assert_eq!(status, StatusCode::CREATED);
+}
