@@ -7,6 +7,7 @@ pub use ssr::*;
 #[cfg(feature = "ssr")]
 mod ssr {
     use crate::{
+        budget::{ChangeRequestView, ProposalInput, TreeNodeView},
         error::AppError,
         model::{CurrentUser, NewUser, UserSummary},
         settings::{SettingsForm, SettingsView},
@@ -77,6 +78,26 @@ mod ssr {
             actor: &CurrentUser,
             form: SettingsForm,
         ) -> Result<SettingsView, AppError>;
+
+        async fn tree(&self, actor: &CurrentUser) -> Result<Vec<TreeNodeView>, AppError>;
+        async fn propose_change(
+            &self,
+            actor: &CurrentUser,
+            input: ProposalInput,
+        ) -> Result<ChangeRequestView, AppError>;
+        async fn change_requests(
+            &self,
+            actor: &CurrentUser,
+            scope: String,
+            node: Option<String>,
+        ) -> Result<Vec<ChangeRequestView>, AppError>;
+        async fn decide_change(
+            &self,
+            actor: &CurrentUser,
+            id: i64,
+            approve: bool,
+            comment: String,
+        ) -> Result<ChangeRequestView, AppError>;
     }
 
     /// How the backend travels in Leptos context.

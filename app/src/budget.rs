@@ -52,3 +52,74 @@ pub struct ChangeRequestView {
     /// Whether the signed-in person may approve or reject it now.
     pub can_decide: bool,
 }
+
+/// What the rebalancing form submits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProposalInput {
+    pub node: String,
+    /// Every child after the change: full path (a new path adds a child), share, optional new name.
+    pub children: Vec<ChildShare>,
+    pub justification: String,
+    /// `YYYY-MM-DD` (UTC midnight), or empty for "on approval".
+    pub effective_date: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildShare {
+    pub path: String,
+    pub share: f64,
+    pub new_name: Option<String>,
+}
+
+pub mod api {
+    use super::{ChangeRequestView, ProposalInput, TreeNodeView};
+    use crate::error::AppError;
+    use leptos::prelude::*;
+    use leptos::server_fn::codec::Json;
+
+    #[server(prefix = "/api", endpoint = "budget/tree")]
+    pub async fn get_tree() -> Result<Vec<TreeNodeView>, AppError> {
+        use crate::backend::*;
+        with_status(async { backend()?.tree(&require_user()?).await }.await)
+    }
+
+    #[server(prefix = "/api", endpoint = "budget/propose", input = Json)]
+    pub async fn propose_change(input: ProposalInput) -> Result<ChangeRequestView, AppError> {
+        use crate::backend::*;
+        with_status(async { backend()?.propose_change(&require_user()?, input).await }.await)
+    }
+
+    /// `scope`: `awaiting` (requests the signed-in person may decide) or `all`.
+    #[server(prefix = "/api", endpoint = "budget/requests")]
+    pub async fn list_change_requests(
+        scope: String,
+        node: Option<String>,
+    ) -> Result<Vec<ChangeRequestView>, AppError> {
+        use crate::backend::*;
+        with_status(
+            async {
+                backend()?
+                    .change_requests(&require_user()?, scope, node)
+                    .await
+            }
+            .await,
+        )
+    }
+
+    #[server(prefix = "/api", endpoint = "budget/decide")]
+    pub async fn decide_change(
+        id: i64,
+        approve: bool,
+        comment: String,
+    ) -> Result<ChangeRequestView, AppError> {
+        use crate::backend::*;
+        with_status(
+            async {
+                backend()?
+                    .decide_change(&require_user()?, id, approve, comment)
+                    .await
+            }
+            .await,
+        )
+    }
+}

@@ -25,6 +25,7 @@ use leptos_router::{
     path,
 };
 use pages::{
+    approvals::ApprovalsPage,
     home::HomePage,
     login::LoginPage,
     nodes::NodesPage,
@@ -32,6 +33,7 @@ use pages::{
     queue::QueuePage,
     settings::SettingsPage,
     tokens::TokensPage,
+    tree::TreePage,
     users::UsersPage,
     workloads::{detail::WorkloadPage, list::WorkloadsPage, submit::SubmitPage},
 };
@@ -90,6 +92,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/nodes") view=NodesPage />
                     <Route path=path!("/tokens") view=TokensPage />
                     <Route path=path!("/settings") view=SettingsPage />
+                    <Route path=path!("/tree") view=TreePage />
+                    <Route path=path!("/approvals") view=ApprovalsPage />
                 </Routes>
             </main>
             <Footer />

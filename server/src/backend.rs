@@ -2,6 +2,7 @@
 
 use crate::{
     api::tokens,
+    budget::{self, changes, changes::Proposal},
     nodes::{repo as node_repo, service as node_service},
     runtime::{snapshot::parse_indices, Runtime},
     settings,
@@ -11,6 +12,7 @@ use crate::{
 };
 use app::{
     backend::Backend,
+    budget::{ChangeRequestView, ProposalInput, TreeNodeView},
     error::AppError,
     model::{CurrentUser, NewUser, UserSummary},
     settings::{SettingsForm, SettingsView},
@@ -195,6 +197,98 @@ impl Backend for ServerBackend {
     ) -> Result<SettingsView, AppError> {
         Ok(settings::update(&self.pool, &self.runtime, actor, form).await?)
     }
+
+    async fn tree(&self, actor: &CurrentUser) -> Result<Vec<TreeNodeView>, AppError> {
+        Ok(budget::view::tree_view(&self.pool, &self.runtime, actor).await?)
+    }
+
+    async fn propose_change(
+        &self,
+        actor: &CurrentUser,
+        input: ProposalInput,
+    ) -> Result<ChangeRequestView, AppError> {
+        let effective_at = parse_date(&input.effective_date)?;
+        let proposal = Proposal {
+            node: input.node,
+            shares: input
+                .children
+                .iter()
+                .map(|c| (c.path.clone(), c.share))
+                .collect(),
+            renames: input
+                .children
+                .iter()
+                .filter_map(|c| {
+                    c.new_name
+                        .clone()
+                        .filter(|n| !n.trim().is_empty())
+                        .map(|n| (c.path.clone(), n))
+                })
+                .collect(),
+            justification: input.justification,
+            effective_at,
+        };
+        Ok(changes::propose(&self.pool, actor, proposal).await?)
+    }
+
+    async fn change_requests(
+        &self,
+        actor: &CurrentUser,
+        scope: String,
+        node: Option<String>,
+    ) -> Result<Vec<ChangeRequestView>, AppError> {
+        let node = node.filter(|n| !n.is_empty());
+        let all = changes::list(&self.pool, actor, None, node.as_deref()).await?;
+        Ok(if scope == "awaiting" {
+            all.into_iter().filter(|r| r.can_decide).collect()
+        } else {
+            all
+        })
+    }
+
+    async fn decide_change(
+        &self,
+        actor: &CurrentUser,
+        id: i64,
+        approve: bool,
+        comment: String,
+    ) -> Result<ChangeRequestView, AppError> {
+        let decided = changes::decide(&self.pool, actor, id, approve, &comment).await?;
+        self.runtime.wake();
+        Ok(decided)
+    }
+}
+
+/// `YYYY-MM-DD` → that day's 00:00 UTC; empty → `None` (on approval).
+fn parse_date(raw: &str) -> Result<Option<i64>, ServerError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let invalid = || {
+        ServerError::invalid(
+            "effective_at",
+            format!("\"{raw}\" is not a date like 2027-01-01."),
+        )
+    };
+    let parts: Vec<i64> = raw
+        .split('-')
+        .map(|p| p.parse().map_err(|_| invalid()))
+        .collect::<Result<_, _>>()?;
+    let [y, m, d] = parts[..] else {
+        return Err(invalid());
+    };
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return Err(invalid());
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Ok(Some((era * 146_097 + doe - 719_468) * 86_400))
 }
 
 /// Every node with its health, heartbeat age and what holds each GPU.

@@ -38,6 +38,8 @@ fn MainNav(user: CurrentUser) -> impl IntoView {
             <A href="/workloads">"Workloads"</A>
             <A href="/queue">"Queue"</A>
             <A href="/nodes">"Nodes"</A>
+            <A href="/tree">"Budget tree"</A>
+            <A href="/approvals">"Approvals"</A>
             {user.is_admin().then(|| view! { <A href="/users">"Users"</A> <A href="/settings">"Settings"</A> })}
         </nav>
     }

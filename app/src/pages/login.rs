@@ -35,7 +35,7 @@ pub fn LoginPage() -> impl IntoView {
                     spellcheck="false"
                     required
                     autofocus=move || !failed()
-                    prop:value=username
+                    value=username()
                     aria-describedby=move || failed().then_some("login-error")
                 />
                 <label for="password">"Password"</label>
@@ -48,7 +48,7 @@ pub fn LoginPage() -> impl IntoView {
                     autofocus=failed
                     aria-describedby=move || failed().then_some("login-error")
                 />
-                <input type="hidden" name="next" prop:value=next />
+                <input type="hidden" name="next" value=next() />
                 <button type="submit" class="button">"Sign in"</button>
             </form>
             <p class="hint">"Accounts are created by an administrator."</p>

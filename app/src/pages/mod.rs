@@ -1,3 +1,4 @@
+pub mod approvals;
 pub mod home;
 pub mod login;
 pub mod nodes;
@@ -5,5 +6,6 @@ pub mod not_found;
 pub mod queue;
 pub mod settings;
 pub mod tokens;
+pub mod tree;
 pub mod users;
 pub mod workloads;

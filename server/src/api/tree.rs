@@ -2,9 +2,7 @@
 
 use super::auth::ApiUser;
 use crate::{
-    budget::repo::{grants, Grant},
     nodes::{repo as node_repo, service as node_service},
-    runtime::snapshot,
     users::service::now,
     AppState, ServerError,
 };
@@ -13,42 +11,13 @@ use axum::{
     Json,
 };
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 
 /// Every tree node with its path, share, fraction of the cluster, owners and usage ratio.
 pub async fn tree(
     State(state): State<AppState>,
-    ApiUser(_user): ApiUser,
+    ApiUser(user): ApiUser,
 ) -> Result<Json<Value>, ServerError> {
-    let now = now();
-    let mut db = state.pool.acquire().await?;
-    let Some(snap) = snapshot::load(&mut db, &state.runtime.config(), now).await? else {
-        return Ok(Json(json!({ "nodes": [] })));
-    };
-    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (path, user) in grants(&state.pool, Grant::Owner).await? {
-        owners.entry(path).or_default().push(user);
-    }
-    let tree = &snap.tree.tree;
-    let standings = snap.engine.standings(now);
-    let shares = tree.version_at(now);
-    let nodes: Vec<Value> = tree
-        .ids()
-        .map(|id| {
-            let path = tree.path(id).to_string();
-            json!({
-                "path": path,
-                "name": tree.name(id),
-                "share": shares.share(id),
-                "fraction": shares.fraction(id),
-                "leaf": tree.is_leaf(id),
-                "owners": owners.get(&path).cloned().unwrap_or_default(),
-                "usage_gpu_h": standings.usage(id) / 3600.0,
-                "allocated_gpu_h": standings.allocated(id) / 3600.0,
-                "ratio": Some(standings.ratio(id)).filter(|r| r.is_finite()),
-            })
-        })
-        .collect();
+    let nodes = crate::budget::view::tree_view(&state.pool, &state.runtime, &user).await?;
     Ok(Json(json!({ "nodes": nodes })))
 }
 

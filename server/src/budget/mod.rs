@@ -5,3 +5,4 @@ pub mod import;
 pub mod org_file;
 pub mod repo;
 pub mod snapshot;
+pub mod view;

@@ -1,0 +1,151 @@
+//! Approvals: requests awaiting the signed-in person, and the history of every decision.
+
+use crate::{
+    budget::{
+        api::{list_change_requests, DecideChange},
+        ChangeRequestView,
+    },
+    pages::users::format_date,
+    workloads::sentences::clock,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn ApprovalsPage() -> impl IntoView {
+    let decide = ServerAction::<DecideChange>::new();
+    let awaiting = Resource::new(
+        move || decide.version().get(),
+        |_| list_change_requests("awaiting".into(), None),
+    );
+    let all = Resource::new(
+        move || decide.version().get(),
+        |_| list_change_requests("all".into(), None),
+    );
+    let error = move || {
+        decide
+            .value()
+            .get()
+            .and_then(Result::err)
+            .map(|e| e.to_string())
+    };
+    view! {
+        <Title text="Approvals" />
+        <h1>"Approvals"</h1>
+        <p class="form-error" role="alert" hidden=move || error().is_none()>{error}</p>
+        <section aria-labelledby="awaiting-title">
+            <h2 id="awaiting-title">"Awaiting your decision"</h2>
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match awaiting.await {
+                        Ok(list) if list.is_empty() => view! { <p class="card empty">"Nothing awaits your decision."</p> }.into_any(),
+                        Ok(list) => list.into_iter().map(|r| view! { <RequestCard request=r decide /> }).collect_view().into_any(),
+                        Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+        <section aria-labelledby="history-title">
+            <h2 id="history-title">"History"</h2>
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match all.await {
+                        Ok(list) if list.is_empty() => view! { <p class="card empty">"No change requests yet."</p> }.into_any(),
+                        Ok(list) => view! {
+                            <div class="card table-wrap">
+                                <table class="table">
+                                    <thead><tr>
+                                        <th scope="col">"#"</th><th scope="col">"Node"</th><th scope="col">"Proposed by"</th>
+                                        <th scope="col">"State"</th><th scope="col">"Decided by"</th><th scope="col">"When"</th><th scope="col">"Why"</th>
+                                    </tr></thead>
+                                    <tbody>
+                                        {list.into_iter().map(|r| view! {
+                                            <tr>
+                                                <td>{r.id}</td>
+                                                <td>{node_label(&r.node)}</td>
+                                                <td>{r.proposer.clone()}</td>
+                                                <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
+                                                <td>{r.decided_by.clone().unwrap_or_default()}</td>
+                                                <td>{format_date(r.decided_at.unwrap_or(r.created_at))}</td>
+                                                <td>{r.justification.clone()}{(!r.comment.is_empty()).then(|| format!(" — {}", r.comment))}</td>
+                                            </tr>
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                            </div>
+                        }.into_any(),
+                        Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+fn node_label(path: &str) -> String {
+    if path.is_empty() {
+        "the cluster".into()
+    } else {
+        path.to_string()
+    }
+}
+
+fn percent(share: Option<f64>, total: f64) -> String {
+    match share {
+        Some(s) if total > 0.0 => format!("{:.1}%", s / total * 100.0),
+        Some(_) => "0%".into(),
+        None => "—".into(),
+    }
+}
+
+#[component]
+fn RequestCard(request: ChangeRequestView, decide: ServerAction<DecideChange>) -> impl IntoView {
+    let old_total: f64 = request.items.iter().filter_map(|i| i.old_share).sum();
+    let new_total: f64 = request.items.iter().filter_map(|i| i.new_share).sum();
+    let title = format!(
+        "#{} · {} · proposed by {}",
+        request.id,
+        node_label(&request.node),
+        request.proposer
+    );
+    let comment_id = format!("comment-{}", request.id);
+    let when = request
+        .effective_at
+        .map(|t| {
+            format!(
+                "Takes effect {} {} UTC once approved.",
+                format_date(t),
+                clock(t)
+            )
+        })
+        .unwrap_or_else(|| "Takes effect on approval.".into());
+    view! {
+        <article class="card request" aria-label=title.clone()>
+            <h3>{title.clone()}</h3>
+            <p><strong>"Why: "</strong>{request.justification.clone()}</p>
+            <p class="hint">{when}</p>
+            <table class="table compact">
+                <thead><tr><th scope="col">"Child"</th><th scope="col">"Change"</th><th scope="col" class="num">"Before"</th><th scope="col" class="num">"After"</th></tr></thead>
+                <tbody>
+                    {request.items.iter().map(|item| view! {
+                        <tr>
+                            <td>{item.child.clone()}{item.new_name.clone().map(|n| format!(" → {n}"))}</td>
+                            <td>{item.action.clone()}</td>
+                            <td class="num">{percent(item.old_share, old_total)}</td>
+                            <td class="num">{percent(item.new_share, new_total)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <ActionForm action=decide attr:class="stack">
+                <input type="hidden" name="id" value=request.id />
+                <label for=comment_id.clone()>"Comment"</label>
+                <textarea id=comment_id name="comment" rows="2"></textarea>
+                <div class="row">
+                    <button type="submit" name="approve" value="true" class="button">"Approve"</button>
+                    <button type="submit" name="approve" value="false" class="button danger">"Reject"</button>
+                </div>
+            </ActionForm>
+        </article>
+    }
+}

@@ -1,0 +1,402 @@
+//! The budget tree: every node's share, effective fraction, owners and usage ratio; owners and
+//! members propose rebalancing here.
+
+use crate::{
+    budget::{api::get_tree, api::ProposeChange, ChildShare, ProposalInput, TreeNodeView},
+    pages::queue::ratio_class,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use std::collections::BTreeSet;
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+#[component]
+pub fn TreePage() -> impl IntoView {
+    let propose = ServerAction::<ProposeChange>::new();
+    let tree = Resource::new(move || propose.version().get(), |_| get_tree());
+    let (collapsed, set_collapsed) = signal(BTreeSet::<String>::new());
+    let (editing, set_editing) = signal(None::<String>);
+    view! {
+        <Title text="Budget tree" />
+        <h1>"Budget tree"</h1>
+        <p class="lede">
+            "Each node's share is its weight among its siblings; its effective share of the cluster is the product "
+            "along its path. The usage ratio compares GPU time used with GPU time funded over the lookback window: "
+            "below 1 is under-served (its work goes first), above 1 over-served."
+        </p>
+        <Transition fallback=|| view! { <p class="loading">"Loading the tree…"</p> }>
+            {move || Suspend::new(async move {
+                match tree.await {
+                    Ok(nodes) if nodes.is_empty() => view! {
+                        <section class="card empty"><p>"No budget tree yet. An admin imports one with "<code>"hourglass admin import-tree"</code>"."</p></section>
+                    }.into_any(),
+                    Ok(nodes) => {
+                        let for_editor = nodes.clone();
+                        view! {
+                            <div class="card table-wrap">
+                                <table class="table tree">
+                                    <caption class="visually-hidden">"Budget tree"</caption>
+                                    <thead>
+                                        <tr>
+                                            <th scope="col">"Node"</th>
+                                            <th scope="col" class="num">"Share of parent"</th>
+                                            <th scope="col" class="num">"Of the cluster"</th>
+                                            <th scope="col">"Owners"</th>
+                                            <th scope="col" class="num">"Usage ratio"</th>
+                                            <th scope="col"><span class="visually-hidden">"Actions"</span></th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {nodes.into_iter().map(|node| view! { <TreeRow node collapsed set_collapsed set_editing /> }).collect_view()}
+                                    </tbody>
+                                </table>
+                            </div>
+                            {move || editing.get().and_then(|path| {
+                                let node = for_editor.iter().find(|n| n.path == path)?.clone();
+                                let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
+                                let below: Vec<TreeNodeView> = for_editor.iter()
+                                    .filter(|n| !n.path.is_empty() && n.path.starts_with(&prefix) && n.path != path)
+                                    .cloned().collect();
+                                Some(view! { <ShareEditor node below propose set_editing /> })
+                            })}
+                        }.into_any()
+                    }
+                    Err(error) => view! { <p class="form-error" role="alert">{error.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Transition>
+        <p class="notice" role="status">
+            {move || propose.value().get().and_then(Result::ok).map(|r| view! {
+                {format!("Change request #{} for {} submitted; it awaits an owner's decision. ", r.id, if r.node.is_empty() { "the cluster" } else { &r.node })}
+                <a href="/approvals">"See approvals"</a>
+            })}
+        </p>
+    }
+}
+
+#[component]
+fn TreeRow(
+    node: TreeNodeView,
+    collapsed: ReadSignal<BTreeSet<String>>,
+    set_collapsed: WriteSignal<BTreeSet<String>>,
+    set_editing: WriteSignal<Option<String>>,
+) -> impl IntoView {
+    let path = node.path.clone();
+    let hidden = {
+        let path = path.clone();
+        move || {
+            collapsed.with(|c| {
+                c.iter()
+                    .any(|p| path != *p && (p.is_empty() || path.starts_with(&format!("{p}/"))))
+            })
+        }
+    };
+    let toggle_path = path.clone();
+    let expanded = {
+        let path = path.clone();
+        Signal::derive(move || !collapsed.with(|c| c.contains(&path)))
+    };
+    let label = if node.path.is_empty() {
+        "cluster".to_string()
+    } else {
+        node.path.clone()
+    };
+    let edit_path = path.clone();
+    view! {
+        <tr hidden=hidden class:leaf=node.leaf>
+            <th scope="row" style=format!("padding-left: {}rem", 0.5 + node.depth as f64 * 1.25)>
+                {if node.leaf {
+                    view! { <span class="tree-leaf" aria-hidden="true">"•"</span> }.into_any()
+                } else {
+                    view! {
+                        <button type="button" class="tree-toggle" aria-expanded=move || expanded.get().to_string()
+                            aria-label=format!("Expand or collapse {label}")
+                            on:click=move |_| set_collapsed.update(|c| { if !c.remove(&toggle_path) { c.insert(toggle_path.clone()); } })>
+                            {move || if expanded.get() { "▾" } else { "▸" }}
+                        </button>
+                    }.into_any()
+                }}
+                " " {node.name.clone()}
+            </th>
+            <td class="num">{if node.path.is_empty() { "—".to_string() } else { percent(node.of_parent) }}</td>
+            <td class="num">{percent(node.fraction)}</td>
+            <td>{node.owners.join(", ")}</td>
+            <td class="num">
+                <span class=ratio_class(node.ratio)>{node.ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into())}</span>
+                {node.ratio.map(|r| view! { <span class="visually-hidden">{if r < 1.0 { " (under-served)" } else { " (over-served)" }}</span> })}
+            </td>
+            <td class="actions">
+                {node.can_propose.then(|| view! {
+                    <button type="button" class="button-quiet"
+                        aria-label=format!("Propose a change to {}", if edit_path.is_empty() { "the cluster".to_string() } else { edit_path.clone() })
+                        on:click=move |_| set_editing.set(Some(edit_path.clone()))>
+                        "Propose change"
+                    </button>
+                })}
+            </td>
+        </tr>
+    }
+}
+
+/// One editable child row.
+#[derive(Clone, Copy)]
+struct Row {
+    original: Option<StoredValue<String>>,
+    name: RwSignal<String>,
+    share: RwSignal<String>,
+    removed: RwSignal<bool>,
+}
+
+#[component]
+fn ShareEditor(
+    node: TreeNodeView,
+    below: Vec<TreeNodeView>,
+    propose: ServerAction<ProposeChange>,
+    set_editing: WriteSignal<Option<String>>,
+) -> impl IntoView {
+    let prefix = if node.path.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", node.path)
+    };
+    let depth = node.depth + 1;
+    let children: Vec<TreeNodeView> = below.iter().filter(|n| n.depth == depth).cloned().collect();
+    let rows = RwSignal::new(
+        children
+            .iter()
+            .map(|c| Row {
+                original: Some(StoredValue::new(c.name.clone())),
+                name: RwSignal::new(c.name.clone()),
+                share: RwSignal::new(format!("{}", c.share)),
+                removed: RwSignal::new(false),
+            })
+            .collect::<Vec<_>>(),
+    );
+    let justification = RwSignal::new(String::new());
+    // Problems are shown once the person tries to submit, not while they type.
+    let attempted = RwSignal::new(false);
+    let effective = RwSignal::new(String::new());
+    let node_fraction = node.fraction;
+    let total = move || {
+        rows.with(|rows| {
+            rows.iter()
+                .filter(|r| !r.removed.get())
+                .map(|r| r.share.get().trim().parse::<f64>().unwrap_or(0.0).max(0.0))
+                .sum::<f64>()
+        })
+    };
+    let problem = move || -> Option<String> {
+        let live: Vec<Row> = rows
+            .get()
+            .into_iter()
+            .filter(|r| !r.removed.get())
+            .collect();
+        if live.is_empty() {
+            return Some("Keep at least one child.".into());
+        }
+        let mut names = BTreeSet::new();
+        for r in &live {
+            let name = r.name.get();
+            let name = name.trim();
+            if name.is_empty() {
+                return Some("Every child needs a name.".into());
+            }
+            if !name.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.')
+            }) {
+                return Some(format!(
+                    "\"{name}\": use lowercase letters, digits, '-', '_' and '.'."
+                ));
+            }
+            if !names.insert(name.to_string()) {
+                return Some(format!("Two children are named \"{name}\"."));
+            }
+            match r.share.get().trim().parse::<f64>() {
+                Ok(s) if s.is_finite() && s >= 0.0 => {}
+                _ => {
+                    return Some(format!(
+                        "The share of \"{name}\" must be a number, 0 or more."
+                    ))
+                }
+            }
+        }
+        if total() <= 0.0 {
+            return Some("At least one share must be above 0.".into());
+        }
+        if justification.get().trim().is_empty() {
+            return Some("Add a justification: it is how the owner decides.".into());
+        }
+        None
+    };
+    let known = StoredValue::new(children);
+    let old_fraction = move |name: &str| {
+        known.with_value(|c| c.iter().find(|c| c.name == name).map(|c| c.fraction))
+    };
+    let leaves: Vec<TreeNodeView> = below.iter().filter(|n| n.leaf).cloned().collect();
+    let server_error = move || {
+        propose
+            .value()
+            .get()
+            .and_then(Result::err)
+            .map(|e| e.to_string())
+    };
+    let submit_prefix = prefix.clone();
+    let node_path = node.path.clone();
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        attempted.set(true);
+        if problem().is_some() {
+            return;
+        }
+        let children = rows
+            .get()
+            .into_iter()
+            .filter(|r| !r.removed.get())
+            .map(|r| {
+                let name = r.name.get().trim().to_string();
+                let original = r.original.map(|o| o.get_value());
+                let path = format!(
+                    "{submit_prefix}{}",
+                    original.clone().unwrap_or_else(|| name.clone())
+                );
+                ChildShare {
+                    path,
+                    share: r.share.get().trim().parse().unwrap_or(0.0),
+                    new_name: original.filter(|o| *o != name).map(|_| name),
+                }
+            })
+            .collect();
+        propose.dispatch(ProposeChange {
+            input: ProposalInput {
+                node: node_path.clone(),
+                children,
+                justification: justification.get(),
+                effective_date: effective.get(),
+            },
+        });
+    };
+    Effect::new(move |_| {
+        if matches!(propose.value().get(), Some(Ok(_))) {
+            set_editing.set(None);
+        }
+    });
+    let indexed = move || {
+        rows.get()
+            .into_iter()
+            .enumerate()
+            .collect::<Vec<(usize, Row)>>()
+    };
+    let title = if node.path.is_empty() {
+        "Rebalance the cluster's programs".to_string()
+    } else {
+        format!("Rebalance {}", node.path)
+    };
+    view! {
+        <section class="card editor" aria-labelledby="editor-title">
+            <h2 id="editor-title">{title}</h2>
+            <form on:submit=submit class="stack">
+                <table class="table compact">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Child"</th>
+                            <th scope="col">"Share"</th>
+                            <th scope="col" class="num">"Of parent"</th>
+                            <th scope="col" class="num">"Cluster before"</th>
+                            <th scope="col" class="num">"Cluster after"</th>
+                            <th scope="col">"Remove"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        <For each=indexed key=|(i, _)| *i let:item>
+                            {
+                                let (i, row) = item;
+                                let share_id = format!("share-{i}");
+                                let name_id = format!("child-{i}");
+                                let of_parent = move || {
+                                    let t = total();
+                                    let s = row.share.get().trim().parse::<f64>().unwrap_or(0.0).max(0.0);
+                                    if row.removed.get() || t <= 0.0 { 0.0 } else { s / t }
+                                };
+                                let before = row.original.and_then(|o| old_fraction(&o.get_value()));
+                                view! {
+                                    <tr class:muted=move || row.removed.get()>
+                                        <td>
+                                            <label class="visually-hidden" for=name_id.clone()>{format!("Name of child {}", i + 1)}</label>
+                                            <input id=name_id type="text" prop:value=move || row.name.get()
+                                                on:input=move |ev| row.name.set(event_target_value(&ev)) />
+                                        </td>
+                                        <td>
+                                            <label class="visually-hidden" for=share_id.clone()>{move || format!("Share of {}", row.name.get())}</label>
+                                            <input id=share_id type="number" min="0" step="any" class="share-input"
+                                                prop:value=move || row.share.get()
+                                                on:input=move |ev| row.share.set(event_target_value(&ev)) />
+                                        </td>
+                                        <td class="num">{move || percent(of_parent())}</td>
+                                        <td class="num">{before.map(percent).unwrap_or_else(|| "new".into())}</td>
+                                        <td class="num">{move || percent(of_parent() * node_fraction)}</td>
+                                        <td>
+                                            <input type="checkbox" aria-label=move || format!("Remove {}", row.name.get())
+                                                prop:checked=move || row.removed.get()
+                                                on:change=move |ev| row.removed.set(event_target_checked(&ev)) />
+                                        </td>
+                                    </tr>
+                                }
+                            }
+                        </For>
+                    </tbody>
+                </table>
+                <p class="hint">{move || format!("Shares total {} → percentages always sum to 100%.", total())}</p>
+                <button type="button" class="button-quiet" on:click=move |_| rows.update(|r| r.push(Row {
+                    original: None,
+                    name: RwSignal::new(String::new()),
+                    share: RwSignal::new("1".into()),
+                    removed: RwSignal::new(false),
+                }))>"Add a child"</button>
+                {(!leaves.is_empty()).then(|| view! {
+                    <details>
+                        <summary>"Effect on every leaf below"</summary>
+                        <table class="table compact">
+                            <thead><tr><th scope="col">"Leaf"</th><th scope="col" class="num">"Before"</th><th scope="col" class="num">"After"</th></tr></thead>
+                            <tbody>
+                                {leaves.iter().map(|leaf| {
+                                    let child_name = leaf.path.strip_prefix(&prefix).unwrap_or("").split('/').next().unwrap_or("").to_string();
+                                    let before = leaf.fraction;
+                                    let child_before = old_fraction(&child_name).unwrap_or(0.0);
+                                    let after = move || {
+                                        let t = total();
+                                        let row = rows.get().into_iter().find(|r| r.original.map(|o| o.get_value()) == Some(child_name.clone()));
+                                        match row {
+                                            Some(r) if !r.removed.get() && t > 0.0 && child_before > 0.0 => {
+                                                let s = r.share.get().trim().parse::<f64>().unwrap_or(0.0).max(0.0);
+                                                before * (s / t * node_fraction) / child_before
+                                            }
+                                            _ => 0.0,
+                                        }
+                                    };
+                                    view! { <tr><td>{leaf.path.clone()}</td><td class="num">{percent(before)}</td><td class="num">{move || percent(after())}</td></tr> }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </details>
+                })}
+                <label for="justification">"Justification"</label>
+                <textarea id="justification" rows="3" prop:value=move || justification.get()
+                    on:input=move |ev| justification.set(event_target_value(&ev))></textarea>
+                <label for="effective-date">"Effective date (optional)"</label>
+                <input id="effective-date" type="date" prop:value=move || effective.get()
+                    on:input=move |ev| effective.set(event_target_value(&ev)) />
+                <p class="hint">"Leave empty to apply on approval, or pick a date such as the start of next quarter."</p>
+                <p class="form-error" role="alert" hidden=move || (!attempted.get() || problem().is_none()) && server_error().is_none()>
+                    {move || attempted.get().then(problem).flatten().or_else(server_error)}
+                </p>
+                <div class="row">
+                    <button type="submit" class="button" disabled=move || propose.pending().get()>"Submit for approval"</button>
+                    <button type="button" class="button-quiet" on:click=move |_| set_editing.set(None)>"Close"</button>
+                </div>
+            </form>
+        </section>
+    }
+}

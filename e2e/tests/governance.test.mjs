@@ -1,0 +1,89 @@
+// Budget governance in the browser: a researcher proposes, the manager approves, the tree changes.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TestServer } from '../support/server.mjs';
+import { launchBrowser, signIn, waitForHydration, withPage } from '../support/browser.mjs';
+
+const ORG = `
+[shares]
+"ai" = 1
+"ai/olmo" = 3
+"ai/molmo" = 1
+
+[owners]
+"" = ["root"]
+"ai" = ["pat"]
+
+[members]
+"ai/olmo" = ["ada"]
+"ai/molmo" = ["bob"]
+`;
+
+describe('budget governance', () => {
+  let server;
+  let browser;
+
+  before(async () => {
+    server = await TestServer.start();
+    server.createUser('root', 'admin', 'root-password-1');
+    server.createUser('pat', 'researcher', 'pat-password-1');
+    server.createUser('bob', 'researcher', 'bob-password-1');
+    server.createUser('ada', 'researcher', 'ada-password-1');
+    server.importTree(ORG);
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('a researcher proposes, the manager approves, and the tree and history show it', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'bob', 'bob-password-1');
+      await page.getByRole('heading', { name: 'Welcome, bob' }).waitFor();
+      await page.goto(`${server.url}/tree`);
+      await waitForHydration(page);
+      const molmo = page.getByRole('row', { name: /molmo/ });
+      assert.match(await molmo.textContent(), /25\.0%/);
+      await page.getByRole('button', { name: 'Propose a change to ai' }).click();
+      await page.getByLabel('Share of molmo').fill('3');
+      await page.getByLabel('Share of olmo').fill('3');
+      const editor = page.getByRole('region', { name: 'Rebalance ai' });
+      await editor.getByText('50.0%').first().waitFor();
+      await page.getByLabel('Justification').fill('Robotics season starts; molmo needs half.');
+      await page.getByRole('button', { name: 'Submit for approval' }).click();
+      await page.getByText(/Change request #\d+ for ai submitted/).waitFor();
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await signIn(page, server.url, 'pat', 'pat-password-1');
+      await page.getByRole('heading', { name: 'Welcome, pat' }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Approvals' }).click();
+      const card = page.getByRole('article', { name: /proposed by bob/ });
+      await card.waitFor();
+      assert.match(await card.textContent(), /Robotics season starts/);
+      await waitForHydration(page);
+      await card.getByLabel('Comment').fill('Agreed for this quarter.');
+      await card.getByRole('button', { name: 'Approve' }).click();
+      await page.getByText('Nothing awaits your decision.').waitFor();
+      const history = page.getByRole('region', { name: 'History' });
+      await history.getByRole('cell', { name: 'applied' }).waitFor();
+      assert.match(await history.textContent(), /Agreed for this quarter/);
+
+      await page.goto(`${server.url}/tree`);
+      assert.match(await page.getByRole('row', { name: /molmo/ }).textContent(), /50\.0%/);
+    });
+  });
+
+  test('a proposal with no justification is refused before it is sent', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await page.goto(`${server.url}/tree`);
+      await waitForHydration(page);
+      await page.getByRole('button', { name: 'Propose a change to ai' }).click();
+      await page.getByRole('button', { name: 'Submit for approval' }).click();
+      await page.getByRole('alert').filter({ hasText: 'Add a justification' }).waitFor();
+    });
+  });
+});

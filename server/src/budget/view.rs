@@ -1,0 +1,73 @@
+//! The budget tree as people see it: shares, effective fractions, owners, usage ratios.
+
+use super::{
+    changes::may_propose,
+    repo::{grants, Grant},
+};
+use crate::{runtime::snapshot, runtime::Runtime, users::service::now, ServerError};
+use app::{budget::TreeNodeView, model::CurrentUser};
+use sqlx::SqlitePool;
+use std::collections::BTreeMap;
+
+/// Every node, depth-first in name order, root first.
+pub async fn tree_view(
+    pool: &SqlitePool,
+    runtime: &Runtime,
+    actor: &CurrentUser,
+) -> Result<Vec<TreeNodeView>, ServerError> {
+    let now = now();
+    let mut db = pool.acquire().await?;
+    let Some(snap) = snapshot::load(&mut db, &runtime.config(), now).await? else {
+        return Ok(Vec::new());
+    };
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (path, user) in grants(pool, Grant::Owner).await? {
+        owners.entry(path).or_default().push(user);
+    }
+    let versions: BTreeMap<String, i64> = sqlx::query_as::<_, (String, i64)>(
+        "select path, children_version from budget_node where removed_at is null",
+    )
+    .fetch_all(&mut *db)
+    .await?
+    .into_iter()
+    .collect();
+    let tree = &snap.tree.tree;
+    let standings = snap.engine.standings(now);
+    let shares = tree.version_at(now);
+    let mut out = Vec::with_capacity(tree.len());
+    let mut stack = vec![(scheduler::BudgetId::ROOT, 0usize)];
+    while let Some((id, depth)) = stack.pop() {
+        let path = tree.path(id).to_string();
+        let siblings: f64 = tree
+            .parent(id)
+            .map(|p| tree.children(p).iter().map(|&c| shares.share(c)).sum())
+            .unwrap_or(1.0);
+        out.push(TreeNodeView {
+            name: if id == scheduler::BudgetId::ROOT {
+                "cluster".into()
+            } else {
+                tree.name(id).to_string()
+            },
+            depth,
+            share: shares.share(id),
+            of_parent: if siblings > 0.0 {
+                shares.share(id) / siblings
+            } else {
+                0.0
+            },
+            fraction: shares.fraction(id),
+            leaf: tree.is_leaf(id),
+            owners: owners.get(&path).cloned().unwrap_or_default(),
+            usage_gpu_h: standings.usage(id) / 3600.0,
+            allocated_gpu_h: standings.allocated(id) / 3600.0,
+            ratio: Some(standings.ratio(id)).filter(|r| r.is_finite()),
+            can_propose: !tree.is_leaf(id) && may_propose(&mut db, actor, &path).await?,
+            children_version: versions.get(&path).copied().unwrap_or(0),
+            path,
+        });
+        let mut kids: Vec<_> = tree.children(id).to_vec();
+        kids.sort_by(|a, b| tree.name(*b).cmp(tree.name(*a)));
+        stack.extend(kids.into_iter().map(|k| (k, depth + 1)));
+    }
+    Ok(out)
+}
