@@ -49,9 +49,22 @@ fn sqlite_options(url: &str) -> Result<SqliteConnectOptions, ServerError> {
         .busy_timeout(Duration::from_secs(10)))
 }
 
-/// Applies the app's migrations and the session store's table.
+/// Applies the app's migrations and the session store's table. Two processes opening a new
+/// database at once (a server and an admin command) may race: each migration runs in its own
+/// transaction, so the loser's attempt rolls back and a retry finds it applied.
 pub async fn migrate(pool: &SqlitePool) -> Result<(), ServerError> {
-    sqlx::migrate!("../migrations").run(pool).await?;
+    let mut attempt = 0;
+    loop {
+        match sqlx::migrate!("../migrations").run(pool).await {
+            Ok(()) => break,
+            Err(error) if attempt < 20 => {
+                attempt += 1;
+                tracing::debug!(%error, attempt, "migration raced another process; retrying");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
     SqliteStore::new(pool.clone()).migrate().await?;
     Ok(())
 }

@@ -4,7 +4,10 @@ use super::{
     ledger, reasons,
     snapshot::{format_indices, Snapshot},
 };
-use crate::{workloads::repo::insert_event, ServerError};
+use crate::{
+    workloads::repo::{insert_event, leave_run},
+    ServerError,
+};
 use scheduler::{Action, AfterStop, Decision, Placement, WorkloadId};
 use serde_json::json;
 use sqlx::SqliteConnection;
@@ -136,18 +139,7 @@ pub async fn stop(
         AfterStop::EndPreempted => "preempted",
         AfterStop::Fail => "failed",
     };
-    sqlx::query(
-        "update workload set state = $2, progress_s = progress_s + ($3 - coalesce(started_at, $3)),
-                queued_at = case when $2 = 'queued' then $3 else queued_at end,
-                ended_at = case when $2 = 'queued' then null else $3 end,
-                started_at = null, protected_until = null
-         where workload_id = $1",
-    )
-    .bind(id)
-    .bind(state)
-    .bind(now)
-    .execute(&mut *db)
-    .await?;
+    leave_run(&mut *db, id, state, None, now).await?;
     insert_event(&mut *db, id, now, event, None, &detail).await?;
     Ok(())
 }

@@ -119,3 +119,29 @@ pub async fn log_tail(
         .fetch_one(db)
         .await
 }
+
+/// Moves an active workload out of its run: back to `queued` (keeping its progress) or to an end
+/// state (`succeeded`, `failed`, `cancelled`, `preempted`), banking the time of the current run.
+pub async fn leave_run(
+    db: impl SqliteExecutor<'_>,
+    workload_id: i64,
+    state: &str,
+    exit_code: Option<i32>,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "update workload set state = $2, exit_code = coalesce($3, exit_code),
+                progress_s = progress_s + ($4 - coalesce(started_at, $4)),
+                queued_at = case when $2 = 'queued' then $4 else queued_at end,
+                ended_at = case when $2 = 'queued' then null else $4 end,
+                started_at = null, protected_until = null
+         where workload_id = $1 and state in ('queued', 'running')",
+    )
+    .bind(workload_id)
+    .bind(state)
+    .bind(exit_code)
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(())
+}

@@ -142,15 +142,7 @@ pub async fn cancel(
     let now = now();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
     apply::close_runs(&mut tx, id, "cancelled", now).await?;
-    sqlx::query(
-        "update workload set state = 'cancelled', ended_at = $2,
-                progress_s = progress_s + ($2 - coalesce(started_at, $2)), started_at = null, protected_until = null
-         where workload_id = $1 and state in ('queued', 'running')",
-    )
-    .bind(id)
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
+    repo::leave_run(&mut *tx, id, "cancelled", None, now).await?;
     repo::insert_event(
         &mut *tx,
         id,
@@ -369,17 +361,7 @@ pub async fn finished(
         ("failed", "failed")
     };
     apply::close_runs(&mut tx, workload_id, kind, now).await?;
-    sqlx::query(
-        "update workload set state = $2, exit_code = $3, ended_at = $4,
-                progress_s = progress_s + ($4 - coalesce(started_at, $4)), started_at = null, protected_until = null
-         where workload_id = $1 and state = 'running'",
-    )
-    .bind(workload_id)
-    .bind(state)
-    .bind(exit_code)
-    .bind(now)
-    .execute(&mut *tx)
-    .await?;
+    repo::leave_run(&mut *tx, workload_id, state, Some(exit_code), now).await?;
     repo::insert_event(
         &mut *tx,
         workload_id,

@@ -3,22 +3,16 @@
 use std::{process::Stdio, time::Duration};
 use tokio::{io::AsyncReadExt, process::Command};
 
+use crate::support::{fake_site, free_port};
+
 const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
 
 #[tokio::test]
 async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("demo.db").display());
-    let site = dir.path().join("site");
-    std::fs::create_dir_all(site.join("pkg")).unwrap();
-    for file in ["hourglass.js", "hourglass.wasm", "hourglass.css"] {
-        std::fs::write(site.join("pkg").join(file), "").unwrap();
-    }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let site = fake_site(dir.path());
+    let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let mut server = Command::new(BIN)
         .args(["serve", "--demo", "--addr", &format!("127.0.0.1:{port}")])

@@ -11,6 +11,8 @@ use server::{
 use std::{process::Stdio, time::Duration};
 use tokio::process::{Child, Command};
 
+use crate::support::{fake_site, free_port};
+
 const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
 
 fn serve(database: &str, site: &std::path::Path, port: u16) -> Child {
@@ -77,11 +79,7 @@ async fn wait_for(http: &reqwest::Client, url: &str, token: &str, id: i64, state
 async fn a_server_killed_mid_run_restarts_without_losing_or_double_charging_time() {
     let dir = tempfile::tempdir().unwrap();
     let database = format!("sqlite://{}", dir.path().join("live.db").display());
-    let site = dir.path().join("site");
-    std::fs::create_dir_all(site.join("pkg")).unwrap();
-    for file in ["hourglass.js", "hourglass.wasm", "hourglass.css"] {
-        std::fs::write(site.join("pkg").join(file), "").unwrap();
-    }
+    let site = fake_site(dir.path());
     let pool = db::open(&database).await.unwrap();
     for name in ["root", "pat", "ada", "bob"] {
         service::create_user(&pool, name, "researcher", "long enough 1".into())
@@ -100,11 +98,7 @@ async fn a_server_killed_mid_run_restarts_without_losing_or_double_charging_time
         .await
         .unwrap();
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let http = reqwest::Client::new();
     let mut server = serve(&database, &site, port);

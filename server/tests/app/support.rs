@@ -173,3 +173,23 @@ impl TestApp {
         response.session_cookie().expect("a session cookie")
     }
 }
+
+/// A site root with empty pkg files, so `hourglass serve` (which checks for a built site) starts
+/// in tests that exercise only its API.
+pub fn fake_site(dir: &std::path::Path) -> std::path::PathBuf {
+    let site = dir.join("site");
+    std::fs::create_dir_all(site.join("pkg")).unwrap();
+    for file in ["hourglass.js", "hourglass.wasm", "hourglass.css"] {
+        std::fs::write(site.join("pkg").join(file), "").unwrap();
+    }
+    site
+}
+
+/// A loopback port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
