@@ -2,7 +2,7 @@
 //! same transaction, so a restart, a retried request or a late report never charges twice, and
 //! the time between a crash and the restart is booked when the runtime comes back.
 
-use crate::{nodes::repo as node_repo, ServerError};
+use crate::{budget::snapshot as tree_snapshot, nodes::repo as node_repo, ServerError};
 use scheduler::HOUR;
 use sqlx::{FromRow, SqliteConnection};
 
@@ -11,6 +11,7 @@ pub enum Column {
     Charged,
     Unallocated,
     Demand,
+    Owed,
 }
 
 impl Column {
@@ -19,6 +20,7 @@ impl Column {
             Column::Charged => "charged_gpu_s",
             Column::Unallocated => "unallocated_gpu_s",
             Column::Demand => "demand_gpu_s",
+            Column::Owed => "owed_gpu_s",
         }
     }
 }
@@ -139,15 +141,28 @@ pub async fn accrue(db: &mut SqliteConnection, now: i64) -> Result<(), ServerErr
         )
         .fetch_all(&mut *db)
         .await?;
-        for (leaf, gpus) in demand {
-            book(db, leaf, Column::Demand, gpus as f64, from, now).await?;
-        }
         let healthy: f64 = node_repo::list_nodes(&mut *db)
             .await?
             .iter()
             .filter(|n| n.health() == "healthy")
             .map(|n| n.gpu_count as f64)
             .sum();
+        let tree = tree_snapshot::load(db).await?;
+        for (leaf, gpus) in demand {
+            book(db, leaf, Column::Demand, gpus as f64, from, now).await?;
+            // Owed: the leaf's funded rate, capped by what it asked for.
+            let fraction = tree
+                .as_ref()
+                .and_then(|t| {
+                    t.engine_id(leaf)
+                        .map(|id| t.tree.version_at(now).fraction(id))
+                })
+                .unwrap_or(0.0);
+            let owed = (fraction * healthy).min(gpus as f64);
+            if owed > 0.0 {
+                book(db, leaf, Column::Owed, owed, from, now).await?;
+            }
+        }
         for (hour, seconds) in split_hours(from, now) {
             sqlx::query(
                 "insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2)

@@ -139,3 +139,30 @@ async fn cancelling_a_running_workload_stops_it_and_charges_only_until_then() {
         "one GPU charged exactly for the run"
     );
 }
+
+#[tokio::test]
+async fn the_ledger_books_owed_time_as_the_funded_rate_capped_by_demand() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 4).await;
+    // ai/olmo is funded for 3 of the 4 GPUs and asks for all 4.
+    let id = live
+        .submit("ada", job("ai/olmo", "wide", "sleep 3", 4, 900, true))
+        .await;
+    live.wait_for_state(id, "succeeded").await;
+    let (owed, demand, charged): (f64, f64, f64) = sqlx::query_as(
+        "select sum(owed_gpu_s), sum(demand_gpu_s), sum(charged_gpu_s) from usage_hour u
+         join budget_node b on b.budget_node_id = u.budget_node_id where b.path = 'ai/olmo'",
+    )
+    .fetch_one(&live.app.pool)
+    .await
+    .unwrap();
+    assert!(
+        demand >= 4.0 * 3.0,
+        "demand booked while it waited and ran: {demand}"
+    );
+    assert_eq!(owed, demand * 0.75, "owed = min(f·C, demand) = 3 of 4 GPUs");
+    assert!(
+        charged >= 4.0 * 3.0 && charged <= demand,
+        "{charged} vs {demand}"
+    );
+}
