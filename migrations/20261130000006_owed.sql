@@ -1,3 +1,3 @@
--- What each leaf was owed per hour (DESIGN §5): its funded rate capped by its demand,
--- min(f · healthy capacity, demanded GPUs), booked as time passes so reports only sum.
+-- What each leaf was owed per hour (DESIGN §5): min(f · C_h, demand_h), kept current by the
+-- runtime as the hour fills, so reports only sum it.
 alter table usage_hour add column owed_gpu_s real not null default 0;

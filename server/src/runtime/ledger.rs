@@ -11,7 +11,6 @@ pub enum Column {
     Charged,
     Unallocated,
     Demand,
-    Owed,
 }
 
 impl Column {
@@ -20,7 +19,6 @@ impl Column {
             Column::Charged => "charged_gpu_s",
             Column::Unallocated => "unallocated_gpu_s",
             Column::Demand => "demand_gpu_s",
-            Column::Owed => "owed_gpu_s",
         }
     }
 }
@@ -147,21 +145,8 @@ pub async fn accrue(db: &mut SqliteConnection, now: i64) -> Result<(), ServerErr
             .filter(|n| n.health() == "healthy")
             .map(|n| n.gpu_count as f64)
             .sum();
-        let tree = tree_snapshot::load(db).await?;
         for (leaf, gpus) in demand {
             book(db, leaf, Column::Demand, gpus as f64, from, now).await?;
-            // Owed: the leaf's funded rate, capped by what it asked for.
-            let fraction = tree
-                .as_ref()
-                .and_then(|t| {
-                    t.engine_id(leaf)
-                        .map(|id| t.tree.version_at(now).fraction(id))
-                })
-                .unwrap_or(0.0);
-            let owed = (fraction * healthy).min(gpus as f64);
-            if owed > 0.0 {
-                book(db, leaf, Column::Owed, owed, from, now).await?;
-            }
         }
         for (hour, seconds) in split_hours(from, now) {
             sqlx::query(
@@ -173,6 +158,7 @@ pub async fn accrue(db: &mut SqliteConnection, now: i64) -> Result<(), ServerErr
             .execute(&mut *db)
             .await?;
         }
+        refresh_owed(db, from, now).await?;
     }
     sqlx::query(
         "insert into ledger_cursor (name, through) values ('demand', $1)
@@ -181,6 +167,43 @@ pub async fn accrue(db: &mut SqliteConnection, now: i64) -> Result<(), ServerErr
     .bind(now.max(from))
     .execute(&mut *db)
     .await?;
+    Ok(())
+}
+
+/// Owed to a leaf in hour h (DESIGN §5) = min(f · C_h, demand_h), recomputed from the hour's
+/// totals for every hour in `[from, to)` so reports only sum it.
+async fn refresh_owed(db: &mut SqliteConnection, from: i64, to: i64) -> Result<(), ServerError> {
+    let Some(tree) = tree_snapshot::load(db).await? else {
+        return Ok(());
+    };
+    for (hour, _) in split_hours(from, to) {
+        let capacity: f64 = sqlx::query_scalar(
+            "select coalesce(max(healthy_gpu_s), 0.0) from capacity_hour where hour = $1",
+        )
+        .bind(hour)
+        .fetch_one(&mut *db)
+        .await?;
+        let leaves: Vec<(i64, f64)> =
+            sqlx::query_as("select budget_node_id, demand_gpu_s from usage_hour where hour = $1 order by budget_node_id")
+                .bind(hour)
+                .fetch_all(&mut *db)
+                .await?;
+        let shares = tree.tree.version_at(hour);
+        for (leaf, demand) in leaves {
+            let fraction = tree
+                .engine_id(leaf)
+                .map(|id| shares.fraction(id))
+                .unwrap_or(0.0);
+            sqlx::query(
+                "update usage_hour set owed_gpu_s = $3 where budget_node_id = $1 and hour = $2",
+            )
+            .bind(leaf)
+            .bind(hour)
+            .bind((fraction * capacity).min(demand))
+            .execute(&mut *db)
+            .await?;
+        }
+    }
     Ok(())
 }
 

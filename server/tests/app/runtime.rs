@@ -149,20 +149,29 @@ async fn the_ledger_books_owed_time_as_the_funded_rate_capped_by_demand() {
         .submit("ada", job("ai/olmo", "wide", "sleep 3", 4, 900, true))
         .await;
     live.wait_for_state(id, "succeeded").await;
-    let (owed, demand, charged): (f64, f64, f64) = sqlx::query_as(
-        "select sum(owed_gpu_s), sum(demand_gpu_s), sum(charged_gpu_s) from usage_hour u
-         join budget_node b on b.budget_node_id = u.budget_node_id where b.path = 'ai/olmo'",
+    let rows: Vec<(f64, f64, f64, f64)> = sqlx::query_as(
+        "select u.owed_gpu_s, u.demand_gpu_s, u.charged_gpu_s, c.healthy_gpu_s from usage_hour u
+         join budget_node b on b.budget_node_id = u.budget_node_id join capacity_hour c on c.hour = u.hour
+         where b.path = 'ai/olmo'",
     )
-    .fetch_one(&live.app.pool)
+    .fetch_all(&live.app.pool)
     .await
     .unwrap();
+    let demand: f64 = rows.iter().map(|r| r.1).sum();
+    let charged: f64 = rows.iter().map(|r| r.2).sum();
     assert!(
         demand >= 4.0 * 3.0,
         "demand booked while it waited and ran: {demand}"
     );
-    assert_eq!(owed, demand * 0.75, "owed = min(f·C, demand) = 3 of 4 GPUs");
     assert!(
         charged >= 4.0 * 3.0 && charged <= demand,
         "{charged} vs {demand}"
     );
+    for (owed, demand, _, capacity) in rows {
+        assert_eq!(
+            owed,
+            (0.75 * capacity).min(demand),
+            "owed = min(f · C_h, demand_h)"
+        );
+    }
 }
