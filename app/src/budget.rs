@@ -25,6 +25,7 @@ pub struct TreeNodeView {
 
 /// One child in a change request: its share before and after, and what happens to it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct ChangeItem {
     pub child: String,
     /// `set`, `add`, `rename` or `remove`.

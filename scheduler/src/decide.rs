@@ -24,6 +24,9 @@ use crate::reasons::{
 use crate::snapshot::{ClusterState, WorkloadSpec};
 use crate::tree::BudgetTree;
 
+/// Below this many idle GPUs, free work is picked from its bucket one by one instead of sorted.
+const FEW_IDLE: usize = 8;
+
 pub(crate) fn fair_share(
     engine: &Engine,
     state: &ClusterState<'_>,
@@ -157,18 +160,30 @@ impl Pass<'_> {
             {
                 continue;
             }
-            for &q in queue.sorted_group(1, rank, self.queued) {
-                let w = self.queued[q as usize];
-                if !self.pool.idle_could_fit(w.gpus) {
-                    continue;
+            let members = queue.group(1, rank);
+            if (self.pool.idle_total as usize) < FEW_IDLE && members.len() > 4 * FEW_IDLE {
+                // Each start takes at least one idle GPU, and idle GPUs only get fewer here: with
+                // few of them, picking the best fitting member again and again is cheaper than
+                // sorting the whole bucket, and starts the same workloads in the same order.
+                let mut left: Vec<u32> = members.to_vec();
+                while self.pool.idle_total > 0 {
+                    let best = left
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, &q)| self.pool.idle_could_fit(self.queued[q as usize].gpus))
+                        .min_by_key(|(_, &q)| {
+                            QueueKey::fair_share(&self.queued[q as usize], rank as u32)
+                        })
+                        .map(|(i, &q)| (i, q));
+                    let Some((i, q)) = best else { break };
+                    left.swap_remove(i);
+                    self.try_idle_only(q, rank as u32);
                 }
-                let rules = Rules {
-                    may_backfill: &|_: &Held| true,
-                    victim: None,
-                    only: None,
-                };
-                if let Some(choice) = self.pool.find(w.gpus, &rules) {
-                    self.start(q, rank as u32, choice);
+                continue;
+            }
+            for &q in queue.sorted_group(1, rank, self.queued) {
+                if self.pool.idle_could_fit(self.queued[q as usize].gpus) {
+                    self.try_idle_only(q, rank as u32);
                 }
             }
         }
@@ -179,6 +194,18 @@ impl Pass<'_> {
                     idle_gpus: self.pool.idle_total,
                 });
             }
+        }
+    }
+
+    /// Starts unallocated work on idle GPUs if a placement exists.
+    fn try_idle_only(&mut self, q: u32, rank: u32) {
+        let rules = Rules {
+            may_backfill: &|_: &Held| true,
+            victim: None,
+            only: None,
+        };
+        if let Some(choice) = self.pool.find(self.queued[q as usize].gpus, &rules) {
+            self.start(q, rank, choice);
         }
     }
 

@@ -16,8 +16,16 @@ pub(crate) fn drain_hosts(
     actions: &mut Vec<Action>,
 ) -> Option<Time> {
     let mut wake: Option<Time> = None;
-    let mut order: Vec<u32> = (0..pool.runs.len() as u32).collect();
+    // Only runs touching a host out of service can drain; on a healthy cluster there are none.
+    let mut order: Vec<u32> = (0..pool.slots.len())
+        .filter(|&n| pool.slots[n].health != Health::Healthy)
+        .flat_map(|n| pool.slot_runs(n).iter().map(|&(run, _)| run))
+        .collect();
+    if order.is_empty() {
+        return None;
+    }
     order.sort_by_key(|&r| pool.runs[r as usize].spec.id);
+    order.dedup();
     for run in order {
         let Some((node, health)) = worst_host(pool, run) else {
             continue;

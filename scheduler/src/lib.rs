@@ -75,6 +75,7 @@ mod priority;
 mod queue;
 mod ranking;
 mod reasons;
+pub mod sim;
 mod snapshot;
 mod tree;
 

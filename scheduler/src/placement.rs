@@ -70,7 +70,7 @@ impl Pool {
             };
             items.clear();
             let mut reachable = free.count();
-            for &(run, held) in &slot.runs {
+            for &(run, held) in self.slot_runs(node) {
                 let r = &self.runs[run as usize];
                 let gain = held.intersection(usable);
                 if r.alive && !r.fresh && !gain.is_empty() && victim_ok(r) {
@@ -114,14 +114,16 @@ impl Pool {
             let cost = if slot.free == slot.all {
                 Some(Cost::ZERO)
             } else if let Some(victim_ok) = rules.victim {
-                slot.runs.iter().try_fold(Cost::ZERO, |sum, &(run, _)| {
-                    let r = &self.runs[run as usize];
-                    match (r.alive, r.alive && !r.fresh && victim_ok(r)) {
-                        (false, _) => Some(sum),
-                        (true, true) => Some(sum.plus(r.cost)),
-                        (true, false) => None,
-                    }
-                })
+                self.slot_runs(node)
+                    .iter()
+                    .try_fold(Cost::ZERO, |sum, &(run, _)| {
+                        let r = &self.runs[run as usize];
+                        match (r.alive, r.alive && !r.fresh && victim_ok(r)) {
+                            (false, _) => Some(sum),
+                            (true, true) => Some(sum.plus(r.cost)),
+                            (true, false) => None,
+                        }
+                    })
             } else {
                 None
             };
@@ -148,7 +150,7 @@ impl Pool {
                 gpus: slot.all,
             });
             victims.extend(
-                slot.runs
+                self.slot_runs(node)
                     .iter()
                     .filter(|(r, _)| self.runs[*r as usize].alive)
                     .map(|(r, _)| *r),
@@ -180,7 +182,7 @@ impl Pool {
             times.clear();
             times.extend(slot.free.indices().map(|g| (self.now, g)));
             let mut blocked = GpuSet::EMPTY;
-            for &(run, held) in &slot.runs {
+            for &(run, held) in self.slot_runs(node) {
                 let r = &self.runs[run as usize];
                 if !r.alive {
                     continue;

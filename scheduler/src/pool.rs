@@ -86,8 +86,9 @@ pub(crate) struct Slot {
     pub health: Health,
     pub reservation: Option<u32>,
     pub reserved: GpuSet,
-    /// Live and finished runs touching this host, with the GPUs they hold here.
-    pub runs: Vec<(u32, GpuSet)>,
+    /// Where this host's runs start in [`Pool::slot_runs`]' flat list, and how many there are.
+    runs_at: u32,
+    runs_len: u32,
 }
 
 impl Slot {
@@ -113,6 +114,9 @@ pub(crate) struct Pool {
     pub slots: Vec<Slot>,
     pub runs: Vec<Run>,
     parts: Vec<NodeGpus>,
+    /// Every host's runs in one allocation: room for its snapshot runs plus one fresh run per GPU
+    /// (fresh runs are never stopped within a pass, so a GPU takes at most one).
+    slot_runs: Vec<(u32, GpuSet)>,
     pub held: Vec<Held>,
     /// The largest host's GPU count: bigger workloads are gangs of whole hosts.
     pub node_size: u32,
@@ -141,22 +145,39 @@ impl Pool {
         ranks: usize,
         rank_of: impl Fn(BudgetId) -> u32,
     ) -> Pool {
+        // Size every vector once: a pass runs at every event, so regrowth would dominate.
+        let mut per_node = vec![0usize; state.nodes.len()];
+        let mut part_count = 0;
+        for run in state.running {
+            part_count += run.placement.parts.len();
+            for part in &run.placement.parts {
+                per_node[part.node.index()] += 1;
+            }
+        }
+        let mut room = 0u32;
         let mut pool = Pool {
             now,
             slots: state
                 .nodes
                 .iter()
-                .map(|n| Slot {
-                    all: GpuSet::first(n.gpus),
-                    free: GpuSet::first(n.gpus),
-                    health: n.health,
-                    reservation: None,
-                    reserved: GpuSet::EMPTY,
-                    runs: Vec::new(),
+                .zip(&per_node)
+                .map(|(n, &count)| {
+                    let runs_at = room;
+                    room += count as u32 + n.gpus;
+                    Slot {
+                        all: GpuSet::first(n.gpus),
+                        free: GpuSet::first(n.gpus),
+                        health: n.health,
+                        reservation: None,
+                        reserved: GpuSet::EMPTY,
+                        runs_at,
+                        runs_len: 0,
+                    }
                 })
                 .collect(),
             runs: Vec::with_capacity(state.running.len() + 64),
-            parts: Vec::with_capacity(state.running.len() + 64),
+            parts: Vec::with_capacity(part_count + 64),
+            slot_runs: Vec::new(),
             held: Vec::new(),
             node_size: state.nodes.iter().map(|n| n.gpus).max().unwrap_or(0),
             idle_hist: [0; 65],
@@ -168,6 +189,7 @@ impl Pool {
             changes: 0,
             loosened: Vec::new(),
         };
+        pool.slot_runs = vec![(0, GpuSet::EMPTY); room as usize];
         for run in state.running {
             let at = pool.parts.len() as u32;
             pool.parts.extend_from_slice(&run.placement.parts);
@@ -175,7 +197,8 @@ impl Pool {
             for part in &run.placement.parts {
                 let slot = &mut pool.slots[part.node.index()];
                 slot.free = slot.free.without(part.gpus);
-                slot.runs.push((index, part.gpus));
+                pool.slot_runs[(slot.runs_at + slot.runs_len) as usize] = (index, part.gpus);
+                slot.runs_len += 1;
             }
             pool.runs.push(Run {
                 spec: run.spec,
@@ -190,8 +213,9 @@ impl Pool {
                 usable_gpus: 0,
             });
         }
-        for slot in &mut pool.slots {
-            slot.runs
+        for slot in &pool.slots {
+            let at = slot.runs_at as usize;
+            pool.slot_runs[at..at + slot.runs_len as usize]
                 .sort_by_key(|&(run, _)| pool.runs[run as usize].spec.id);
         }
         for i in 0..pool.slots.len() {
@@ -210,6 +234,14 @@ impl Pool {
             .filter(|p| self.slots[p.node.index()].schedulable())
             .map(|p| p.gpus.count())
             .sum()
+    }
+
+    /// Live and finished runs touching host `node`, with the GPUs they hold there, by workload id
+    /// (snapshot runs), then in start order (runs started by this pass).
+    pub(crate) fn slot_runs(&self, node: usize) -> &[(u32, GpuSet)] {
+        let slot = &self.slots[node];
+        let at = slot.runs_at as usize;
+        &self.slot_runs[at..at + slot.runs_len as usize]
     }
 
     pub(crate) fn parts_of(&self, run: u32) -> &[NodeGpus] {
@@ -255,7 +287,7 @@ impl Pool {
 
     /// The most idle GPUs on any schedulable host.
     pub(crate) fn max_idle(&self) -> u32 {
-        (0..self.idle_hist.len())
+        (0..=self.node_size as usize)
             .rev()
             .find(|&c| self.idle_hist[c] > 0)
             .unwrap_or(0) as u32
@@ -307,7 +339,8 @@ impl Pool {
             let slot = &mut self.slots[node];
             debug_assert!(part.gpus.without(slot.free).is_empty(), "GPU taken twice");
             slot.free = slot.free.without(part.gpus);
-            slot.runs.push((index, part.gpus));
+            self.slot_runs[(slot.runs_at + slot.runs_len) as usize] = (index, part.gpus);
+            slot.runs_len += 1;
             self.count_idle(node, 1);
             self.parts.push(*part);
         }

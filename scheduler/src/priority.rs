@@ -51,6 +51,9 @@ pub(crate) fn baseline(
     order.sort_unstable_by_key(|&q| QueueKey::baseline(&state.queued[q as usize]));
     let mut watched = None;
     let everywhere = |_: &Held| true;
+    // Searches that found nothing since the last preemption: a later request at least as large,
+    // of no higher priority (so with no more victims), fails the same way and is not searched.
+    let mut failed: Vec<(bool, u32, i32)> = Vec::new();
     for q in order {
         if pool.idle_total == 0 && pool.baseline_preemptible_gpus == 0 {
             break;
@@ -72,18 +75,25 @@ pub(crate) fn baseline(
         }
         .or_else(|| {
             let reach = pool.idle_total + pool.baseline_preemptible_gpus;
-            (protect && reach >= w.gpus)
-                .then(|| {
-                    pool.find(
-                        w.gpus,
-                        &Rules {
-                            may_backfill: &everywhere,
-                            victim: Some(&victim),
-                            only: None,
-                        },
-                    )
-                })
-                .flatten()
+            let gang = w.gpus > pool.node_size;
+            let hopeless = failed
+                .iter()
+                .any(|&(g, gpus, priority)| g == gang && w.gpus >= gpus && w.priority <= priority);
+            if !protect || reach < w.gpus || hopeless {
+                return None;
+            }
+            let found = pool.find(
+                w.gpus,
+                &Rules {
+                    may_backfill: &everywhere,
+                    victim: Some(&victim),
+                    only: None,
+                },
+            );
+            if found.is_none() {
+                failed.push((gang, w.gpus, w.priority));
+            }
+            found
         });
         let Some(choice) = choice else {
             if watch == Some(w.id) {
@@ -97,6 +107,9 @@ pub(crate) fn baseline(
             }
             continue;
         };
+        if !choice.victims.is_empty() {
+            failed.clear();
+        }
         for &v in &choice.victims {
             let r = &pool.runs[v as usize];
             actions.push(Action::Preempt {

@@ -56,20 +56,23 @@ impl Queue {
         };
         let mut start = vec![0u32; groups + 1];
         let mut min_gpus = vec![u32::MAX; groups];
-        for w in queued {
-            let g = group_of(w);
-            start[g + 1] += 1;
-            min_gpus[g] = min_gpus[g].min(w.gpus);
-        }
+        let group: Vec<u32> = queued
+            .iter()
+            .map(|w| {
+                let g = group_of(w);
+                start[g + 1] += 1;
+                min_gpus[g] = min_gpus[g].min(w.gpus);
+                g as u32
+            })
+            .collect();
         for g in 0..groups {
             start[g + 1] += start[g];
         }
         let mut fill = start.clone();
         let mut order = vec![0u32; queued.len()];
-        for (i, w) in queued.iter().enumerate() {
-            let g = group_of(w);
-            order[fill[g] as usize] = i as u32;
-            fill[g] += 1;
+        for (i, &g) in group.iter().enumerate() {
+            order[fill[g as usize] as usize] = i as u32;
+            fill[g as usize] += 1;
         }
         Queue {
             ranks,

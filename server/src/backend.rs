@@ -291,12 +291,24 @@ fn parse_date(raw: &str) -> Result<Option<i64>, ServerError> {
     Ok(Some((era * 146_097 + doe - 719_468) * 86_400))
 }
 
+/// An open run's GPUs and what the Nodes page says about their holder.
+#[derive(sqlx::FromRow)]
+struct HeldGpus {
+    node_id: i64,
+    gpu_indices: String,
+    workload_id: i64,
+    name: String,
+    project: String,
+    protected_until: Option<i64>,
+    allocated: bool,
+}
+
 /// Every node with its health, heartbeat age and what holds each GPU.
 pub async fn node_views(pool: &SqlitePool) -> Result<Vec<NodeView>, ServerError> {
     let now = service::now();
     let rows = node_repo::list_nodes(pool).await?;
-    let runs: Vec<(i64, String, i64, String, String, Option<i64>, bool)> = sqlx::query_as(
-        "select r.node_id, r.gpu_indices, w.workload_id, w.name, b.path, r.protected_until, r.allocated
+    let runs: Vec<HeldGpus> = sqlx::query_as(
+        "select r.node_id, r.gpu_indices, w.workload_id, w.name, b.path as project, r.protected_until, r.allocated
          from workload_run r join workload w on w.workload_id = r.workload_id
          join budget_node b on b.budget_node_id = w.budget_node_id
          where r.ended_at is null order by r.node_id",
@@ -304,7 +316,16 @@ pub async fn node_views(pool: &SqlitePool) -> Result<Vec<NodeView>, ServerError>
     .fetch_all(pool)
     .await?;
     let mut holders: BTreeMap<(i64, u32), GpuHolder> = BTreeMap::new();
-    for (node_id, indices, workload_id, name, project, protected_until, allocated) in runs {
+    for HeldGpus {
+        node_id,
+        gpu_indices: indices,
+        workload_id,
+        name,
+        project,
+        protected_until,
+        allocated,
+    } in runs
+    {
         for index in parse_indices(&indices) {
             holders.insert(
                 (node_id, index),

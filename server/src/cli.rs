@@ -29,6 +29,7 @@ pub fn main() -> ExitCode {
                 })
                 .await
             }
+            Some(Command::Simulate(args)) => crate::simulate::run(args),
         }
     });
     match result {

@@ -32,6 +32,8 @@ pub enum Command {
     },
     /// Run on a GPU host: register with the server, heartbeat, and run the workloads it assigns.
     Agent(AgentArgs),
+    /// Replay a workload trace through the scheduler and report (DESIGN §6); or generate inputs.
+    Simulate(crate::simulate::SimulateArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,9 +1,11 @@
 //! The engine's integration tests: one binary, a module per part of DESIGN §4.
 
+mod audit;
 mod baseline;
 mod fair_share;
 mod health;
 mod placement;
 mod properties;
+mod simulator;
 mod support;
 mod validation;

@@ -231,16 +231,17 @@ fn start(
     };
     tracing::info!(run_id = assignment.run_id, workload = %assignment.name, gpus = %visible, "started");
     let log = Arc::new(Mutex::new(LogBuffer::default()));
-    for pipe in [
+    let readers: Vec<_> = [
         child.stdout.take().map(Pipe::Out),
         child.stderr.take().map(Pipe::Err),
     ]
     .into_iter()
     .flatten()
-    {
+    .map(|pipe| {
         let log = log.clone();
-        tokio::spawn(async move { pipe.copy_into(log).await });
-    }
+        tokio::spawn(async move { pipe.copy_into(log).await })
+    })
+    .collect();
     let pgid = child.id().map(|id| id as i32).unwrap_or(0);
     let run_id = assignment.run_id;
     let exit_tx = exit_tx.clone();
@@ -252,6 +253,10 @@ fn start(
             }),
             Err(_) => 255,
         };
+        // Let the readers drain what the process wrote before it exited (a background child
+        // holding the pipe open must not delay the report for long).
+        let _ =
+            tokio::time::timeout(Duration::from_secs(2), futures::future::join_all(readers)).await;
         let _ = exit_tx.send((run_id, code));
     });
     runs.insert(

@@ -355,8 +355,8 @@ async fn view(
     actor: &CurrentUser,
     row: RequestRow,
 ) -> Result<ChangeRequestView, ServerError> {
-    let items: Vec<(String, String, Option<f64>, Option<f64>, Option<String>)> = sqlx::query_as(
-        "select child_name, action, old_share, new_share, new_name from change_request_item
+    let items: Vec<ChangeItem> = sqlx::query_as(
+        "select child_name as child, action, old_share, new_share, new_name from change_request_item
          where change_request_id = $1 order by child_name",
     )
     .bind(row.change_request_id)
@@ -379,18 +379,7 @@ async fn view(
         decided_at: row.decided_at,
         decided_by: row.decided_by,
         comment: row.decision_comment,
-        items: items
-            .into_iter()
-            .map(
-                |(child, action, old_share, new_share, new_name)| ChangeItem {
-                    child,
-                    action,
-                    old_share,
-                    new_share,
-                    new_name,
-                },
-            )
-            .collect(),
+        items,
         can_decide: can_decide && !stale,
     })
 }

@@ -6,7 +6,7 @@ use super::{
 };
 use crate::{
     budget::repo as budget_repo,
-    runtime::{apply, snapshot, Runtime},
+    runtime::{apply, ledger, snapshot, Runtime},
     users::service::now,
     ServerError,
 };
@@ -66,7 +66,9 @@ pub async fn submit(
     }
     check_fits(pool, new.gpus).await?;
     let now = now();
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    // Book demand up to now before this workload adds to it.
+    ledger::accrue(&mut tx, now).await?;
     let id = repo::insert_workload(
         &mut *tx,
         actor.id,
@@ -141,6 +143,7 @@ pub async fn cancel(
     }
     let now = now();
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    ledger::accrue(&mut tx, now).await?;
     apply::close_runs(&mut tx, id, "cancelled", now).await?;
     repo::leave_run(&mut *tx, id, "cancelled", None, now).await?;
     repo::insert_event(
@@ -354,6 +357,8 @@ pub async fn finished(
     let Some(workload_id) = workload else {
         return Ok(false);
     };
+    // Book demand and usage up to now while the workload still counts as running.
+    ledger::accrue(&mut tx, now).await?;
     store_log(&mut tx, workload_id, log_tail).await?;
     let (kind, state) = if exit_code == 0 {
         ("completed", "succeeded")

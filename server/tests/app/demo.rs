@@ -25,7 +25,7 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
         .spawn()
         .unwrap();
 
-    let http = reqwest::Client::new();
+    let http = crate::live::client();
     let mut token = String::new();
     for _ in 0..100 {
         let output = Command::new(BIN)

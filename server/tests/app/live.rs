@@ -75,7 +75,7 @@ impl Live {
         Live {
             app,
             url,
-            http: reqwest::Client::new(),
+            http: client(),
             agents: Vec::new(),
         }
     }
@@ -184,6 +184,15 @@ impl Live {
         }
         panic!("node {name} never became {state}");
     }
+}
+
+/// An HTTP client whose requests give up after 15 s, so a stuck server fails a test instead of
+/// hanging the suite.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap()
 }
 
 fn app_state_options(app: &TestApp) -> leptos::prelude::LeptosOptions {

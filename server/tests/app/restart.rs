@@ -100,7 +100,7 @@ async fn a_server_killed_mid_run_restarts_without_losing_or_double_charging_time
 
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let http = reqwest::Client::new();
+    let http = crate::live::client();
     let mut server = serve(&database, &site, port);
     healthy(&http, &url).await;
     let _agent = Command::new(BIN)

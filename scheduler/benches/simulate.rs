@@ -1,0 +1,66 @@
+//! 30 simulated days of the reference-like scenario (1,024 GPUs, 40,000+ workloads) under each
+//! policy: the target is under 1 s per policy, release build, one core, under 500 MB.
+//!
+//! `cargo bench -p scheduler --bench simulate [-- --runs N --seed S --days D]` prints the median
+//! wall time per policy, the summary table and the process's peak memory.
+
+use std::time::Instant;
+
+use scheduler::sim::scenario::{generate, ScenarioConfig};
+use scheduler::sim::{self, summary_table, SimConfig, SimInput};
+use scheduler::Policy;
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let runs = arg("--runs", 5).max(1) as usize;
+    let seed = arg("--seed", 1);
+    let days = arg("--days", 30) as u32;
+    let started = Instant::now();
+    let s = generate(&ScenarioConfig::reference(seed, days));
+    let generated = started.elapsed().as_secs_f64();
+    let input = SimInput::parse(&s.tree_toml, &s.cluster_toml, &s.trace_csv).expect("valid");
+    println!(
+        "scenario: seed {seed}, {days} days, {} workloads, {} GPUs (generated in {generated:.3} s)",
+        input.trace.len(),
+        input.cluster.total_gpus()
+    );
+    let mut reports = Vec::new();
+    for policy in [Policy::FairShare, Policy::Priority] {
+        let config = SimConfig {
+            policy,
+            ..SimConfig::default()
+        };
+        let mut times = Vec::new();
+        let mut last = None;
+        for _ in 0..runs {
+            let t = Instant::now();
+            let out = sim::run(&input, &config);
+            times.push(t.elapsed().as_secs_f64());
+            last = Some(out);
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let mut report = last.expect("at least one run").report;
+        report.wall_s = median;
+        println!(
+            "simulate/{policy:?}: median {median:.3} s over {runs} runs (min {:.3}, max {:.3})",
+            times[0],
+            times[times.len() - 1]
+        );
+        reports.push(report);
+    }
+    println!("{}", summary_table(&reports.iter().collect::<Vec<_>>()));
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        for line in status.lines().filter(|l| l.starts_with("VmHWM")) {
+            println!("peak memory: {}", line.trim_start_matches("VmHWM:").trim());
+        }
+    }
+}

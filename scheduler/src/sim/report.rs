@@ -1,0 +1,296 @@
+//! The report (DESIGN §6 names, kept exactly; extra fields only added) and its summary table.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::ids::Time;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// `fair-share` or `priority`.
+    pub policy: String,
+    pub horizon_s: Time,
+    pub gpus: u32,
+    /// Wall-clock seconds the run took: filled in by the caller (the simulator has no clock).
+    pub wall_s: f64,
+    pub workloads: Workloads,
+    /// Busy / healthy GPU-seconds, counting only GPUs on healthy hosts.
+    pub occupancy: f64,
+    /// Unallocated / busy GPU-seconds.
+    pub unallocated_fraction: f64,
+    /// Every preemption and drain.
+    pub preemptions: u64,
+    pub wait_s: Waits,
+    pub delivered_over_owed: DeliveredOverOwed,
+    /// Every tree node, root (`""`) first, in pre-order.
+    pub nodes: Vec<NodeReport>,
+    /// `free-work`, `fair-share`, `priority`, `host-unhealthy`, `host-cordoned`, `host-down`.
+    pub preemptions_by_reason: BTreeMap<String, u64>,
+    /// From requeue to the next start (or the horizon), one entry per requeue.
+    pub requeue_wait_s: WaitStats,
+    /// Time-averaged GPUs asked for by queued and running work (free work too) / healthy GPUs.
+    pub demand_over_capacity: f64,
+    /// GPU-hours of progress lost by non-resumable work that was stopped.
+    pub lost_gpu_h: f64,
+    /// Trace rows whose minimum runtime was cut to `--max-min-runtime`.
+    pub min_runtime_capped: u64,
+    /// Decision passes the engine ran.
+    pub decisions: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Workloads {
+    pub submitted: u64,
+    pub completed: u64,
+    /// Non-resumable work stopped by a preemption, a drain or a host going down.
+    pub killed: u64,
+    /// Queued or running at the horizon.
+    pub unfinished: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Waits {
+    pub all: WaitStats,
+    /// `0 < min_runtime ≤ 15 min` and `gpus ≤ 8`.
+    pub debug: WaitStats,
+    /// More GPUs than the largest host.
+    pub large: WaitStats,
+}
+
+/// Nearest-rank percentiles in seconds; `null` when `count` is 0.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WaitStats {
+    pub count: u64,
+    pub p50: Option<Time>,
+    pub p90: Option<Time>,
+    pub p99: Option<Time>,
+}
+
+impl WaitStats {
+    /// From waits sorted ascending.
+    pub(crate) fn of_sorted(sorted: &[Time]) -> WaitStats {
+        let pick = |p: f64| {
+            let n = sorted.len();
+            (n > 0).then(|| sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1])
+        };
+        WaitStats {
+            count: sorted.len() as u64,
+            p50: pick(0.50),
+            p90: pick(0.90),
+            p99: pick(0.99),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DeliveredOverOwed {
+    /// `Σ min(delivered, owed) / Σ owed` over the teams.
+    pub overall: Option<f64>,
+    /// The worst team's `delivered / owed`, capped at 1.
+    pub min: Option<f64>,
+    /// Leaves with something owed.
+    pub teams: u64,
+    pub teams_at_95pct: u64,
+    /// `Σ_h min(charged_h, owed_h) / Σ_h owed_h` over the teams.
+    pub hourly: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeReport {
+    pub path: String,
+    pub fraction: f64,
+    /// `Σ_h min(f · C_h, demand_h)`.
+    pub owed_gpu_h: f64,
+    /// GPU-hours charged to it over the period (from the run segments).
+    pub delivered_gpu_h: f64,
+    /// The same, as the engine's ledger booked it: an audit of the incremental charging.
+    pub charged_gpu_h: f64,
+    /// Free (unallocated) GPU-hours its workloads ran.
+    pub unallocated_gpu_h: f64,
+    /// `delivered / owed`; `null` when nothing was owed.
+    pub delivered_over_owed: Option<f64>,
+}
+
+impl Report {
+    /// Pretty JSON, byte-identical for identical inputs (fields in declaration order).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serialises")
+    }
+}
+
+/// `{"fair_share": …, "priority": …}` for `--policy both`.
+pub fn both_json(fair_share: &Report, priority: &Report) -> String {
+    #[derive(Serialize)]
+    struct Both<'a> {
+        fair_share: &'a Report,
+        priority: &'a Report,
+    }
+    serde_json::to_string_pretty(&Both {
+        fair_share,
+        priority,
+    })
+    .expect("a report always serialises")
+}
+
+/// A human summary, one column per report (side by side for `both`).
+pub fn summary_table(reports: &[&Report]) -> String {
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut row = |label: &str, f: &dyn Fn(&Report) -> String| {
+        rows.push((label.to_string(), reports.iter().map(|r| f(r)).collect()));
+    };
+    row("policy", &|r| r.policy.clone());
+    row("GPUs", &|r| r.gpus.to_string());
+    row("horizon", &|r| duration(Some(r.horizon_s)));
+    row("workloads submitted", &|r| {
+        r.workloads.submitted.to_string()
+    });
+    row("  completed", &|r| r.workloads.completed.to_string());
+    row("  killed (lost)", &|r| r.workloads.killed.to_string());
+    row("  unfinished", &|r| r.workloads.unfinished.to_string());
+    row("demand / capacity", &|r| {
+        format!("{:.2}x", r.demand_over_capacity)
+    });
+    row("occupancy", &|r| percent(Some(r.occupancy)));
+    row("unallocated fraction", &|r| {
+        percent(Some(r.unallocated_fraction))
+    });
+    row("delivered/owed overall", &|r| {
+        percent(r.delivered_over_owed.overall)
+    });
+    row("  worst team", &|r| percent(r.delivered_over_owed.min));
+    row("  teams at >= 95%", &|r| {
+        format!(
+            "{} of {}",
+            r.delivered_over_owed.teams_at_95pct, r.delivered_over_owed.teams
+        )
+    });
+    row("  hourly tracking", &|r| {
+        percent(r.delivered_over_owed.hourly)
+    });
+    for (label, pick) in [
+        ("wait all", 0usize),
+        ("wait debug", 1),
+        ("wait large", 2),
+        ("requeue wait", 3),
+    ] {
+        let stats = move |r: &Report| -> WaitStats {
+            match pick {
+                0 => r.wait_s.all.clone(),
+                1 => r.wait_s.debug.clone(),
+                2 => r.wait_s.large.clone(),
+                _ => r.requeue_wait_s.clone(),
+            }
+        };
+        row(&format!("{label} (n)"), &|r| stats(r).count.to_string());
+        row("  p50 / p90 / p99", &|r| {
+            let s = stats(r);
+            format!(
+                "{} / {} / {}",
+                duration(s.p50),
+                duration(s.p90),
+                duration(s.p99)
+            )
+        });
+    }
+    row("preemptions", &|r| r.preemptions.to_string());
+    let mut reasons: Vec<&String> = reports
+        .iter()
+        .flat_map(|r| r.preemptions_by_reason.keys())
+        .collect();
+    reasons.sort();
+    reasons.dedup();
+    for reason in reasons {
+        row(&format!("  {reason}"), &|r| {
+            r.preemptions_by_reason
+                .get(reason)
+                .copied()
+                .unwrap_or(0)
+                .to_string()
+        });
+    }
+    row("lost GPU-hours", &|r| format!("{:.0}", r.lost_gpu_h));
+    row("decision passes", &|r| r.decisions.to_string());
+    row("wall time", &|r| format!("{:.3} s", r.wall_s));
+
+    if let Some(first) = reports.first() {
+        rows.push((String::new(), vec![String::new(); reports.len()]));
+        rows.push((
+            "team: delivered / owed".into(),
+            vec![String::new(); reports.len()],
+        ));
+        for (i, node) in first.nodes.iter().enumerate() {
+            if node.path.is_empty() {
+                continue;
+            }
+            let depth = node.path.matches('/').count();
+            let label = format!(
+                "{}{} ({:.1}%)",
+                "  ".repeat(depth + 1),
+                node.path,
+                100.0 * node.fraction
+            );
+            let cells = reports
+                .iter()
+                .map(|r| {
+                    let n = &r.nodes[i];
+                    format!(
+                        "{:.0} / {:.0} h  {}",
+                        n.delivered_gpu_h,
+                        n.owed_gpu_h,
+                        percent(n.delivered_over_owed)
+                    )
+                })
+                .collect();
+            rows.push((label, cells));
+        }
+    }
+
+    let label_width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let mut widths = vec![0; reports.len()];
+    for (_, cells) in &rows {
+        for (w, c) in widths.iter_mut().zip(cells) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (label, cells) in &rows {
+        let _ = write!(out, "{label:<label_width$}");
+        for (w, c) in widths.iter().zip(cells) {
+            let _ = write!(out, "  {c:>w$}");
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+    out
+}
+
+fn percent(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), |x| format!("{:.1}%", 100.0 * x))
+}
+
+/// Seconds as `42 s`, `12.5 min`, `3.2 h` or `4.1 d`.
+fn duration(s: Option<Time>) -> String {
+    match s {
+        None => "-".into(),
+        Some(s) if s < 120 => format!("{s} s"),
+        Some(s) if s < 2 * 3_600 => format!("{:.1} min", s as f64 / 60.0),
+        Some(s) if s < 2 * 86_400 => format!("{:.1} h", s as f64 / 3_600.0),
+        Some(s) => format!("{:.1} d", s as f64 / 86_400.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let waits: Vec<Time> = (1..=100).collect();
+        let s = WaitStats::of_sorted(&waits);
+        assert_eq!((s.p50, s.p90, s.p99), (Some(50), Some(90), Some(99)));
+        assert_eq!(WaitStats::of_sorted(&[7]).p99, Some(7));
+        assert_eq!(WaitStats::of_sorted(&[]).p50, None);
+    }
+}

@@ -1,0 +1,461 @@
+//! The event loop: arrivals, completions, outages and the engine's own wake-ups, in time order.
+//! Nothing ticks: the clock jumps to the next event, every event at one second is applied, and
+//! the engine decides once for all of them (again at the same second if it requeued work).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use super::files::Cluster;
+use super::timeline::{Segment, SegmentEnd};
+use super::{SimConfig, SimInput};
+use crate::cluster::{GpuSet, Health, NodeState, Placement};
+use crate::engine::{Config, Engine};
+use crate::ids::{NodeId, Time, WorkloadId};
+use crate::ledger::LedgerConfig;
+use crate::reasons::{Action, AfterStop, DrainRule, PreemptRule, Protection};
+use crate::snapshot::{ClusterState, RunningWorkload, WorkloadSpec};
+
+/// At most this many passes at one second: each one only places work the previous requeued.
+const MAX_PASSES_PER_EVENT: usize = 16;
+const NONE: u32 = u32::MAX;
+
+/// How a workload left the simulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum JobEnd {
+    Completed,
+    /// Non-resumable and preempted, drained or on a host that went down: its progress is lost.
+    Killed,
+}
+
+/// One workload's story, for the measures.
+#[derive(Clone, Debug)]
+pub(crate) struct Job {
+    pub spec: WorkloadSpec,
+    /// The trace row it came from (index into [`SimInput::trace`]).
+    pub row: u32,
+    pub remaining: Time,
+    pub first_start: Option<Time>,
+    pub requeued_at: Option<Time>,
+    pub end: Option<(Time, JobEnd)>,
+    run: u32,
+    protected_until: Option<Time>,
+    baseline_protected: bool,
+}
+
+/// Everything the run leaves behind for the measures.
+pub(crate) struct Outcome {
+    pub engine: Engine,
+    pub horizon: Time,
+    pub jobs: Vec<Job>,
+    pub segments: Vec<Segment>,
+    pub requeue_waits: Vec<Time>,
+    pub by_reason: BTreeMap<&'static str, u64>,
+    pub decisions: u64,
+    pub capped: u64,
+}
+
+struct Sim<'a> {
+    cluster: &'a Cluster,
+    engine: Engine,
+    nodes: Vec<NodeState>,
+    free: Vec<GpuSet>,
+    running: Vec<RunningWorkload>,
+    queued: Vec<WorkloadSpec>,
+    /// Per job: its index in `queued` or `running`, or `NONE`.
+    qpos: Vec<u32>,
+    rpos: Vec<u32>,
+    jobs: Vec<Job>,
+    completions: BinaryHeap<Reverse<(Time, u32, u32)>>,
+    segments: Vec<Segment>,
+    requeue_waits: Vec<Time>,
+    by_reason: BTreeMap<&'static str, u64>,
+    decisions: u64,
+    wake: Option<Time>,
+}
+
+pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
+    let cluster = &input.cluster;
+    let mut order: Vec<u32> = (0..input.trace.len() as u32).collect();
+    order.sort_by_key(|&i| (input.trace[i as usize].submit, input.trace[i as usize].line));
+    let mut capped = 0;
+    let jobs: Vec<Job> = order
+        .iter()
+        .enumerate()
+        .map(|(k, &row)| {
+            let r = &input.trace[row as usize];
+            if r.min_runtime > config.max_min_runtime {
+                capped += 1;
+            }
+            Job {
+                spec: WorkloadSpec {
+                    id: WorkloadId(k as u64),
+                    leaf: r.leaf,
+                    gpus: r.gpus,
+                    min_runtime: r.min_runtime.min(config.max_min_runtime),
+                    resumable: r.resumable,
+                    priority: r.priority,
+                    submitted_at: r.submit,
+                },
+                row,
+                remaining: r.duration,
+                first_start: None,
+                requeued_at: None,
+                end: None,
+                run: 0,
+                protected_until: None,
+                baseline_protected: false,
+            }
+        })
+        .collect();
+    let horizon = config
+        .horizon
+        .unwrap_or_else(|| jobs.last().map_or(0, |j| j.spec.submitted_at));
+
+    let engine_config = Config {
+        policy: config.policy,
+        ledger: LedgerConfig {
+            window: config.window,
+            bucket: crate::ids::HOUR,
+        },
+        ..Config::default()
+    };
+    let mut engine = Engine::new(input.tree.clone(), engine_config);
+    // The cluster has been idle for a full window before the trace starts: everyone at ratio 0.
+    engine
+        .ledger_mut()
+        .set_capacity(-config.window, cluster.total_gpus());
+
+    let n = jobs.len();
+    let mut sim = Sim {
+        cluster,
+        engine,
+        nodes: cluster
+            .nodes
+            .iter()
+            .map(|c| NodeState {
+                gpus: c.gpus,
+                health: Health::Healthy,
+            })
+            .collect(),
+        free: cluster
+            .nodes
+            .iter()
+            .map(|c| GpuSet::first(c.gpus))
+            .collect(),
+        running: Vec::new(),
+        queued: Vec::new(),
+        qpos: vec![NONE; n],
+        rpos: vec![NONE; n],
+        jobs,
+        completions: BinaryHeap::new(),
+        segments: Vec::new(),
+        requeue_waits: Vec::new(),
+        by_reason: BTreeMap::new(),
+        decisions: 0,
+        wake: None,
+    };
+
+    let mut transitions: Vec<(Time, u8, NodeId, Health)> = Vec::new();
+    for o in &cluster.outages {
+        transitions.push((o.from, 1, o.node, o.state));
+        transitions.push((o.to, 0, o.node, Health::Healthy));
+    }
+    transitions.sort();
+
+    let mut next_arrival = 0usize;
+    let mut next_transition = 0usize;
+    loop {
+        let candidates = [
+            sim.jobs.get(next_arrival).map(|j| j.spec.submitted_at),
+            sim.next_completion(),
+            transitions.get(next_transition).map(|t| t.0),
+            sim.wake,
+        ];
+        let Some(now) = candidates.into_iter().flatten().min() else {
+            break;
+        };
+        if now > horizon {
+            break;
+        }
+        let mut must_decide = sim.wake == Some(now);
+        while let Some(&Reverse((t, job, run))) = sim.completions.peek() {
+            if t != now {
+                break;
+            }
+            sim.completions.pop();
+            if sim.jobs[job as usize].run == run && sim.rpos[job as usize] != NONE {
+                sim.stop(job, now, SegmentEnd::Completed);
+                sim.jobs[job as usize].end = Some((now, JobEnd::Completed));
+                must_decide = true;
+            }
+        }
+        let mut health_changed = false;
+        while let Some(&(t, _, node, health)) = transitions.get(next_transition) {
+            if t != now {
+                break;
+            }
+            sim.nodes[node.0 as usize].health = health;
+            next_transition += 1;
+            health_changed = true;
+        }
+        if health_changed {
+            let healthy = sim
+                .nodes
+                .iter()
+                .filter(|n| n.health == Health::Healthy)
+                .map(|n| n.gpus)
+                .sum();
+            sim.engine.ledger_mut().set_capacity(now, healthy);
+            must_decide = true;
+        }
+        while let Some(job) = sim.jobs.get(next_arrival) {
+            if job.spec.submitted_at != now {
+                break;
+            }
+            let spec = job.spec;
+            must_decide |= spec.is_allocated() || sim.idle_could_fit(spec.gpus);
+            sim.enqueue(next_arrival as u32);
+            next_arrival += 1;
+        }
+        if must_decide {
+            sim.decide(now);
+        } else if sim.wake.is_some_and(|w| w <= now) {
+            sim.wake = None;
+        }
+    }
+    sim.finish(horizon, capped)
+}
+
+impl Sim<'_> {
+    fn next_completion(&mut self) -> Option<Time> {
+        while let Some(&Reverse((t, job, run))) = self.completions.peek() {
+            if self.jobs[job as usize].run == run && self.rpos[job as usize] != NONE {
+                return Some(t);
+            }
+            self.completions.pop();
+        }
+        None
+    }
+
+    /// Whether unallocated work of this size could start on idle GPUs right now.
+    fn idle_could_fit(&self, gpus: u32) -> bool {
+        let node_size = self.cluster.node_size();
+        let healthy = self.nodes.iter().zip(&self.free);
+        if gpus <= node_size {
+            healthy
+                .filter(|(n, _)| n.health == Health::Healthy)
+                .any(|(_, f)| f.count() >= gpus)
+        } else {
+            let whole: u32 = healthy
+                .filter(|(n, f)| n.health == Health::Healthy && f.count() == n.gpus)
+                .map(|(n, _)| n.gpus)
+                .sum();
+            whole >= gpus
+        }
+    }
+
+    fn enqueue(&mut self, job: u32) {
+        self.qpos[job as usize] = self.queued.len() as u32;
+        self.queued.push(self.jobs[job as usize].spec);
+    }
+
+    fn dequeue(&mut self, job: u32) {
+        let at = self.qpos[job as usize] as usize;
+        self.queued.swap_remove(at);
+        if let Some(moved) = self.queued.get(at) {
+            self.qpos[moved.id.0 as usize] = at as u32;
+        }
+        self.qpos[job as usize] = NONE;
+    }
+
+    fn decide(&mut self, now: Time) {
+        for _ in 0..MAX_PASSES_PER_EVENT {
+            let state = ClusterState {
+                nodes: &self.nodes,
+                running: &self.running,
+                queued: &self.queued,
+            };
+            debug_assert_eq!(state.validate(self.engine.tree()), Ok(()));
+            let (decision, _) = self.engine.run_pass(&state, now, None);
+            self.decisions += 1;
+            self.wake = decision.next_wake;
+            let mut requeued = Vec::new();
+            for action in decision.actions {
+                if let Some(spec) = self.apply(action, now) {
+                    requeued.push(spec);
+                }
+            }
+            // Requeued free work only ever takes idle GPUs: if none fits, another pass changes
+            // nothing (as for arrivals).
+            let again = requeued
+                .iter()
+                .any(|w| w.is_allocated() || self.idle_could_fit(w.gpus));
+            if !again {
+                break;
+            }
+        }
+    }
+
+    /// Applies one action; returns the workload it put back in the queue, if any.
+    fn apply(&mut self, action: Action, now: Time) -> Option<WorkloadSpec> {
+        match action {
+            Action::Start {
+                workload,
+                placement,
+                protection,
+            } => {
+                self.start(workload.0 as u32, placement, protection, now);
+                None
+            }
+            Action::Preempt {
+                workload,
+                reason,
+                then,
+            } => {
+                let key = match reason.rule {
+                    PreemptRule::FreeWork => "free-work",
+                    PreemptRule::FairShare { .. } => "fair-share",
+                    PreemptRule::Priority => "priority",
+                };
+                self.stop_for(workload.0 as u32, now, key, SegmentEnd::Preempted, then)
+            }
+            Action::Drain {
+                workload,
+                reason,
+                then,
+            } => {
+                let key = match reason.rule {
+                    DrainRule::HostCordoned => "host-cordoned",
+                    DrainRule::HostUnhealthy => "host-unhealthy",
+                    DrainRule::HostDown => "host-down",
+                };
+                self.stop_for(workload.0 as u32, now, key, SegmentEnd::Drained, then)
+            }
+        }
+    }
+
+    fn start(&mut self, job: u32, placement: Placement, protection: Protection, now: Time) {
+        self.dequeue(job);
+        let j = &mut self.jobs[job as usize];
+        match j.first_start {
+            None => j.first_start = Some(now),
+            Some(_) => {
+                if let Some(at) = j.requeued_at.take() {
+                    self.requeue_waits.push(now - at);
+                }
+            }
+        }
+        j.run += 1;
+        j.protected_until = match protection {
+            Protection::Until(t) => Some(t),
+            Protection::None | Protection::UntilDone => None,
+        };
+        j.baseline_protected = protection == Protection::UntilDone;
+        self.completions
+            .push(Reverse((now + j.remaining, job, j.run)));
+        let spec = j.spec;
+        for part in &placement.parts {
+            let free = &mut self.free[part.node.0 as usize];
+            *free = free.without(part.gpus);
+        }
+        if spec.is_allocated() {
+            self.engine
+                .ledger_mut()
+                .start_charging(spec.leaf, placement.gpu_count(), now);
+        }
+        self.rpos[job as usize] = self.running.len() as u32;
+        self.running.push(RunningWorkload {
+            spec,
+            started_at: now,
+            placement,
+            baseline_protected: protection == Protection::UntilDone,
+        });
+    }
+
+    fn stop_for(
+        &mut self,
+        job: u32,
+        now: Time,
+        reason: &'static str,
+        end: SegmentEnd,
+        then: AfterStop,
+    ) -> Option<WorkloadSpec> {
+        *self.by_reason.entry(reason).or_insert(0) += 1;
+        if then == AfterStop::Requeue {
+            self.stop(job, now, end);
+            self.jobs[job as usize].requeued_at = Some(now);
+            self.enqueue(job);
+            Some(self.jobs[job as usize].spec)
+        } else {
+            self.stop(job, now, SegmentEnd::Killed);
+            self.jobs[job as usize].end = Some((now, JobEnd::Killed));
+            None
+        }
+    }
+
+    /// Takes a workload off its GPUs, closes its charge and writes its segment rows.
+    fn stop(&mut self, job: u32, now: Time, end: SegmentEnd) {
+        let at = self.rpos[job as usize] as usize;
+        let run = self.running.swap_remove(at);
+        if let Some(moved) = self.running.get(at) {
+            self.rpos[moved.spec.id.0 as usize] = at as u32;
+        }
+        self.rpos[job as usize] = NONE;
+        if run.spec.is_allocated() {
+            self.engine
+                .ledger_mut()
+                .stop_charging(run.spec.leaf, run.placement.gpu_count(), now);
+        }
+        let j = &mut self.jobs[job as usize];
+        j.remaining -= now - run.started_at;
+        let protected_until = if j.baseline_protected {
+            Some(now)
+        } else {
+            j.protected_until
+        };
+        for part in &run.placement.parts {
+            let free = &mut self.free[part.node.0 as usize];
+            *free = free.union(part.gpus);
+            self.segments.push(Segment {
+                job,
+                row: j.row,
+                leaf: run.spec.leaf,
+                node: part.node,
+                gpus: part.gpus,
+                start: run.started_at,
+                end: now,
+                allocated: run.spec.is_allocated(),
+                protected_until,
+                end_kind: end,
+            });
+        }
+    }
+
+    fn finish(mut self, horizon: Time, capped: u64) -> Outcome {
+        let mut still: Vec<u32> = self.running.iter().map(|r| r.spec.id.0 as u32).collect();
+        still.sort_unstable();
+        for job in still {
+            self.stop(job, horizon, SegmentEnd::Running);
+        }
+        for j in &self.jobs {
+            if let Some(at) = j.requeued_at.filter(|_| j.end.is_none()) {
+                if at <= horizon {
+                    self.requeue_waits.push(horizon - at);
+                }
+            }
+        }
+        self.segments
+            .sort_by_key(|s| (s.start, s.job, s.node, s.end));
+        self.requeue_waits.sort_unstable();
+        Outcome {
+            engine: self.engine,
+            horizon,
+            jobs: self.jobs,
+            segments: self.segments,
+            requeue_waits: self.requeue_waits,
+            by_reason: self.by_reason,
+            decisions: self.decisions,
+            capped,
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! `hourglass simulate`: reads the input files, runs the pure simulator in `scheduler::sim`, prints
+//! the summary table and writes the report (and timeline). Parsing and simulating happen in the
+//! scheduler crate; this module only does the file IO and times the run.
+
+mod args;
+
+pub use args::{PolicyChoice, SimulateArgs, SimulateCommand};
+
+use crate::ServerError;
+use scheduler::sim::{self, philly, scenario, InputFile, SimConfig, SimInput};
+use scheduler::Policy;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub fn run(args: SimulateArgs) -> Result<(), ServerError> {
+    match args.command.clone() {
+        Some(SimulateCommand::Scenario {
+            seed,
+            days,
+            out_dir,
+        }) => {
+            let s = scenario::generate(&scenario::ScenarioConfig::reference(seed, days));
+            write_inputs(&out_dir, &s)?;
+            println!(
+                "wrote {} workloads over {days} days (seed {seed})",
+                s.trace_csv.lines().count().saturating_sub(1)
+            );
+            Ok(())
+        }
+        Some(SimulateCommand::Philly {
+            input,
+            days,
+            out_dir,
+        }) => {
+            let text = read(&input)?;
+            let c = philly::convert(&text, days)
+                .map_err(|e| ServerError::invalid("input", format!("{}: {e}", input.display())))?;
+            write_inputs(&out_dir, &c.scenario)?;
+            println!(
+                "wrote {} jobs of {} teams on {} GPUs ({} skipped: after {days} days or larger than the cluster)",
+                c.jobs, c.teams, c.gpus, c.skipped
+            );
+            Ok(())
+        }
+        None => simulate(&args),
+    }
+}
+
+fn simulate(args: &SimulateArgs) -> Result<(), ServerError> {
+    let path = |p: &Option<PathBuf>, flag: &'static str| {
+        p.clone()
+            .ok_or_else(|| ServerError::invalid(flag, format!("--{flag} is required")))
+    };
+    let (tree, cluster, trace) = (
+        path(&args.tree, "tree")?,
+        path(&args.cluster, "cluster")?,
+        path(&args.trace, "trace")?,
+    );
+    let duration = |text: &str, flag: &'static str| {
+        sim::parse_duration(text).map_err(|e| ServerError::invalid(flag, format!("--{flag}: {e}")))
+    };
+    let base = SimConfig {
+        window: duration(&args.window, "window")?,
+        max_min_runtime: duration(&args.max_min_runtime, "max-min-runtime")?,
+        horizon: args
+            .horizon
+            .as_deref()
+            .map(|h| duration(h, "horizon"))
+            .transpose()?,
+        ..SimConfig::default()
+    };
+    if base.window < 3_600 {
+        return Err(ServerError::invalid(
+            "window",
+            "--window must be at least 1h",
+        ));
+    }
+    if args.timeline.is_some() && args.policy == PolicyChoice::Both {
+        return Err(ServerError::invalid(
+            "timeline",
+            "--timeline needs a single --policy (fair-share or priority)",
+        ));
+    }
+    let input = SimInput::parse(&read(&tree)?, &read(&cluster)?, &read(&trace)?).map_err(|e| {
+        let (field, file) = match e.file {
+            InputFile::Tree => ("tree", &tree),
+            InputFile::Cluster => ("cluster", &cluster),
+            InputFile::Trace => ("trace", &trace),
+        };
+        ServerError::invalid(field, format!("{}: {}", file.display(), e.error))
+    })?;
+
+    let policies: &[Policy] = match args.policy {
+        PolicyChoice::FairShare => &[Policy::FairShare],
+        PolicyChoice::Priority => &[Policy::Priority],
+        PolicyChoice::Both => &[Policy::FairShare, Policy::Priority],
+    };
+    let mut outputs = Vec::new();
+    for &policy in policies {
+        let started = Instant::now();
+        let mut out = sim::run(&input, &SimConfig { policy, ..base });
+        out.report.wall_s = (started.elapsed().as_secs_f64() * 1e6).round() / 1e6;
+        outputs.push(out);
+    }
+    let reports: Vec<&sim::Report> = outputs.iter().map(|o| &o.report).collect();
+    print!("{}", sim::summary_table(&reports));
+
+    if let Some(out) = &args.out {
+        let json = match reports.as_slice() {
+            [fair_share, priority] => sim::both_json(fair_share, priority),
+            [one] => one.to_json(),
+            _ => unreachable!("one or two policies"),
+        };
+        write(out, &json)?;
+        println!("report: {}", out.display());
+    }
+    if let (Some(path), Some(first)) = (&args.timeline, outputs.first()) {
+        write(path, &sim::timeline_csv(&input, &first.segments))?;
+        println!("timeline: {}", path.display());
+    }
+    Ok(())
+}
+
+fn write_inputs(dir: &Path, s: &scenario::Scenario) -> Result<(), ServerError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| ServerError::invalid("out-dir", format!("{}: {e}", dir.display())))?;
+    for (name, text) in [
+        ("tree.toml", &s.tree_toml),
+        ("cluster.toml", &s.cluster_toml),
+        ("trace.csv", &s.trace_csv),
+    ] {
+        write(&dir.join(name), text)?;
+    }
+    println!(
+        "wrote {}/{{tree.toml,cluster.toml,trace.csv}}",
+        dir.display()
+    );
+    Ok(())
+}
+
+fn read(path: &Path) -> Result<String, ServerError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| ServerError::invalid("file", format!("{}: {e}", path.display())))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), ServerError> {
+    let mut text = text.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    std::fs::write(path, text)
+        .map_err(|e| ServerError::invalid("file", format!("{}: {e}", path.display())))
+}
