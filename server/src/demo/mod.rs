@@ -1,6 +1,7 @@
 //! `hourglass serve --demo`: an organisation, simulated GPU nodes running real processes, a month
 //! of usage history, and a trickle of new workloads so every page has something to show.
 
+pub mod history;
 pub mod org;
 pub mod trickle;
 
@@ -24,6 +25,8 @@ pub async fn prepare(pool: &SqlitePool) -> Result<(), ServerError> {
         .await?;
     if users == 0 {
         org::seed(pool).await?;
+        history::backfill(pool, service::now(), 30).await?;
+        println!("Seeded the demo organisation and a month of usage history.");
     }
     println!("Demo accounts (password for all: {}):", org::PASSWORD);
     for (name, role, what) in org::PEOPLE {

@@ -27,13 +27,15 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
 
     let http = crate::live::client();
     let mut token = String::new();
-    for _ in 0..100 {
+    let mut last_error = String::new();
+    for _ in 0..600 {
         let output = Command::new(BIN)
             .args(["admin", "create-token", "--username", "admin"])
             .env("HOURGLASS_DATABASE_URL", &database)
             .output()
             .await
             .unwrap();
+        last_error = String::from_utf8_lossy(&output.stderr).into_owned();
         if output.status.success() {
             token = String::from_utf8(output.stdout)
                 .unwrap()
@@ -47,7 +49,7 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
     }
     assert!(
         token.starts_with("hgt_"),
-        "the token is alone on the last line"
+        "the token is alone on the last line: {token:?} {last_error}"
     );
 
     let mut healthy = 0;
@@ -106,6 +108,19 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
     assert!(
         paths.contains(&"lang/pretrain") && paths.contains(&"vision/robotics"),
         "{paths:?}"
+    );
+
+    let pool = server::db::connect(&database).await.unwrap();
+    let (hours, charged): (i64, f64) = sqlx::query_as(
+        "select count(distinct hour), coalesce(sum(charged_gpu_s), 0.0) from usage_hour",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(hours >= 29 * 24, "a month of hourly history: {hours} hours");
+    assert!(
+        charged > 28.0 * 3600.0 * 24.0,
+        "days of charged GPU time: {charged}"
     );
 
     server.start_kill().unwrap();

@@ -1,0 +1,153 @@
+//! A month of demo usage history: the simulator replays a generated scenario on the demo tree and
+//! cluster, and its run segments become the hourly ledger the charts and reports read. The
+//! product ships no third-party data; this history is made here, from a seed.
+
+use super::org::TREE;
+use crate::{budget::org_file::OrgFile, ServerError};
+use scheduler::sim::{
+    self,
+    scenario::{generate, ScenarioConfig},
+    SegmentEnd, SimConfig, SimInput,
+};
+use scheduler::{DAY, HOUR};
+use sqlx::SqlitePool;
+use std::collections::BTreeMap;
+
+/// Writes `days` of ledger history ending at the start of the current hour.
+pub async fn backfill(pool: &SqlitePool, now: i64, days: u32) -> Result<(), ServerError> {
+    let org = OrgFile::parse(TREE)?;
+    let shares_toml: String = std::iter::once("[shares]\n".to_string())
+        .chain(
+            org.shares
+                .iter()
+                .map(|(path, share)| format!("\"{path}\" = {share}\n")),
+        )
+        .collect();
+    let leaves: Vec<&str> = org
+        .shares
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .filter(|p| {
+            !org.shares
+                .iter()
+                .any(|(q, _)| q.starts_with(&format!("{p}/")))
+        })
+        .collect();
+    let scenario = generate(&ScenarioConfig::small(7, days, &leaves));
+    let input = SimInput::parse(&shares_toml, &scenario.cluster_toml, &scenario.trace_csv)
+        .map_err(|e| ServerError::Config(format!("demo scenario: {e}")))?;
+    let horizon = i64::from(days) * DAY;
+    let output = sim::run(
+        &input,
+        &SimConfig {
+            horizon: Some(horizon),
+            ..SimConfig::default()
+        },
+    );
+    let start = now.div_euclid(HOUR) * HOUR - horizon;
+
+    // Per (leaf path, hour): charged, unallocated and demanded GPU-seconds.
+    let mut usage: BTreeMap<(String, i64), [f64; 3]> = BTreeMap::new();
+    let mut add = |path: &str, column: usize, gpus: f64, from: i64, to: i64| {
+        let mut t = from.max(0);
+        let to = to.min(horizon);
+        while t < to {
+            let hour = t.div_euclid(HOUR) * HOUR;
+            let edge = (hour + HOUR).min(to);
+            usage.entry((path.to_string(), hour)).or_insert([0.0; 3])[column] +=
+                gpus * (edge - t) as f64;
+            t = edge;
+        }
+    };
+    let mut ended: BTreeMap<u32, i64> = BTreeMap::new();
+    for s in &output.segments {
+        let path = input.tree.path(s.leaf);
+        add(
+            path,
+            if s.allocated { 0 } else { 1 },
+            f64::from(s.gpus.count()),
+            s.start,
+            s.end,
+        );
+        if matches!(s.end_kind, SegmentEnd::Completed | SegmentEnd::Killed) {
+            ended.insert(s.row, s.end);
+        }
+    }
+    for (i, row) in input.trace.iter().enumerate() {
+        if row.min_runtime > 0 {
+            let until = ended.get(&(i as u32)).copied().unwrap_or(horizon);
+            add(&row.project, 2, f64::from(row.gpus), row.submit, until);
+        }
+    }
+    // Healthy capacity per hour: every host, less its outages.
+    let mut capacity: BTreeMap<i64, f64> = BTreeMap::new();
+    let total = f64::from(input.cluster.total_gpus());
+    let mut hour = 0;
+    while hour < horizon {
+        capacity.insert(hour, total * HOUR as f64);
+        hour += HOUR;
+    }
+    for o in &input.cluster.outages {
+        let gpus = f64::from(input.cluster.nodes[o.node.0 as usize].gpus);
+        let mut t = o.from.max(0);
+        while t < o.to.min(horizon) {
+            let h = t.div_euclid(HOUR) * HOUR;
+            let edge = (h + HOUR).min(o.to.min(horizon));
+            *capacity.entry(h).or_default() -= gpus * (edge - t) as f64;
+            t = edge;
+        }
+    }
+
+    let ids: BTreeMap<String, i64> = sqlx::query_as::<_, (String, i64)>(
+        "select path, budget_node_id from budget_node where removed_at is null",
+    )
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .collect();
+    let fractions: BTreeMap<String, f64> = input
+        .tree
+        .leaves()
+        .map(|id| {
+            (
+                input.tree.path(id).to_string(),
+                input.tree.version_at(0).fraction(id),
+            )
+        })
+        .collect();
+    let mut tx = pool.begin().await?;
+    for (hour, gpu_s) in &capacity {
+        sqlx::query("insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2) on conflict (hour) do nothing")
+            .bind(start + hour)
+            .bind(gpu_s)
+            .execute(&mut *tx)
+            .await?;
+    }
+    for ((path, hour), [charged, free, demand]) in usage {
+        let Some(&leaf) = ids.get(&path) else {
+            continue;
+        };
+        let owed = (fractions.get(&path).copied().unwrap_or(0.0)
+            * capacity.get(&hour).copied().unwrap_or(0.0))
+        .min(demand);
+        sqlx::query(
+            "insert into usage_hour (budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s)
+             values ($1, $2, $3, $4, $5, $6) on conflict (budget_node_id, hour) do nothing",
+        )
+        .bind(leaf)
+        .bind(start + hour)
+        .bind(charged)
+        .bind(free)
+        .bind(demand)
+        .bind(owed)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    tracing::info!(
+        days,
+        workloads = input.trace.len(),
+        "demo history backfilled"
+    );
+    Ok(())
+}
