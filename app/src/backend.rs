@@ -7,7 +7,7 @@ pub use ssr::*;
 #[cfg(feature = "ssr")]
 mod ssr {
     use crate::{
-        budget::{ChangeRequestView, ProposalInput, TreeNodeView},
+        budget::{ChangeRequestView, ImpactView, ProposalInput, TreeNodeView},
         error::AppError,
         model::{CurrentUser, NewUser, UserSummary},
         settings::{SettingsForm, SettingsView},
@@ -98,6 +98,8 @@ mod ssr {
             approve: bool,
             comment: String,
         ) -> Result<ChangeRequestView, AppError>;
+        async fn change_impact(&self, actor: &CurrentUser, id: i64)
+            -> Result<ImpactView, AppError>;
     }
 
     /// How the backend travels in Leptos context.

@@ -124,3 +124,37 @@ pub mod api {
         )
     }
 }
+
+/// What-if for a change request: the last days of real submissions replayed through the simulator
+/// with the current and the proposed shares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImpactView {
+    pub days: u32,
+    pub workloads: usize,
+    pub gpus: u32,
+    pub rows: Vec<ImpactRow>,
+    /// Wall time of both replays, milliseconds.
+    pub wall_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImpactRow {
+    pub path: String,
+    pub delivered_now_gpu_h: f64,
+    pub delivered_proposed_gpu_h: f64,
+    pub p90_wait_now_s: Option<i64>,
+    pub p90_wait_proposed_s: Option<i64>,
+}
+
+/// The what-if's server function.
+pub mod impact_api {
+    use super::ImpactView;
+    use crate::error::AppError;
+    use leptos::prelude::*;
+
+    #[server(prefix = "/api", endpoint = "budget/impact")]
+    pub async fn change_impact(id: i64) -> Result<ImpactView, AppError> {
+        use crate::backend::*;
+        with_status(async { backend()?.change_impact(&require_user()?, id).await }.await)
+    }
+}

@@ -30,6 +30,7 @@ describe('budget governance', () => {
     server.createUser('bob', 'researcher', 'bob-password-1');
     server.createUser('ada', 'researcher', 'ada-password-1');
     server.importTree(ORG);
+    await server.startAgent('n1', 2);
     browser = await launchBrowser();
   });
 
@@ -63,6 +64,10 @@ describe('budget governance', () => {
       await card.waitFor();
       assert.match(await card.textContent(), /Robotics season starts/);
       await waitForHydration(page);
+      await card.getByRole('button', { name: 'Preview impact' }).click();
+      const impact = card.locator('table.impact');
+      await impact.getByText(/Predicted over the last 14 days/).waitFor();
+      await impact.getByRole('cell', { name: 'ai/molmo' }).waitFor();
       await card.getByLabel('Comment').fill('Agreed for this quarter.');
       await card.getByRole('button', { name: 'Approve' }).click();
       await page.getByText('Nothing awaits your decision.').waitFor();

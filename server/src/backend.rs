@@ -12,7 +12,7 @@ use crate::{
 };
 use app::{
     backend::Backend,
-    budget::{ChangeRequestView, ProposalInput, TreeNodeView},
+    budget::{ChangeRequestView, ImpactView, ProposalInput, TreeNodeView},
     error::AppError,
     model::{CurrentUser, NewUser, UserSummary},
     settings::{SettingsForm, SettingsView},
@@ -256,6 +256,10 @@ impl Backend for ServerBackend {
         let decided = changes::decide(&self.pool, actor, id, approve, &comment).await?;
         self.runtime.wake();
         Ok(decided)
+    }
+
+    async fn change_impact(&self, actor: &CurrentUser, id: i64) -> Result<ImpactView, AppError> {
+        Ok(budget::impact::impact(&self.pool, actor, id).await?)
     }
 }
 

@@ -3,7 +3,8 @@
 use crate::{
     budget::{
         api::{list_change_requests, DecideChange},
-        ChangeRequestView,
+        impact_api::ChangeImpact,
+        ChangeRequestView, ImpactView,
     },
     pages::users::format_date,
     workloads::sentences::clock,
@@ -109,6 +110,8 @@ fn RequestCard(request: ChangeRequestView, decide: ServerAction<DecideChange>) -
         request.proposer
     );
     let comment_id = format!("comment-{}", request.id);
+    let impact = ServerAction::<ChangeImpact>::new();
+    let id = request.id;
     let when = request
         .effective_at
         .map(|t| {
@@ -137,6 +140,16 @@ fn RequestCard(request: ChangeRequestView, decide: ServerAction<DecideChange>) -
                     }).collect_view()}
                 </tbody>
             </table>
+            <div class="row">
+                <button type="button" class="button-quiet" disabled=move || impact.pending().get()
+                    on:click=move |_| { impact.dispatch(ChangeImpact { id }); }>
+                    {move || if impact.pending().get() { "Replaying the last 14 days…" } else { "Preview impact" }}
+                </button>
+            </div>
+            {move || impact.value().get().map(|result| match result {
+                Ok(view) => view! { <ImpactTable view /> }.into_any(),
+                Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+            })}
             <ActionForm action=decide attr:class="stack">
                 <input type="hidden" name="id" value=request.id />
                 <label for=comment_id.clone()>"Comment"</label>
@@ -147,5 +160,49 @@ fn RequestCard(request: ChangeRequestView, decide: ServerAction<DecideChange>) -
                 </div>
             </ActionForm>
         </article>
+    }
+}
+
+fn hours(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+fn wait(s: Option<i64>) -> String {
+    s.map(crate::workloads::sentences::duration)
+        .unwrap_or_else(|| "—".into())
+}
+
+#[component]
+fn ImpactTable(view: ImpactView) -> impl IntoView {
+    view! {
+        <table class="table compact impact">
+            <caption>{format!(
+                "Predicted over the last {} days: {} submissions replayed on today's {} GPUs ({} ms).",
+                view.days, view.workloads, view.gpus, view.wall_ms
+            )}</caption>
+            <thead>
+                <tr>
+                    <th scope="col">"Leaf"</th>
+                    <th scope="col" class="num">"Delivered GPU-h now"</th>
+                    <th scope="col" class="num">"Proposed"</th>
+                    <th scope="col" class="num">"p90 wait now"</th>
+                    <th scope="col" class="num">"Proposed"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {view.rows.into_iter().map(|r| {
+                    let change = r.delivered_proposed_gpu_h - r.delivered_now_gpu_h;
+                    view! {
+                        <tr>
+                            <td>{r.path.clone()}</td>
+                            <td class="num">{hours(r.delivered_now_gpu_h)}</td>
+                            <td class="num">{format!("{} ({}{})", hours(r.delivered_proposed_gpu_h), if change >= 0.0 { "+" } else { "" }, hours(change))}</td>
+                            <td class="num">{wait(r.p90_wait_now_s)}</td>
+                            <td class="num">{wait(r.p90_wait_proposed_s)}</td>
+                        </tr>
+                    }
+                }).collect_view()}
+            </tbody>
+        </table>
     }
 }

@@ -102,3 +102,13 @@ pub async fn reject(
         changes::decide(&state.pool, &user, id, false, &comment).await?,
     ))
 }
+
+pub async fn impact(
+    State(state): State<AppState>,
+    ApiUser(user): ApiUser,
+    Path(id): Path<i64>,
+) -> Result<Json<app::budget::ImpactView>, ServerError> {
+    Ok(Json(
+        crate::budget::impact::impact(&state.pool, &user, id).await?,
+    ))
+}

@@ -36,6 +36,7 @@ pub fn routes() -> Router<AppState> {
             post(changes::approve),
         )
         .route("/api/v1/change-requests/{id}/reject", post(changes::reject))
+        .route("/api/v1/change-requests/{id}/impact", get(changes::impact))
         .route("/api/v1/nodes", get(tree::nodes))
         .route("/api/v1/nodes/{name}/{action}", post(tree::node_action))
 }

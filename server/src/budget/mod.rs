@@ -1,6 +1,7 @@
 //! The budget tree in the database: nodes, versioned shares, owners and members.
 
 pub mod changes;
+pub mod impact;
 pub mod import;
 pub mod org_file;
 pub mod repo;

@@ -215,3 +215,42 @@ async fn only_people_in_the_subtree_may_propose() {
     let (status, _) = live.post("ada", "/api/v1/change-requests", body).await;
     assert_eq!(status, StatusCode::CREATED);
 }
+
+#[tokio::test]
+async fn previewing_impact_replays_recent_submissions_with_both_share_sets() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 4).await;
+    for i in 0..3 {
+        live.submit(
+            "ada",
+            crate::live::job("ai/olmo", &format!("o{i}"), "sleep 1", 2, 900, true),
+        )
+        .await;
+        live.submit(
+            "bob",
+            crate::live::job("ai/molmo", &format!("m{i}"), "sleep 1", 2, 900, true),
+        )
+        .await;
+    }
+    let id = propose(&live, "bob", proposal(1.0, 3.0)).await;
+    let (status, impact) = live
+        .get("pat", &format!("/api/v1/change-requests/{id}/impact"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{impact}");
+    assert_eq!(impact["workloads"], 6);
+    assert_eq!(impact["gpus"], 4);
+    let paths: Vec<&str> = impact["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["ai/molmo", "ai/olmo"]);
+    for row in impact["rows"].as_array().unwrap() {
+        assert!(
+            row["delivered_now_gpu_h"].is_f64() && row["delivered_proposed_gpu_h"].is_f64(),
+            "{row}"
+        );
+        assert!(row["p90_wait_now_s"].is_i64(), "{row}");
+    }
+}

@@ -1,0 +1,237 @@
+//! What-if for a change request (issue: "preview impact"): replay the last 14 days of real
+//! submissions through the simulator with the current and with the proposed shares, and compare
+//! each affected leaf's delivered GPU-hours and p90 wait.
+
+use super::changes;
+use crate::{nodes::repo as node_repo, users::service::now, ServerError};
+use app::{
+    budget::{ImpactRow, ImpactView},
+    model::CurrentUser,
+};
+use scheduler::{
+    sim::{self, SimConfig, SimInput},
+    DAY,
+};
+use sqlx::SqlitePool;
+use std::{collections::BTreeMap, fmt::Write, time::Instant};
+
+pub const DAYS: u32 = 14;
+
+#[derive(sqlx::FromRow)]
+struct Submission {
+    workload_id: i64,
+    project: String,
+    owner: String,
+    gpus: i64,
+    min_runtime_s: i64,
+    resumable: bool,
+    priority: i64,
+    state: String,
+    submitted_at: i64,
+    started_at: Option<i64>,
+    progress_s: i64,
+}
+
+pub async fn impact(
+    pool: &SqlitePool,
+    actor: &CurrentUser,
+    id: i64,
+) -> Result<ImpactView, ServerError> {
+    let request = changes::get(pool, actor, id).await?;
+    let now = now();
+    let start = now - i64::from(DAYS) * DAY;
+
+    // Shares now, and with the request applied to the node's children.
+    let current: BTreeMap<String, f64> = sqlx::query_as::<_, (String, f64)>(
+        "select b.path, s.share from budget_node b join share_version s on s.budget_node_id = b.budget_node_id
+         where b.removed_at is null and s.effective_to is null and b.path != ''",
+    )
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .collect();
+    let prefix = if request.node.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", request.node)
+    };
+    let mut proposed = current.clone();
+    for item in &request.items {
+        let path = format!("{prefix}{}", item.child);
+        match (item.action.as_str(), item.new_share) {
+            ("remove", _) => {
+                proposed.retain(|p, _| *p != path && !p.starts_with(&format!("{path}/")));
+            }
+            (_, Some(share)) => {
+                proposed.insert(path, share);
+            }
+            _ => {}
+        }
+    }
+
+    let nodes: Vec<(String, u32)> = node_repo::list_nodes(pool)
+        .await?
+        .into_iter()
+        .filter(|n| n.gpu_count > 0)
+        .map(|n| (n.name, n.gpu_count as u32))
+        .collect();
+    if nodes.is_empty() {
+        return Err(ServerError::conflict(
+            "",
+            "No GPU node is registered, so there is no cluster to replay on.",
+        ));
+    }
+    let total: u32 = nodes.iter().map(|n| n.1).sum();
+    let mut cluster = String::new();
+    for (i, (_, gpus)) in nodes.iter().enumerate() {
+        let _ = writeln!(
+            cluster,
+            "[[nodes]]\ncount = 1\ngpus_per_node = {gpus}\nname_prefix = \"n{i}-\"\n"
+        );
+    }
+
+    let submissions: Vec<Submission> = sqlx::query_as(
+        "select w.workload_id, b.path as project, u.username as owner, w.gpus, w.min_runtime_s, w.resumable, w.priority,
+                w.state, w.submitted_at, w.started_at, w.progress_s
+         from workload w join budget_node b on b.budget_node_id = w.budget_node_id join user u on u.user_id = w.user_id
+         where w.submitted_at >= $1 order by w.submitted_at, w.workload_id",
+    )
+    .bind(start)
+    .fetch_all(pool)
+    .await?;
+
+    let started = Instant::now();
+    let (now_run, used) = replay(&current, &cluster, &submissions, start, now, total)?;
+    let (proposed_run, _) = replay(&proposed, &cluster, &submissions, start, now, total)?;
+    let affected: Vec<String> = proposed
+        .keys()
+        .chain(current.keys())
+        .filter(|p| p.starts_with(&prefix) && !p.is_empty())
+        .filter(|p| {
+            !proposed
+                .keys()
+                .chain(current.keys())
+                .any(|q| q.starts_with(&format!("{p}/")))
+        })
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let rows = affected
+        .into_iter()
+        .map(|path| ImpactRow {
+            delivered_now_gpu_h: now_run.delivered.get(&path).copied().unwrap_or(0.0),
+            delivered_proposed_gpu_h: proposed_run.delivered.get(&path).copied().unwrap_or(0.0),
+            p90_wait_now_s: now_run.p90_wait.get(&path).copied(),
+            p90_wait_proposed_s: proposed_run.p90_wait.get(&path).copied(),
+            path,
+        })
+        .collect();
+    Ok(ImpactView {
+        days: DAYS,
+        workloads: used,
+        gpus: total,
+        rows,
+        wall_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+struct Replay {
+    delivered: BTreeMap<String, f64>,
+    p90_wait: BTreeMap<String, i64>,
+}
+
+/// One fair-share replay of the submissions on `shares`; returns per-leaf delivered GPU-hours and
+/// p90 wait, and how many submissions it used.
+fn replay(
+    shares: &BTreeMap<String, f64>,
+    cluster: &str,
+    submissions: &[Submission],
+    start: i64,
+    now: i64,
+    total_gpus: u32,
+) -> Result<(Replay, usize), ServerError> {
+    let mut tree = String::from("[shares]\n");
+    for (path, share) in shares {
+        let _ = writeln!(tree, "\"{path}\" = {share}");
+    }
+    let leaves: std::collections::BTreeSet<&str> = shares
+        .keys()
+        .filter(|p| !shares.keys().any(|q| q.starts_with(&format!("{p}/"))))
+        .map(String::as_str)
+        .collect();
+    let mut trace = String::from(sim::TRACE_HEADER);
+    trace.push('\n');
+    let mut used = 0;
+    for s in submissions
+        .iter()
+        .filter(|s| leaves.contains(s.project.as_str()) && s.gpus as u32 <= total_gpus)
+    {
+        // The run time it needed: what it ran if it ended, what it has run (at least its minimum
+        // runtime) if it still runs or waits.
+        let ran = s.progress_s + s.started_at.map(|t| now - t).unwrap_or(0);
+        let duration = match s.state.as_str() {
+            "succeeded" | "failed" | "cancelled" | "preempted" => ran.max(1),
+            _ => ran.max(s.min_runtime_s).max(600),
+        };
+        let _ = writeln!(
+            trace,
+            "{},{},{},{},{},{},{},{},{}",
+            s.workload_id,
+            s.submitted_at - start,
+            s.project,
+            s.owner,
+            s.gpus,
+            duration,
+            s.min_runtime_s,
+            s.resumable,
+            s.priority
+        );
+        used += 1;
+    }
+    let input = SimInput::parse(&tree, cluster, &trace)
+        .map_err(|e| ServerError::Config(format!("what-if input: {e}")))?;
+    let output = sim::run(
+        &input,
+        &SimConfig {
+            horizon: Some(now - start),
+            ..SimConfig::default()
+        },
+    );
+    let delivered = output
+        .report
+        .nodes
+        .iter()
+        .map(|n| (n.path.clone(), n.delivered_gpu_h))
+        .collect();
+    let mut first_start: BTreeMap<u32, i64> = BTreeMap::new();
+    for seg in &output.segments {
+        first_start
+            .entry(seg.row)
+            .and_modify(|t| *t = (*t).min(seg.start))
+            .or_insert(seg.start);
+    }
+    let mut waits: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for (i, row) in input.trace.iter().enumerate() {
+        let began = first_start.get(&(i as u32)).copied().unwrap_or(now - start);
+        waits
+            .entry(row.project.clone())
+            .or_default()
+            .push(began - row.submit);
+    }
+    let p90_wait = waits
+        .into_iter()
+        .map(|(path, mut w)| {
+            w.sort_unstable();
+            let k = ((0.9 * w.len() as f64).ceil() as usize).clamp(1, w.len()) - 1;
+            (path, w[k])
+        })
+        .collect();
+    Ok((
+        Replay {
+            delivered,
+            p90_wait,
+        },
+        used,
+    ))
+}
