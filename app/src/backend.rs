@@ -100,6 +100,12 @@ mod ssr {
         ) -> Result<ChangeRequestView, AppError>;
         async fn change_impact(&self, actor: &CurrentUser, id: i64)
             -> Result<ImpactView, AppError>;
+        async fn quarterly_review(
+            &self,
+            actor: &CurrentUser,
+            year: i32,
+            quarter: u32,
+        ) -> Result<crate::reports::Review, AppError>;
     }
 
     /// How the backend travels in Leptos context.

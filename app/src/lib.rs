@@ -12,6 +12,7 @@ pub mod error;
 pub mod live;
 pub mod model;
 pub mod pages;
+pub mod reports;
 pub mod session;
 pub mod settings;
 pub mod users;
@@ -31,6 +32,7 @@ use pages::{
     nodes::NodesPage,
     not_found::NotFound,
     queue::QueuePage,
+    reports::ReportsPage,
     settings::SettingsPage,
     tokens::TokensPage,
     tree::TreePage,
@@ -94,6 +96,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/settings") view=SettingsPage />
                     <Route path=path!("/tree") view=TreePage />
                     <Route path=path!("/approvals") view=ApprovalsPage />
+                    <Route path=path!("/reports") view=ReportsPage />
                 </Routes>
             </main>
             <Footer />

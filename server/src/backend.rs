@@ -261,6 +261,20 @@ impl Backend for ServerBackend {
     async fn change_impact(&self, actor: &CurrentUser, id: i64) -> Result<ImpactView, AppError> {
         Ok(budget::impact::impact(&self.pool, actor, id).await?)
     }
+
+    async fn quarterly_review(
+        &self,
+        _actor: &CurrentUser,
+        year: i32,
+        quarter: u32,
+    ) -> Result<app::reports::Review, AppError> {
+        let (from, to) = crate::reports::calendar::quarter(year, quarter)
+            .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
+        Ok(
+            crate::reports::review::review(&self.pool, from, to, format!("Q{quarter} {year}"))
+                .await?,
+        )
+    }
 }
 
 /// `YYYY-MM-DD` → that day's 00:00 UTC; empty → `None` (on approval).
@@ -285,14 +299,7 @@ fn parse_date(raw: &str) -> Result<Option<i64>, ServerError> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
         return Err(invalid());
     }
-    // Days from civil (Howard Hinnant's algorithm).
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Ok(Some((era * 146_097 + doe - 719_468) * 86_400))
+    Ok(Some(crate::reports::calendar::epoch_of(y, m, d)))
 }
 
 /// An open run's GPUs and what the Nodes page says about their holder.

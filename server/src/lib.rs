@@ -18,6 +18,7 @@ pub mod demo;
 pub mod error;
 pub mod http;
 pub mod nodes;
+pub mod reports;
 pub mod runtime;
 pub mod secrets;
 pub mod serve;

@@ -40,6 +40,7 @@ fn MainNav(user: CurrentUser) -> impl IntoView {
             <A href="/nodes">"Nodes"</A>
             <A href="/tree">"Budget tree"</A>
             <A href="/approvals">"Approvals"</A>
+            <A href="/reports">"Reports"</A>
             {user.is_admin().then(|| view! { <A href="/users">"Users"</A> <A href="/settings">"Settings"</A> })}
         </nav>
     }

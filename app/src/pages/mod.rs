@@ -4,6 +4,7 @@ pub mod login;
 pub mod nodes;
 pub mod not_found;
 pub mod queue;
+pub mod reports;
 pub mod settings;
 pub mod tokens;
 pub mod tree;

@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod body;
 pub mod changes;
+pub mod reports;
 pub mod stream;
 pub mod tokens;
 pub mod tree;
@@ -25,6 +26,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/workloads/{id}/cancel", post(workloads::cancel))
         .route("/api/v1/workloads/{id}/log", get(workloads::log))
         .route("/api/v1/stream", get(stream::stream))
+        .route("/api/v1/reports/quarter", get(reports::quarter))
+        .route("/api/v1/reports/usage.csv", get(reports::usage_csv))
         .route("/api/v1/tree", get(tree::tree))
         .route(
             "/api/v1/change-requests",

@@ -7,6 +7,7 @@ mod demo;
 mod governance;
 mod health;
 mod live;
+mod reports;
 mod restart;
 mod runtime;
 mod settings;

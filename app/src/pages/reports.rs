@@ -1,0 +1,191 @@
+//! Quarterly review for leadership: funded vs owed vs delivered per program and project, with the
+//! headline figures the reference reports; CSV export and a print-friendly layout.
+
+use crate::{
+    live::now_s,
+    reports::{api::quarterly_review, Review},
+    workloads::sentences::duration,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use std::collections::BTreeSet;
+
+fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{:.1}%", v * 100.0))
+        .unwrap_or_else(|| "—".into())
+}
+
+fn gpu_h(x: f64) -> String {
+    // `+ 0.0` turns an empty sum's -0.0 into 0.0.
+    format!("{:.1}", x + 0.0)
+}
+
+/// The quarter containing `epoch`.
+fn quarter_of(epoch: i64) -> (i32, u32) {
+    let days = epoch.div_euclid(86_400);
+    // Civil year and month from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year as i32, ((month - 1) / 3 + 1) as u32)
+}
+
+#[component]
+pub fn ReportsPage() -> impl IntoView {
+    let (this_year, this_quarter) = quarter_of(now_s());
+    let year = RwSignal::new(this_year);
+    let quarter = RwSignal::new(this_quarter);
+    let review = Resource::new(
+        move || (year.get(), quarter.get()),
+        |(y, q)| quarterly_review(y, q),
+    );
+    view! {
+        <Title text="Quarterly review" />
+        <div class="page-head">
+            <h1>"Quarterly review"</h1>
+            <div class="actions no-print">
+                <button type="button" class="button-quiet" on:click=move |_| print()>"Print"</button>
+            </div>
+        </div>
+        <div class="filters no-print" role="group" aria-label="Choose a quarter">
+            <label for="year">"Year"</label>
+            <select id="year" on:change=move |ev| year.set(event_target_value(&ev).parse().unwrap_or(this_year))>
+                {(this_year - 3..=this_year).rev().map(|y| view! { <option value=y.to_string() selected=y == this_year>{y}</option> }).collect_view()}
+            </select>
+            <label for="quarter">"Quarter"</label>
+            <select id="quarter" on:change=move |ev| quarter.set(event_target_value(&ev).parse().unwrap_or(1))>
+                {(1..=4u32).map(|q| view! { <option value=q.to_string() selected=q == this_quarter>{format!("Q{q}")}</option> }).collect_view()}
+            </select>
+        </div>
+        <Transition fallback=|| view! { <p class="loading">"Computing the review…"</p> }>
+            {move || Suspend::new(async move {
+                match review.await {
+                    Ok(review) => view! { <ReviewView review /> }.into_any(),
+                    Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+fn print() {
+    #[cfg(feature = "hydrate")]
+    {
+        let _ = window().print();
+    }
+}
+
+#[component]
+fn ReviewView(review: Review) -> impl IntoView {
+    let h = review.headline.clone();
+    let csv = format!(
+        "/api/v1/reports/usage.csv?from={}&to={}&granularity=day",
+        review.from, review.to
+    );
+    let (collapsed, set_collapsed) = signal(BTreeSet::<String>::new());
+    let has_data = review
+        .rows
+        .iter()
+        .any(|r| r.funded_gpu_h > 0.0 || r.delivered_gpu_h > 0.0);
+    view! {
+        <section class="headline" aria-label="Headline figures">
+            <Figure label="Delivered / owed" value=pct(h.delivered_over_owed) note="reference: 98%" />
+            <Figure label="Worst team" value=pct(h.worst_team) note="reference: 90%" />
+            <Figure label="Teams at ≥ 95%" value=format!("{} of {}", h.teams_at_95pct, h.teams) note="" />
+            <Figure label="Hourly tracking" value=pct(h.hourly) note="owed delivered when owed" />
+            <Figure label="Occupancy" value=pct(h.occupancy) note="reference: 98%" />
+            <Figure label="Unallocated" value=pct(h.unallocated_fraction) note="of busy time" />
+            <Figure label="Debug p90 wait" value=h.debug_p90_wait_s.map(duration).unwrap_or_else(|| "—".into()) note="reference: 30 s" />
+        </section>
+        {(!has_data).then(|| view! { <p class="card empty">{format!("No usage was recorded in {}.", review.label)}</p> })}
+        <div class="card table-wrap">
+            <table class="table tree review">
+                <caption>{format!("{}: per program and project. Owed is the funded share of healthy capacity, capped hour by hour by demand.", review.label)}</caption>
+                <thead>
+                    <tr>
+                        <th scope="col">"Node"</th>
+                        <th scope="col" class="num">"Funded share"</th>
+                        <th scope="col" class="num">"Funded GPU-h"</th>
+                        <th scope="col" class="num">"Owed GPU-h"</th>
+                        <th scope="col" class="num">"Delivered GPU-h"</th>
+                        <th scope="col" class="num">"Delivered / owed"</th>
+                        <th scope="col" class="num">"Unallocated GPU-h"</th>
+                        <th scope="col" class="num">"Wait p50"</th>
+                        <th scope="col" class="num">"Wait p90"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {review.rows.into_iter().map(|r| {
+                        let path = r.path.clone();
+                        let hidden = {
+                            let path = path.clone();
+                            move || collapsed.with(|c| c.iter().any(|p| path.starts_with(&format!("{p}/"))))
+                        };
+                        let expanded = {
+                            let path = path.clone();
+                            Signal::derive(move || !collapsed.with(|c| c.contains(&path)))
+                        };
+                        let toggle = path.clone();
+                        let name = path.rsplit('/').next().unwrap_or(&path).to_string();
+                        let ratio_class = match r.delivered_over_owed { Some(x) if x >= 0.95 => "ratio ratio-under", Some(_) => "ratio ratio-over", None => "ratio" };
+                        view! {
+                            <tr hidden=hidden>
+                                <th scope="row" style=format!("padding-left: {}rem", r.depth as f64 * 1.25 - 0.75)>
+                                    {if r.leaf {
+                                        view! { <span class="tree-leaf" aria-hidden="true">"•"</span> }.into_any()
+                                    } else {
+                                        view! {
+                                            <button type="button" class="tree-toggle" aria-expanded=move || expanded.get().to_string()
+                                                aria-label=format!("Expand or collapse {path}")
+                                                on:click=move |_| set_collapsed.update(|c| { if !c.remove(&toggle) { c.insert(toggle.clone()); } })>
+                                                {move || if expanded.get() { "▾" } else { "▸" }}
+                                            </button>
+                                        }.into_any()
+                                    }}
+                                    " " {name}
+                                </th>
+                                <td class="num">{pct(Some(r.fraction))}</td>
+                                <td class="num">{gpu_h(r.funded_gpu_h)}</td>
+                                <td class="num">{gpu_h(r.owed_gpu_h)}</td>
+                                <td class="num">{gpu_h(r.delivered_gpu_h)}</td>
+                                <td class="num"><span class=ratio_class>{pct(r.delivered_over_owed)}</span></td>
+                                <td class="num">{gpu_h(r.unallocated_gpu_h)}</td>
+                                <td class="num">{r.wait_p50_s.map(duration).unwrap_or_else(|| "—".into())}</td>
+                                <td class="num">{r.wait_p90_s.map(duration).unwrap_or_else(|| "—".into())}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+        <p class="no-print"><a class="button button-quiet" href=csv download="hourglass-usage.csv">"Export CSV (per day)"</a></p>
+    }
+}
+
+#[component]
+fn Figure(label: &'static str, value: String, note: &'static str) -> impl IntoView {
+    view! {
+        <div class="figure">
+            <span class="figure-label">{label}</span>
+            <span class="figure-value">{value}</span>
+            <span class="figure-note">{note}</span>
+        </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::quarter_of;
+
+    #[test]
+    fn an_epoch_time_falls_in_its_calendar_quarter() {
+        assert_eq!(quarter_of(0), (1970, 1));
+        assert_eq!(quarter_of(1_796_034_310), (2026, 4));
+        assert_eq!(quarter_of(1_782_864_000), (2026, 3));
+    }
+}

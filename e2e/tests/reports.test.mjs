@@ -1,0 +1,42 @@
+// The quarterly review: picker, headline, drill-down.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TestServer } from '../support/server.mjs';
+import { launchBrowser, signIn, waitForHydration, withPage } from '../support/browser.mjs';
+
+describe('reports', () => {
+  let server;
+  let browser;
+
+  before(async () => {
+    server = await TestServer.start();
+    server.createUser('lee', 'leadership', 'lee-password-1');
+    server.importTree('[shares]\n"ai" = 1\n"ai/olmo" = 3\n"ai/molmo" = 1\n');
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('leadership picks a quarter and drills down the tree', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'lee', 'lee-password-1');
+      await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reports' }).click();
+      await page.getByRole('heading', { name: 'Quarterly review' }).waitFor();
+      await waitForHydration(page);
+      const headline = page.getByRole('region', { name: 'Headline figures' });
+      await headline.getByText('Delivered / owed').waitFor();
+      const olmo = page.locator('tr', { has: page.getByRole('rowheader', { name: 'olmo', exact: true }) });
+      await olmo.waitFor();
+      assert.match(await olmo.textContent(), /75\.0%/);
+      await page.getByRole('button', { name: 'Expand or collapse ai' }).click();
+      await olmo.waitFor({ state: 'hidden' });
+      await page.getByLabel('Quarter', { exact: true }).selectOption('1');
+      await page.getByText(/^Q1 \d{4}: per program and project/).waitFor();
+      assert.ok(await page.getByRole('link', { name: 'Export CSV (per day)' }).getAttribute('href'));
+    });
+  });
+});

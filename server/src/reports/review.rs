@@ -1,0 +1,233 @@
+//! The quarterly review: per tree node funded, owed, delivered, unallocated and waits; the
+//! reference's headline figures.
+
+use crate::{budget::snapshot as tree_snapshot, users::service::now, ServerError};
+use app::reports::{Headline, Review, ReviewRow};
+use scheduler::{sim::WaitStats, BudgetId, HOUR};
+use sqlx::SqlitePool;
+use std::collections::BTreeMap;
+
+#[derive(sqlx::FromRow)]
+struct LeafTotals {
+    budget_node_id: i64,
+    charged: f64,
+    unallocated: f64,
+    owed: f64,
+    /// `Σ_h min(charged_h, owed_h)`.
+    tracked: f64,
+}
+
+#[derive(sqlx::FromRow)]
+struct Submitted {
+    path: String,
+    submitted_at: i64,
+    first_started_at: Option<i64>,
+    min_runtime_s: i64,
+    gpus: i64,
+}
+
+/// The review of `[from, to)`.
+pub async fn review(
+    pool: &SqlitePool,
+    from: i64,
+    to: i64,
+    label: String,
+) -> Result<Review, ServerError> {
+    let mut db = pool.acquire().await?;
+    let Some(tree) = tree_snapshot::load(&mut db).await? else {
+        return Ok(Review {
+            from,
+            to,
+            label,
+            headline: headline(&[], 0.0, 0.0, 0.0, 0.0, None),
+            rows: Vec::new(),
+        });
+    };
+    let capacity: Vec<(i64, f64)> =
+        sqlx::query_as("select hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2 order by hour")
+            .bind(from)
+            .bind(to)
+            .fetch_all(&mut *db)
+            .await?;
+    let totals: Vec<LeafTotals> = sqlx::query_as(
+        "select budget_node_id, sum(charged_gpu_s) as charged, sum(unallocated_gpu_s) as unallocated,
+                sum(owed_gpu_s) as owed, sum(min(charged_gpu_s, owed_gpu_s)) as tracked
+         from usage_hour where hour >= $1 and hour < $2 group by budget_node_id order by budget_node_id",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?;
+    let demand: Vec<(i64, i64, f64)> = sqlx::query_as(
+        "select budget_node_id, hour, demand_gpu_s from usage_hour
+         where hour >= $1 and hour < $2 and demand_gpu_s > 0 order by hour",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?;
+    let submitted: Vec<Submitted> = sqlx::query_as(
+        "select b.path, w.submitted_at, w.first_started_at, w.min_runtime_s, w.gpus
+         from workload w join budget_node b on b.budget_node_id = w.budget_node_id
+         where w.submitted_at >= $1 and w.submitted_at < $2",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?;
+
+    let t = &tree.tree;
+    let by_leaf: BTreeMap<BudgetId, &LeafTotals> = totals
+        .iter()
+        .filter_map(|l| tree.engine_id(l.budget_node_id).map(|id| (id, l)))
+        .collect();
+    // Demand per node per hour, summed up the tree.
+    let mut node_demand: BTreeMap<(BudgetId, i64), f64> = BTreeMap::new();
+    for (leaf, hour, gpu_s) in &demand {
+        let Some(mut id) = tree.engine_id(*leaf) else {
+            continue;
+        };
+        loop {
+            *node_demand.entry((id, *hour)).or_default() += gpu_s;
+            match t.parent(id) {
+                Some(parent) if parent != BudgetId::ROOT => id = parent,
+                _ => break,
+            }
+        }
+    }
+    let end = to.min(now());
+    let wait_of =
+        |s: &Submitted| s.first_started_at.unwrap_or(end).max(s.submitted_at) - s.submitted_at;
+
+    let mut rows = Vec::new();
+    let mut stack = vec![(BudgetId::ROOT, 0usize)];
+    while let Some((id, depth)) = stack.pop() {
+        let mut kids = t.children(id).to_vec();
+        kids.sort_by(|a, b| t.name(*b).cmp(t.name(*a)));
+        stack.extend(kids.into_iter().map(|k| (k, depth + 1)));
+        if id == BudgetId::ROOT {
+            continue;
+        }
+        let path = t.path(id).to_string();
+        let leaves: Vec<&LeafTotals> = by_leaf
+            .iter()
+            .filter(|(leaf, _)| t.path_ids(**leaf).contains(&id))
+            .map(|(_, l)| *l)
+            .collect();
+        let delivered: f64 = leaves.iter().map(|l| l.charged).sum();
+        let unallocated: f64 = leaves.iter().map(|l| l.unallocated).sum();
+        let mut funded = 0.0;
+        let mut owed = 0.0;
+        for &(hour, gpu_s) in &capacity {
+            let share = t.version_at(hour).fraction(id) * gpu_s;
+            funded += share;
+            owed += share.min(node_demand.get(&(id, hour)).copied().unwrap_or(0.0));
+        }
+        if t.is_leaf(id) {
+            owed = leaves.iter().map(|l| l.owed).sum();
+        }
+        let prefix = format!("{path}/");
+        let mut waits: Vec<i64> = submitted
+            .iter()
+            .filter(|s| s.path == path || s.path.starts_with(&prefix))
+            .map(wait_of)
+            .collect();
+        waits.sort_unstable();
+        let stats = WaitStats::of_sorted(&waits);
+        rows.push(ReviewRow {
+            fraction: t.version_at(to - 1).fraction(id),
+            depth,
+            leaf: t.is_leaf(id),
+            funded_gpu_h: funded / HOUR as f64,
+            owed_gpu_h: owed / HOUR as f64,
+            delivered_gpu_h: delivered / HOUR as f64,
+            delivered_over_owed: (owed > 0.0).then(|| delivered / owed),
+            unallocated_gpu_h: unallocated / HOUR as f64,
+            wait_p50_s: stats.p50,
+            wait_p90_s: stats.p90,
+            path,
+        });
+    }
+    let capacity_total: f64 = capacity.iter().map(|c| c.1).sum();
+    let charged: f64 = totals.iter().map(|l| l.charged).sum();
+    let free: f64 = totals.iter().map(|l| l.unallocated).sum();
+    let tracked: f64 = totals.iter().map(|l| l.tracked).sum();
+    let teams: Vec<(f64, f64)> = totals
+        .iter()
+        .filter(|l| l.owed > 0.0)
+        .map(|l| (l.charged, l.owed))
+        .collect();
+    let mut debug: Vec<i64> = submitted
+        .iter()
+        .filter(|s| s.min_runtime_s > 0 && s.min_runtime_s <= 15 * 60 && s.gpus <= 8)
+        .map(wait_of)
+        .collect();
+    debug.sort_unstable();
+    let headline = headline(
+        &teams,
+        tracked,
+        capacity_total,
+        charged,
+        free,
+        WaitStats::of_sorted(&debug).p90,
+    );
+    Ok(Review {
+        from,
+        to,
+        label,
+        headline,
+        rows,
+    })
+}
+
+/// DESIGN §5's headline from each team's `(delivered, owed)` GPU-seconds and the totals.
+fn headline(
+    teams: &[(f64, f64)],
+    tracked: f64,
+    capacity: f64,
+    charged: f64,
+    free: f64,
+    debug_p90: Option<i64>,
+) -> Headline {
+    let owed: f64 = teams.iter().map(|t| t.1).sum();
+    let ratio = |t: &(f64, f64)| t.0 / t.1;
+    Headline {
+        delivered_over_owed: (owed > 0.0)
+            .then(|| teams.iter().map(|t| t.0.min(t.1)).sum::<f64>() / owed),
+        worst_team: teams
+            .iter()
+            .map(ratio)
+            .min_by(f64::total_cmp)
+            .map(|r| r.min(1.0)),
+        teams: teams.len(),
+        teams_at_95pct: teams.iter().filter(|t| ratio(t) >= 0.95).count(),
+        hourly: (owed > 0.0).then(|| tracked / owed),
+        occupancy: (capacity > 0.0).then(|| (charged + free) / capacity),
+        unallocated_fraction: (charged + free > 0.0).then(|| free / (charged + free)),
+        debug_p90_wait_s: debug_p90,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::headline;
+
+    #[test]
+    fn the_headline_caps_delivered_by_owed_and_the_worst_team_at_one() {
+        // Team a got 120 of 100 owed (burst), team b 45 of 50.
+        let h = headline(
+            &[(120.0, 100.0), (45.0, 50.0)],
+            140.0,
+            400.0,
+            165.0,
+            35.0,
+            Some(30),
+        );
+        assert_eq!(h.delivered_over_owed, Some((100.0 + 45.0) / 150.0));
+        assert_eq!(h.worst_team, Some(0.9));
+        assert_eq!((h.teams, h.teams_at_95pct), (2, 1));
+        assert_eq!(h.hourly, Some(140.0 / 150.0));
+        assert_eq!(h.occupancy, Some(0.5));
+        assert_eq!(h.unallocated_fraction, Some(35.0 / 200.0));
+    }
+}

@@ -1,0 +1,164 @@
+//! Usage series for a node and its children, per hour or day: funded, owed, delivered and
+//! unallocated GPU-hours — the data behind the allocation charts, and the CSV export.
+
+use super::calendar;
+use crate::{budget::snapshot as tree_snapshot, ServerError};
+use scheduler::{BudgetId, DAY, HOUR};
+use sqlx::SqlitePool;
+use std::{collections::BTreeMap, fmt::Write};
+
+pub const CSV_HEADER: &str =
+    "bucket_start,path,funded_gpu_h,owed_gpu_h,delivered_gpu_h,unallocated_gpu_h";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Granularity {
+    Hour,
+    Day,
+}
+
+impl Granularity {
+    pub fn parse(raw: &str) -> Result<Granularity, ServerError> {
+        match raw {
+            "hour" => Ok(Granularity::Hour),
+            "day" | "" => Ok(Granularity::Day),
+            other => Err(ServerError::invalid(
+                "granularity",
+                format!("Use hour or day, not \"{other}\"."),
+            )),
+        }
+    }
+
+    fn seconds(self) -> i64 {
+        match self {
+            Granularity::Hour => HOUR,
+            Granularity::Day => DAY,
+        }
+    }
+}
+
+/// `(bucket start, path) → [funded, owed, delivered, unallocated]` GPU-hours for `node` and its
+/// children over `[from, to)`.
+pub async fn series(
+    pool: &SqlitePool,
+    node: &str,
+    from: i64,
+    to: i64,
+    granularity: Granularity,
+) -> Result<BTreeMap<(i64, String), [f64; 4]>, ServerError> {
+    if to <= from || to - from > 400 * DAY {
+        return Err(ServerError::invalid(
+            "to",
+            "The period must be positive and at most 400 days.",
+        ));
+    }
+    let mut db = pool.acquire().await?;
+    let Some(tree) = tree_snapshot::load(&mut db).await? else {
+        return Ok(BTreeMap::new());
+    };
+    let t = &tree.tree;
+    let root = t
+        .find(node)
+        .or_else(|| node.trim_matches('/').is_empty().then_some(BudgetId::ROOT))
+        .ok_or_else(|| ServerError::invalid("node", format!("There is no node \"{node}\".")))?;
+    let mut groups = vec![root];
+    groups.extend_from_slice(t.children(root));
+    let capacity: BTreeMap<i64, f64> = sqlx::query_as::<_, (i64, f64)>(
+        "select hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?
+    .into_iter()
+    .collect();
+    let rows: Vec<(i64, i64, f64, f64, f64)> = sqlx::query_as(
+        "select budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s from usage_hour
+         where hour >= $1 and hour < $2 order by hour",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?;
+    // Per group and hour: delivered, unallocated, demand.
+    let mut hourly: BTreeMap<(usize, i64), [f64; 3]> = BTreeMap::new();
+    for (leaf, hour, charged, free, demand) in rows {
+        let Some(id) = tree.engine_id(leaf) else {
+            continue;
+        };
+        let path = t.path_ids(id);
+        for (g, group) in groups.iter().enumerate() {
+            if *group == BudgetId::ROOT || path.contains(group) {
+                let cell = hourly.entry((g, hour)).or_insert([0.0; 3]);
+                cell[0] += charged;
+                cell[1] += free;
+                cell[2] += demand;
+            }
+        }
+    }
+    let width = granularity.seconds();
+    let mut out: BTreeMap<(i64, String), [f64; 4]> = BTreeMap::new();
+    let mut hour = from.div_euclid(HOUR) * HOUR;
+    while hour < to {
+        let c = capacity.get(&hour).copied().unwrap_or(0.0);
+        let bucket = hour.div_euclid(width) * width;
+        for (g, group) in groups.iter().enumerate() {
+            let funded = t.version_at(hour).fraction(*group) * c;
+            let [delivered, free, demand] = hourly.get(&(g, hour)).copied().unwrap_or([0.0; 3]);
+            let cell = out
+                .entry((bucket, t.path(*group).to_string()))
+                .or_insert([0.0; 4]);
+            cell[0] += funded / HOUR as f64;
+            cell[1] += funded.min(demand) / HOUR as f64;
+            cell[2] += delivered / HOUR as f64;
+            cell[3] += free / HOUR as f64;
+        }
+        hour += HOUR;
+    }
+    Ok(out)
+}
+
+pub fn csv(series: &BTreeMap<(i64, String), [f64; 4]>) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    for ((bucket, path), [funded, owed, delivered, free]) in series {
+        let _ = writeln!(
+            out,
+            "{},{},{funded:.4},{owed:.4},{delivered:.4},{free:.4}",
+            iso(*bucket),
+            path
+        );
+    }
+    out
+}
+
+/// `2026-11-30T10:00:00Z`.
+pub fn iso(epoch: i64) -> String {
+    let secs = epoch.rem_euclid(DAY);
+    // Step from a year that is surely not later to the civil date.
+    let mut year = 1970 + epoch.div_euclid(DAY) / 366;
+    while calendar::epoch_of(year + 1, 1, 1) <= epoch {
+        year += 1;
+    }
+    let mut month = 1;
+    while month < 12 && calendar::epoch_of(year, month + 1, 1) <= epoch {
+        month += 1;
+    }
+    let day = (epoch - calendar::epoch_of(year, month, 1)) / DAY + 1;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times_are_utc() {
+        assert_eq!(iso(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso(1_796_034_310), "2026-11-30T10:25:10Z");
+    }
+}
