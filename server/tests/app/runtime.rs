@@ -64,7 +64,16 @@ async fn a_free_workload_is_preempted_by_an_allocated_one_and_the_reason_is_reco
     assert_eq!(event["detail"]["preemptor"]["workload_id"], debug);
     assert_eq!(event["detail"]["preemptor"]["leaf"], "ai/olmo");
     assert_eq!(event["detail"]["victim"]["leaf"], "ai/molmo");
-    live.wait_for_state(debug, "succeeded").await;
+    let done = live.wait_for_state(debug, "succeeded").await;
+    let started = done["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "started")
+        .unwrap()
+        .clone();
+    let waited = started["at"].as_i64().unwrap() - done["submitted_at"].as_i64().unwrap();
+    assert!(waited <= 1, "a debug workload that can start by preempting free work is assigned within a second: {waited} s");
 }
 
 #[tokio::test]
