@@ -70,7 +70,7 @@ pub struct WaitStats {
 
 impl WaitStats {
     /// From waits sorted ascending.
-    pub(crate) fn of_sorted(sorted: &[Time]) -> WaitStats {
+    pub fn of_sorted(sorted: &[Time]) -> WaitStats {
         let pick = |p: f64| {
             let n = sorted.len();
             (n > 0).then(|| sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1])
