@@ -143,6 +143,10 @@ pub async fn backfill(pool: &SqlitePool, now: i64, days: u32) -> Result<(), Serv
         .execute(&mut *tx)
         .await?;
     }
+    // Roll the month up now, so the first report a visitor opens is instant.
+    if let Some(tree) = crate::budget::snapshot::load(&mut tx).await? {
+        crate::reports::rollup::ensure(&mut tx, &tree, start, start + horizon, now).await?;
+    }
     tx.commit().await?;
     tracing::info!(
         days,

@@ -3,4 +3,5 @@
 
 pub mod calendar;
 pub mod review;
+pub mod rollup;
 pub mod usage;

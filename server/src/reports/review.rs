@@ -1,21 +1,11 @@
 //! The quarterly review: per tree node funded, owed, delivered, unallocated and waits; the
 //! reference's headline figures.
 
+use super::rollup::{self, NodeTotals};
 use crate::{budget::snapshot as tree_snapshot, users::service::now, ServerError};
 use app::reports::{Headline, Review, ReviewRow};
 use scheduler::{sim::WaitStats, BudgetId, HOUR};
 use sqlx::SqlitePool;
-use std::collections::BTreeMap;
-
-#[derive(sqlx::FromRow)]
-struct LeafTotals {
-    budget_node_id: i64,
-    charged: f64,
-    unallocated: f64,
-    owed: f64,
-    /// `Σ_h min(charged_h, owed_h)`.
-    tracked: f64,
-}
 
 #[derive(sqlx::FromRow)]
 struct Submitted {
@@ -49,23 +39,7 @@ pub async fn review(
             .bind(to)
             .fetch_all(&mut *db)
             .await?;
-    let totals: Vec<LeafTotals> = sqlx::query_as(
-        "select budget_node_id, sum(charged_gpu_s) as charged, sum(unallocated_gpu_s) as unallocated,
-                sum(owed_gpu_s) as owed, sum(min(charged_gpu_s, owed_gpu_s)) as tracked
-         from usage_hour where hour >= $1 and hour < $2 group by budget_node_id order by budget_node_id",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?;
-    let demand: Vec<(i64, i64, f64)> = sqlx::query_as(
-        "select budget_node_id, hour, demand_gpu_s from usage_hour
-         where hour >= $1 and hour < $2 and demand_gpu_s > 0 order by hour",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?;
+    let totals = rollup::totals(&mut db, &tree, from, to, now()).await?;
     let submitted: Vec<Submitted> = sqlx::query_as(
         "select b.path, w.submitted_at, w.first_started_at, w.min_runtime_s, w.gpus
          from workload w join budget_node b on b.budget_node_id = w.budget_node_id
@@ -77,24 +51,6 @@ pub async fn review(
     .await?;
 
     let t = &tree.tree;
-    let by_leaf: BTreeMap<BudgetId, &LeafTotals> = totals
-        .iter()
-        .filter_map(|l| tree.engine_id(l.budget_node_id).map(|id| (id, l)))
-        .collect();
-    // Demand per node per hour, summed up the tree.
-    let mut node_demand: BTreeMap<(BudgetId, i64), f64> = BTreeMap::new();
-    for (leaf, hour, gpu_s) in &demand {
-        let Some(mut id) = tree.engine_id(*leaf) else {
-            continue;
-        };
-        loop {
-            *node_demand.entry((id, *hour)).or_default() += gpu_s;
-            match t.parent(id) {
-                Some(parent) if parent != BudgetId::ROOT => id = parent,
-                _ => break,
-            }
-        }
-    }
     let end = to.min(now());
     let wait_of =
         |s: &Submitted| s.first_started_at.unwrap_or(end).max(s.submitted_at) - s.submitted_at;
@@ -109,23 +65,13 @@ pub async fn review(
             continue;
         }
         let path = t.path(id).to_string();
-        let leaves: Vec<&LeafTotals> = by_leaf
+        let node = totals.get(&id).copied().unwrap_or_default();
+        let funded: f64 = capacity
             .iter()
-            .filter(|(leaf, _)| t.path_ids(**leaf).contains(&id))
-            .map(|(_, l)| *l)
-            .collect();
-        let delivered: f64 = leaves.iter().map(|l| l.charged).sum();
-        let unallocated: f64 = leaves.iter().map(|l| l.unallocated).sum();
-        let mut funded = 0.0;
-        let mut owed = 0.0;
-        for &(hour, gpu_s) in &capacity {
-            let share = t.version_at(hour).fraction(id) * gpu_s;
-            funded += share;
-            owed += share.min(node_demand.get(&(id, hour)).copied().unwrap_or(0.0));
-        }
-        if t.is_leaf(id) {
-            owed = leaves.iter().map(|l| l.owed).sum();
-        }
+            .map(|&(hour, gpu_s)| t.version_at(hour).fraction(id) * gpu_s)
+            .sum();
+        let (delivered, unallocated, owed) =
+            (node.charged_gpu_s, node.unallocated_gpu_s, node.owed_gpu_s);
         let prefix = format!("{path}/");
         let mut waits: Vec<i64> = submitted
             .iter()
@@ -149,13 +95,17 @@ pub async fn review(
         });
     }
     let capacity_total: f64 = capacity.iter().map(|c| c.1).sum();
-    let charged: f64 = totals.iter().map(|l| l.charged).sum();
-    let free: f64 = totals.iter().map(|l| l.unallocated).sum();
-    let tracked: f64 = totals.iter().map(|l| l.tracked).sum();
-    let teams: Vec<(f64, f64)> = totals
+    let leaves: Vec<NodeTotals> = t
+        .leaves()
+        .filter_map(|leaf| totals.get(&leaf).copied())
+        .collect();
+    let charged: f64 = leaves.iter().map(|l| l.charged_gpu_s).sum();
+    let free: f64 = leaves.iter().map(|l| l.unallocated_gpu_s).sum();
+    let tracked: f64 = leaves.iter().map(|l| l.tracked_gpu_s).sum();
+    let teams: Vec<(f64, f64)> = leaves
         .iter()
-        .filter(|l| l.owed > 0.0)
-        .map(|l| (l.charged, l.owed))
+        .filter(|l| l.owed_gpu_s > 0.0)
+        .map(|l| (l.charged_gpu_s, l.owed_gpu_s))
         .collect();
     let mut debug: Vec<i64> = submitted
         .iter()

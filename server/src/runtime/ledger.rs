@@ -44,6 +44,7 @@ pub async fn book(
     from: i64,
     to: i64,
 ) -> Result<(), ServerError> {
+    crate::reports::rollup::invalidate(db, from, to).await?;
     let column = column.name();
     for (hour, seconds) in split_hours(from, to) {
         sqlx::query(&format!(
@@ -159,6 +160,7 @@ pub async fn accrue(db: &mut SqliteConnection, now: i64) -> Result<(), ServerErr
             .await?;
         }
         refresh_owed(db, from, now).await?;
+        crate::reports::rollup::invalidate(db, from, now).await?;
     }
     sqlx::query(
         "insert into ledger_cursor (name, through) values ('demand', $1)

@@ -157,3 +157,44 @@ async fn the_usage_csv_has_a_header_and_one_row_per_bucket_and_node() {
     .await;
     assert_eq!(bad.status, 422);
 }
+
+#[tokio::test]
+async fn a_late_booking_into_a_rolled_up_day_is_counted_on_the_next_read() {
+    let (app, token, h0) = fixture().await;
+    let before = get(&app, &token, "/api/v1/reports/quarter?year=2026&quarter=1")
+        .await
+        .json();
+    let molmo = |r: &serde_json::Value| {
+        r["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["path"] == "ai/molmo")
+            .unwrap()["delivered_gpu_h"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(molmo(&before), 0.0);
+    let leaf: i64 =
+        sqlx::query_scalar("select budget_node_id from budget_node where path = 'ai/molmo'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    // An agent's late report: one GPU from 01:00 on January 1st until just after midnight.
+    let mut db = app.pool.acquire().await.unwrap();
+    server::runtime::ledger::book(
+        &mut db,
+        leaf,
+        server::runtime::ledger::Column::Charged,
+        1.0,
+        h0 + 3600,
+        h0 + 86_400 + 60,
+    )
+    .await
+    .unwrap();
+    drop(db);
+    let after = get(&app, &token, "/api/v1/reports/quarter?year=2026&quarter=1")
+        .await
+        .json();
+    assert_eq!(molmo(&after), (86_400.0 - 3600.0 + 60.0) / 3600.0);
+}
