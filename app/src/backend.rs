@@ -106,6 +106,14 @@ mod ssr {
             year: i32,
             quarter: u32,
         ) -> Result<crate::reports::Review, AppError>;
+        async fn usage_series(
+            &self,
+            actor: &CurrentUser,
+            node: String,
+            from: i64,
+            to: i64,
+            granularity: String,
+        ) -> Result<crate::reports::UsageSeries, AppError>;
     }
 
     /// How the backend travels in Leptos context.

@@ -44,8 +44,33 @@ pub struct Review {
     pub rows: Vec<ReviewRow>,
 }
 
+/// One tree node's series over the buckets of a [`UsageSeries`], in GPU-hours per bucket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageLine {
+    /// The node's path; empty for the whole cluster.
+    pub path: String,
+    pub funded: Vec<f64>,
+    pub owed: Vec<f64>,
+    pub delivered: Vec<f64>,
+    pub unallocated: Vec<f64>,
+}
+
+/// Funded, owed, delivered and unallocated GPU-hours per bucket for a node (first line) and its
+/// children (the following lines), over `[from, to)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageSeries {
+    pub node: String,
+    pub from: i64,
+    pub to: i64,
+    /// `hour` or `day`.
+    pub granularity: String,
+    /// Each bucket's start (epoch seconds).
+    pub buckets: Vec<i64>,
+    pub lines: Vec<UsageLine>,
+}
+
 pub mod api {
-    use super::Review;
+    use super::{Review, UsageSeries};
     use crate::error::AppError;
     use leptos::prelude::*;
 
@@ -57,6 +82,26 @@ pub mod api {
             async {
                 backend()?
                     .quarterly_review(&require_user()?, year, quarter)
+                    .await
+            }
+            .await,
+        )
+    }
+
+    /// Usage of `node` (empty: the whole cluster) and its children over `[from, to)`, per
+    /// `granularity` (`hour` or `day`).
+    #[server(name = GetUsageSeries, prefix = "/api", endpoint = "reports/series")]
+    pub async fn usage_series(
+        node: String,
+        from: i64,
+        to: i64,
+        granularity: String,
+    ) -> Result<UsageSeries, AppError> {
+        use crate::backend::*;
+        with_status(
+            async {
+                backend()?
+                    .usage_series(&require_user()?, node, from, to, granularity)
                     .await
             }
             .await,

@@ -21,18 +21,20 @@ function freePort() {
 }
 
 export class TestServer {
-  static async start() {
+  /** `serveArgs`: extra arguments to `hourglass serve`, e.g. `['--demo']`. */
+  static async start({ serveArgs = [] } = {}) {
     if (!BIN || !SITE_ROOT) {
       throw new Error('HOURGLASS_BIN and HOURGLASS_SITE_ROOT must be set (scripts/test.sh sets them)');
     }
     const dir = mkdtempSync(join(tmpdir(), 'hourglass-e2e-'));
-    const server = new TestServer(dir, await freePort());
+    const server = new TestServer(dir, await freePort(), serveArgs);
     await server.#spawn();
     return server;
   }
 
-  constructor(dir, port) {
+  constructor(dir, port, serveArgs = []) {
     this.dir = dir;
+    this.serveArgs = serveArgs;
     this.port = port;
     this.url = `http://127.0.0.1:${port}`;
     this.env = {
@@ -76,11 +78,11 @@ export class TestServer {
   }
 
   async #spawn() {
-    this.process = spawn(BIN, ['serve', '--heartbeat-deadline-s', '6', '--grace-s', '1'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.process = spawn(BIN, ['serve', '--heartbeat-deadline-s', '6', '--grace-s', '1', ...this.serveArgs], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const collect = (chunk) => { this.log += chunk.toString(); };
     this.process.stdout.on('data', collect);
     this.process.stderr.on('data', collect);
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
       if (this.process.exitCode !== null) {
         throw new Error(`hourglass serve exited early:\n${this.log}`);
@@ -91,7 +93,7 @@ export class TestServer {
       } catch { /* not listening yet */ }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    throw new Error(`hourglass serve did not answer /healthz within 30 s:\n${this.log}`);
+    throw new Error(`hourglass serve did not answer /healthz within 60 s:\n${this.log}`);
   }
 
   async stop() {

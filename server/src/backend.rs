@@ -275,6 +275,65 @@ impl Backend for ServerBackend {
                 .await?,
         )
     }
+
+    async fn usage_series(
+        &self,
+        _actor: &CurrentUser,
+        node: String,
+        from: i64,
+        to: i64,
+        granularity: String,
+    ) -> Result<app::reports::UsageSeries, AppError> {
+        use crate::reports::usage;
+        let parsed = usage::Granularity::parse(&granularity)?;
+        let cells = usage::series(&self.pool, &node, from, to, parsed).await?;
+        let buckets: Vec<i64> = cells
+            .keys()
+            .map(|(bucket, _)| *bucket)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let index: std::collections::HashMap<i64, usize> =
+            buckets.iter().enumerate().map(|(i, b)| (*b, i)).collect();
+        // The node itself has the shortest path (a prefix of its children's); it goes first.
+        let mut lines: Vec<app::reports::UsageLine> = Vec::new();
+        for ((bucket, path), [funded, owed, delivered, free]) in &cells {
+            let at = match lines.iter().position(|l| &l.path == path) {
+                Some(at) => at,
+                None => {
+                    let empty = vec![0.0; buckets.len()];
+                    lines.push(app::reports::UsageLine {
+                        path: path.clone(),
+                        funded: empty.clone(),
+                        owed: empty.clone(),
+                        delivered: empty.clone(),
+                        unallocated: empty,
+                    });
+                    lines.len() - 1
+                }
+            };
+            let (line, i) = (&mut lines[at], index[bucket]);
+            line.funded[i] = *funded;
+            line.owed[i] = *owed;
+            line.delivered[i] = *delivered;
+            line.unallocated[i] = *free;
+        }
+        lines.sort_by(|a, b| (a.path.len(), &a.path).cmp(&(b.path.len(), &b.path)));
+        if lines.len() > 1 {
+            lines[1..].sort_by(|a, b| a.path.cmp(&b.path));
+        }
+        Ok(app::reports::UsageSeries {
+            node,
+            from,
+            to,
+            granularity: match parsed {
+                usage::Granularity::Hour => "hour".into(),
+                usage::Granularity::Day => "day".into(),
+            },
+            buckets,
+            lines,
+        })
+    }
 }
 
 /// `YYYY-MM-DD` → that day's 00:00 UTC; empty → `None` (on approval).

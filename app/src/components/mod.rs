@@ -1,3 +1,4 @@
 pub mod badge;
+pub mod chart;
 pub mod field;
 pub mod shell;

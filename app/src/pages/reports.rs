@@ -2,8 +2,12 @@
 //! headline figures the reference reports; CSV export and a print-friendly layout.
 
 use crate::{
+    components::chart::{AllocationChart, ChartScript, OverviewChart},
     live::now_s,
-    reports::{api::quarterly_review, Review},
+    reports::{
+        api::{quarterly_review, usage_series},
+        Review,
+    },
     workloads::sentences::duration,
 };
 use leptos::prelude::*;
@@ -40,12 +44,16 @@ pub fn ReportsPage() -> impl IntoView {
     let (this_year, this_quarter) = quarter_of(now_s());
     let year = RwSignal::new(this_year);
     let quarter = RwSignal::new(this_quarter);
+    // The tree node the allocation chart shows (empty: the whole cluster) and its buckets.
+    let node = RwSignal::new(String::new());
+    let granularity = RwSignal::new("day".to_string());
     let review = Resource::new(
         move || (year.get(), quarter.get()),
         |(y, q)| quarterly_review(y, q),
     );
     view! {
         <Title text="Quarterly review" />
+        <ChartScript />
         <div class="page-head">
             <h1>"Quarterly review"</h1>
             <div class="actions no-print">
@@ -65,7 +73,7 @@ pub fn ReportsPage() -> impl IntoView {
         <Transition fallback=|| view! { <p class="loading">"Computing the review…"</p> }>
             {move || Suspend::new(async move {
                 match review.await {
-                    Ok(review) => view! { <ReviewView review /> }.into_any(),
+                    Ok(review) => view! { <ReviewView review node granularity /> }.into_any(),
                     Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
                 }
             })}
@@ -80,8 +88,90 @@ fn print() {
     }
 }
 
+/// An element id made of `parts`, safe for `getElementById`.
+fn chart_id(parts: &[&str]) -> String {
+    parts
+        .join("-")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
 #[component]
-fn ReviewView(review: Review) -> impl IntoView {
+fn ReviewCharts(
+    from: i64,
+    to: i64,
+    paths: Vec<String>,
+    node: RwSignal<String>,
+    granularity: RwSignal<String>,
+) -> impl IntoView {
+    let overview = Resource::new(
+        || (),
+        move |_| usage_series(String::new(), from, to, "day".into()),
+    );
+    let allocation = Resource::new(
+        move || (node.get(), granularity.get()),
+        move |(n, g)| usage_series(n, from, to, g),
+    );
+    let error = |e: crate::error::AppError| {
+        view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any()
+    };
+    view! {
+        <div class="charts">
+            <section class="card chart-card chart-small" aria-labelledby="overview-heading">
+                <h2 id="overview-heading">"Cluster occupancy"</h2>
+                <Transition fallback=|| view! { <p class="loading">"Loading the overview…"</p> }>
+                    {move || Suspend::new(async move {
+                        match overview.await {
+                            Ok(series) => {
+                                let id = chart_id(&["overview", &from.to_string()]);
+                                view! { <OverviewChart series id /> }.into_any()
+                            }
+                            Err(e) => error(e),
+                        }
+                    })}
+                </Transition>
+            </section>
+            <section class="card chart-card" aria-labelledby="allocation-heading" id="allocation">
+                <div class="chart-head">
+                    <h2 id="allocation-heading">"Allocation vs delivered"</h2>
+                    <div class="filters no-print" role="group" aria-label="Choose what to chart">
+                        <label for="chart-node">"Node"</label>
+                        <select id="chart-node" prop:value=move || node.get()
+                            on:change=move |ev| node.set(event_target_value(&ev))>
+                            <option value="">"Whole cluster"</option>
+                            {paths.into_iter().map(|p| view! { <option value=p.clone()>{p.clone()}</option> }).collect_view()}
+                        </select>
+                        <label for="chart-granularity">"Per"</label>
+                        <select id="chart-granularity" prop:value=move || granularity.get()
+                            on:change=move |ev| granularity.set(event_target_value(&ev))>
+                            <option value="day">"day"</option>
+                            <option value="hour">"hour"</option>
+                        </select>
+                    </div>
+                </div>
+                <Transition fallback=|| view! { <p class="loading">"Loading the chart…"</p> }>
+                    {move || Suspend::new(async move {
+                        match allocation.await {
+                            Ok(series) => {
+                                let id = chart_id(&["allocation", &series.node, &series.granularity, &from.to_string()]);
+                                view! { <AllocationChart series id /> }.into_any()
+                            }
+                            Err(e) => error(e),
+                        }
+                    })}
+                </Transition>
+            </section>
+        </div>
+    }
+}
+
+#[component]
+fn ReviewView(
+    review: Review,
+    node: RwSignal<String>,
+    granularity: RwSignal<String>,
+) -> impl IntoView {
     let h = review.headline.clone();
     let csv = format!(
         "/api/v1/reports/usage.csv?from={}&to={}&granularity=day",
@@ -103,6 +193,7 @@ fn ReviewView(review: Review) -> impl IntoView {
             <Figure label="Debug p90 wait" value=h.debug_p90_wait_s.map(duration).unwrap_or_else(|| "—".into()) note="reference: 30 s" />
         </section>
         {(!has_data).then(|| view! { <p class="card empty">{format!("No usage was recorded in {}.", review.label)}</p> })}
+        <ReviewCharts from=review.from to=review.to paths=review.rows.iter().map(|r| r.path.clone()).collect() node granularity />
         <div class="card table-wrap">
             <table class="table tree review">
                 <caption>{format!("{}: per program and project. Owed is the funded share of healthy capacity, capped hour by hour by demand.", review.label)}</caption>
@@ -147,7 +238,19 @@ fn ReviewView(review: Review) -> impl IntoView {
                                             </button>
                                         }.into_any()
                                     }}
-                                    " " {name}
+                                    " "
+                                    {
+                                        let chart = r.path.clone();
+                                        let current = r.path.clone();
+                                        view! {
+                                            <button type="button" class="link-button"
+                                                aria-pressed=move || (node.get() == current).to_string()
+                                                aria-controls="allocation"
+                                                on:click=move |_| node.set(chart.clone())>
+                                                {name}
+                                            </button>
+                                        }
+                                    }
                                 </th>
                                 <td class="num">{pct(Some(r.fraction))}</td>
                                 <td class="num">{gpu_h(r.funded_gpu_h)}</td>

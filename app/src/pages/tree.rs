@@ -3,7 +3,10 @@
 
 use crate::{
     budget::{api::get_tree, api::ProposeChange, ChildShare, ProposalInput, TreeNodeView},
+    components::chart::{AllocationChart, ChartScript},
+    live::now_s,
     pages::queue::ratio_class,
+    reports::api::usage_series,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -21,6 +24,7 @@ pub fn TreePage() -> impl IntoView {
     let (editing, set_editing) = signal(None::<String>);
     view! {
         <Title text="Budget tree" />
+        <ChartScript />
         <h1>"Budget tree"</h1>
         <p class="lede">
             "Each node's share is its weight among its siblings; its effective share of the cluster is the product "
@@ -35,6 +39,7 @@ pub fn TreePage() -> impl IntoView {
                     }.into_any(),
                     Ok(nodes) => {
                         let for_editor = nodes.clone();
+                        let paths: Vec<String> = nodes.iter().map(|n| n.path.clone()).filter(|p| !p.is_empty()).collect();
                         view! {
                             <div class="card table-wrap">
                                 <table class="table tree">
@@ -54,6 +59,7 @@ pub fn TreePage() -> impl IntoView {
                                     </tbody>
                                 </table>
                             </div>
+                            <RecentUsage paths />
                             {move || editing.get().and_then(|path| {
                                 let node = for_editor.iter().find(|n| n.path == path)?.clone();
                                 let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
@@ -74,6 +80,48 @@ pub fn TreePage() -> impl IntoView {
                 <a href="/approvals">"See approvals"</a>
             })}
         </p>
+    }
+}
+
+/// Allocation vs delivered over the last two weeks for a chosen node.
+#[component]
+fn RecentUsage(paths: Vec<String>) -> impl IntoView {
+    const DAYS: i64 = 14;
+    let node = RwSignal::new(String::new());
+    // Whole days, so the server's and the browser's clocks agree on the period.
+    let to = (now_s().div_euclid(86_400) + 1) * 86_400;
+    let from = to - DAYS * 86_400;
+    let series = Resource::new(
+        move || node.get(),
+        move |n| usage_series(n, from, to, "day".into()),
+    );
+    view! {
+        <section class="card chart-card" aria-labelledby="recent-usage-heading">
+            <div class="chart-head">
+                <h2 id="recent-usage-heading">"Allocation vs delivered, last two weeks"</h2>
+                <div class="filters" role="group" aria-label="Choose what to chart">
+                    <label for="recent-usage-node">"Node"</label>
+                    <select id="recent-usage-node" on:change=move |ev| node.set(event_target_value(&ev))>
+                        <option value="">"Whole cluster"</option>
+                        {paths.into_iter().map(|p| view! { <option value=p.clone()>{p.clone()}</option> }).collect_view()}
+                    </select>
+                </div>
+            </div>
+            <Transition fallback=|| view! { <p class="loading">"Loading the chart…"</p> }>
+                {move || Suspend::new(async move {
+                    match series.await {
+                        Ok(series) => {
+                            let id: String = format!("recent-usage-{}", series.node)
+                                .chars()
+                                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                                .collect();
+                            view! { <AllocationChart series id /> }.into_any()
+                        }
+                        Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
     }
 }
 

@@ -1,0 +1,436 @@
+//! Charts drawn in the browser with charming (ECharts). The server renders a labelled placeholder
+//! with a loading text and a caption that states the figures in words; on the client an effect
+//! draws the chart once the global `echarts` (public/assets/echarts.min.js, loaded by
+//! [`ChartScript`] on pages with charts) is there. The server never depends on charming.
+
+use crate::reports::UsageSeries;
+use leptos::prelude::*;
+use leptos_meta::Script;
+
+/// Loads ECharts. Put it once on every page that shows a chart, not in the shell.
+#[component]
+pub fn ChartScript() -> impl IntoView {
+    view! { <Script src="/assets/echarts.min.js" /> }
+}
+
+/// What a chart shows; drawn on the client, described in words on both sides.
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+enum Plot {
+    /// Funded and owed lines over bars of what each child drew and the unallocated use.
+    Allocation(UsageSeries),
+    /// Occupancy and unallocated fraction per bucket, from the whole cluster's series.
+    Overview(UsageSeries),
+}
+
+/// Funded vs owed vs delivered vs unallocated GPU-hours per bucket for `series.lines[0]`, with
+/// the children's deliveries stacked so one sees which of them drew what.
+#[component]
+pub fn AllocationChart(
+    series: UsageSeries,
+    /// The element id the chart is drawn into; unique on the page.
+    #[prop(into)]
+    id: String,
+    #[prop(default = 320)] height: u32,
+) -> impl IntoView {
+    let label = allocation_summary(&series);
+    view! { <ChartFrame id label height plot=Plot::Allocation(series) /> }
+}
+
+/// Occupancy (busy over healthy GPU-hours) and unallocated fraction (unallocated over busy) per
+/// bucket, from the whole cluster's series.
+#[component]
+pub fn OverviewChart(
+    series: UsageSeries,
+    #[prop(into)] id: String,
+    #[prop(default = 220)] height: u32,
+) -> impl IntoView {
+    let label = overview_summary(&series);
+    view! { <ChartFrame id label height plot=Plot::Overview(series) /> }
+}
+
+#[component]
+fn ChartFrame(id: String, label: String, height: u32, plot: Plot) -> impl IntoView {
+    // `None` while loading, then whether it was drawn.
+    let drawn = RwSignal::new(None::<bool>);
+    #[cfg(feature = "hydrate")]
+    {
+        let chart = StoredValue::new_local(None::<charming::Echarts>);
+        let target = id.clone();
+        Effect::new(move |_| {
+            draw::when_ready(target.clone(), height, plot.clone(), drawn, chart, 0)
+        });
+        on_cleanup(move || {
+            if let Some(Some(instance)) = chart.try_update_value(Option::take) {
+                draw::dispose(&instance);
+            }
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = plot;
+    view! {
+        <figure class="chart">
+            <div class="chart-area" style=format!("height: {height}px")>
+                <div class="chart-canvas" id=id role="img" aria-label=label.clone()></div>
+                <p class="chart-status" aria-live="polite" hidden=move || drawn.get() == Some(true)>
+                    {move || match drawn.get() {
+                        Some(false) => "The chart could not be drawn; the figures are below.",
+                        _ => "Loading chart…",
+                    }}
+                </p>
+            </div>
+            <figcaption>{label}</figcaption>
+        </figure>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+mod draw {
+    use super::{build, Plot};
+    use charming::{Echarts, WasmRenderer};
+    use leptos::prelude::*;
+    use std::time::Duration;
+    use web_sys::js_sys::{Function, Reflect};
+    use web_sys::wasm_bindgen::{JsCast, JsValue};
+
+    /// How long to wait for echarts.min.js and the element, in 50 ms steps (the script loads
+    /// asynchronously after a client-side navigation).
+    const TRIES: u32 = 400;
+
+    pub fn when_ready(
+        id: String,
+        height: u32,
+        plot: Plot,
+        drawn: RwSignal<Option<bool>>,
+        chart: StoredValue<Option<Echarts>, LocalStorage>,
+        tries: u32,
+    ) {
+        if drawn.try_get_untracked().is_none() {
+            // The chart left the page.
+            return;
+        }
+        let Some(window) = web_sys::window() else {
+            return;
+        };
+        let ready = Reflect::has(&window, &JsValue::from_str("echarts")).unwrap_or(false);
+        // After a client-side change the new element may not be in the document yet.
+        let element = window.document().and_then(|d| d.get_element_by_id(&id));
+        let Some(element) = element.filter(|_| ready) else {
+            if tries < TRIES {
+                set_timeout(
+                    move || when_ready(id, height, plot, drawn, chart, tries + 1),
+                    Duration::from_millis(50),
+                );
+            } else {
+                leptos::logging::error!("echarts or #{id} missing; chart not drawn");
+                drawn.try_set(Some(false));
+            }
+            return;
+        };
+        let width = u32::try_from(element.client_width()).unwrap_or(0).max(280);
+        match WasmRenderer::new(width, height).render(&id, &build(&plot)) {
+            Ok(instance) => {
+                if let Some(Some(old)) = chart.try_update_value(|c| c.replace(instance)) {
+                    dispose(&old);
+                }
+                drawn.try_set(Some(true));
+            }
+            Err(error) => {
+                leptos::logging::error!("chart {id}: {error:?}");
+                drawn.try_set(Some(false));
+            }
+        }
+    }
+
+    /// Frees an ECharts instance (its canvas and listeners).
+    pub fn dispose(instance: &Echarts) {
+        let this: &JsValue = instance.as_ref();
+        if let Ok(f) = Reflect::get(this, &JsValue::from_str("dispose")) {
+            if let Some(f) = f.dyn_ref::<Function>() {
+                let _ = f.call0(this);
+            }
+        }
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn build(plot: &Plot) -> charming::Chart {
+    use charming::{
+        component::{Axis, Grid, Legend},
+        element::{AxisLabel, AxisType, ItemStyle, LineStyle, LineStyleType, Tooltip, Trigger},
+        series::{Bar, Line},
+        Chart,
+    };
+    let round = |v: &f64| (v * 10.0).round() / 10.0;
+    let (series, categories) = match plot {
+        Plot::Allocation(s) | Plot::Overview(s) => (s, bucket_labels(s)),
+    };
+    let chart = Chart::new()
+        .tooltip(Tooltip::new().trigger(Trigger::Axis))
+        .legend(Legend::new().top(0))
+        .grid(
+            Grid::new()
+                .left(8)
+                .right(16)
+                .top(40)
+                .bottom(8)
+                .contain_label(true),
+        )
+        .x_axis(Axis::new().type_(AxisType::Category).data(categories));
+    let Some(node) = series.lines.first() else {
+        return chart.y_axis(Axis::new().type_(AxisType::Value));
+    };
+    match plot {
+        Plot::Allocation(_) => {
+            let mut chart = chart.y_axis(Axis::new().type_(AxisType::Value).name("GPU-h"));
+            let children = &series.lines[1..];
+            if children.is_empty() {
+                chart = chart.series(
+                    Bar::new()
+                        .name("Delivered")
+                        .stack("used")
+                        .data(node.delivered.iter().map(round).collect()),
+                );
+            }
+            for child in children {
+                chart = chart.series(
+                    Bar::new()
+                        .name(short_name(&child.path))
+                        .stack("used")
+                        .data(child.delivered.iter().map(round).collect()),
+                );
+            }
+            chart
+                .series(
+                    Bar::new()
+                        .name("Unallocated use")
+                        .stack("used")
+                        .item_style(ItemStyle::new().color("#9aa5b1"))
+                        .data(node.unallocated.iter().map(round).collect()),
+                )
+                .series(
+                    Line::new()
+                        .name("Funded")
+                        .show_symbol(false)
+                        .line_style(LineStyle::new().width(2).color("#1f2933"))
+                        .item_style(ItemStyle::new().color("#1f2933"))
+                        .data(node.funded.iter().map(round).collect()),
+                )
+                .series(
+                    Line::new()
+                        .name("Owed")
+                        .show_symbol(false)
+                        .line_style(
+                            LineStyle::new()
+                                .width(2)
+                                .type_(LineStyleType::Dashed)
+                                .color("#c0392b"),
+                        )
+                        .item_style(ItemStyle::new().color("#c0392b"))
+                        .data(node.owed.iter().map(round).collect()),
+                )
+        }
+        Plot::Overview(_) => {
+            let (occupancy, unallocated) = fractions(series);
+            let pct = |v: &Option<f64>| v.map(|x| round(&(x * 100.0)));
+            chart
+                .y_axis(
+                    Axis::new()
+                        .type_(AxisType::Value)
+                        .min(0)
+                        .max(100)
+                        .axis_label(AxisLabel::new().formatter("{value}%")),
+                )
+                .series(
+                    Line::new()
+                        .name("Occupancy")
+                        .show_symbol(false)
+                        .data(occupancy.iter().map(pct).collect()),
+                )
+                .series(
+                    Line::new()
+                        .name("Unallocated fraction")
+                        .show_symbol(false)
+                        .data(unallocated.iter().map(pct).collect()),
+                )
+        }
+    }
+}
+
+/// The last segment of a tree path; "the cluster" for the root.
+fn short_name(path: &str) -> String {
+    match path.rsplit('/').next() {
+        Some(name) if !name.is_empty() => name.to_string(),
+        _ => "the cluster".to_string(),
+    }
+}
+
+/// Per bucket of the node's line: occupancy (busy over funded — at the root, healthy capacity)
+/// and unallocated fraction (unallocated over busy); `None` where the denominator is zero.
+#[allow(clippy::type_complexity)]
+fn fractions(series: &UsageSeries) -> (Vec<Option<f64>>, Vec<Option<f64>>) {
+    let Some(node) = series.lines.first() else {
+        return (Vec::new(), Vec::new());
+    };
+    let ratio = |a: f64, b: f64| (b > 0.0).then(|| a / b);
+    node.funded
+        .iter()
+        .zip(&node.delivered)
+        .zip(&node.unallocated)
+        .map(|((funded, delivered), free)| {
+            let busy = delivered + free;
+            (ratio(busy, *funded), ratio(*free, busy))
+        })
+        .unzip()
+}
+
+/// `2026-11-02` (day buckets) or `11-02 14:00` (hour buckets).
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+fn bucket_labels(series: &UsageSeries) -> Vec<String> {
+    let hourly = series.granularity == "hour";
+    series
+        .buckets
+        .iter()
+        .map(|b| {
+            let (y, m, d) = civil(*b);
+            if hourly {
+                format!("{m:02}-{d:02} {:02}:00", b.rem_euclid(86_400) / 3_600)
+            } else {
+                format!("{y}-{m:02}-{d:02}")
+            }
+        })
+        .collect()
+}
+
+/// Year, month and day of an epoch time (UTC), by Howard Hinnant's algorithm.
+fn civil(epoch: i64) -> (i64, i64, i64) {
+    let z = epoch.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+fn period(series: &UsageSeries) -> String {
+    let (y1, m1, d1) = civil(series.from);
+    let (y2, m2, d2) = civil(series.to - 1);
+    format!("{y1}-{m1:02}-{d1:02} to {y2}-{m2:02}-{d2:02}")
+}
+
+/// The allocation chart in words: the node's totals and what each child drew.
+fn allocation_summary(series: &UsageSeries) -> String {
+    let Some(node) = series.lines.first() else {
+        return format!("No usage data for {}.", period(series));
+    };
+    let total = |v: &[f64]| v.iter().sum::<f64>() + 0.0;
+    let mut text = format!(
+        "GPU-hours per {} for {}, {}: funded {:.1}, owed {:.1}, delivered {:.1}, unallocated use {:.1}.",
+        series.granularity,
+        short_name(&node.path),
+        period(series),
+        total(&node.funded),
+        total(&node.owed),
+        total(&node.delivered),
+        total(&node.unallocated),
+    );
+    let drawn: Vec<String> = series.lines[1..]
+        .iter()
+        .map(|c| format!("{} {:.1}", short_name(&c.path), total(&c.delivered)))
+        .collect();
+    if !drawn.is_empty() {
+        text.push_str(&format!(" Delivered by child: {}.", drawn.join(", ")));
+    }
+    text
+}
+
+/// The overview chart in words: the period's occupancy and unallocated fraction and the range
+/// of the daily occupancy.
+fn overview_summary(series: &UsageSeries) -> String {
+    let Some(node) = series.lines.first() else {
+        return format!("No usage data for {}.", period(series));
+    };
+    let funded: f64 = node.funded.iter().sum();
+    let delivered: f64 = node.delivered.iter().sum();
+    let free: f64 = node.unallocated.iter().sum();
+    let busy = delivered + free;
+    let pct = |a: f64, b: f64| {
+        if b > 0.0 {
+            format!("{:.1}%", a / b * 100.0)
+        } else {
+            "—".to_string()
+        }
+    };
+    let (occupancy, _) = fractions(series);
+    let known: Vec<f64> = occupancy.into_iter().flatten().collect();
+    let range = match (
+        known.iter().copied().reduce(f64::min),
+        known.iter().copied().reduce(f64::max),
+    ) {
+        (Some(lo), Some(hi)) => format!(
+            " Per {}, occupancy ranged from {:.1}% to {:.1}%.",
+            series.granularity,
+            lo * 100.0,
+            hi * 100.0
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "Cluster occupancy {}: {} of healthy GPU-hours busy; unallocated use {} of busy time.{range}",
+        period(series),
+        pct(busy, funded),
+        pct(free, busy),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reports::UsageLine;
+
+    fn series() -> UsageSeries {
+        let line = |path: &str, delivered: Vec<f64>, free: Vec<f64>| UsageLine {
+            path: path.into(),
+            funded: vec![24.0, 24.0],
+            owed: vec![10.0, 12.0],
+            delivered,
+            unallocated: free,
+        };
+        UsageSeries {
+            node: String::new(),
+            from: 1_782_864_000,
+            to: 1_782_864_000 + 2 * 86_400,
+            granularity: "day".into(),
+            buckets: vec![1_782_864_000, 1_782_864_000 + 86_400],
+            lines: vec![
+                line("", vec![12.0, 6.0], vec![6.0, 0.0]),
+                line("ai", vec![12.0, 6.0], vec![6.0, 0.0]),
+            ],
+        }
+    }
+
+    #[test]
+    fn occupancy_is_busy_over_funded_and_unallocated_is_over_busy() {
+        let (occupancy, unallocated) = fractions(&series());
+        assert_eq!(occupancy, vec![Some(0.75), Some(0.25)]);
+        assert_eq!(unallocated, vec![Some(6.0 / 18.0), Some(0.0)]);
+    }
+
+    #[test]
+    fn the_summaries_state_the_totals_in_words() {
+        let s = series();
+        assert_eq!(bucket_labels(&s), vec!["2026-07-01", "2026-07-02"]);
+        let text = allocation_summary(&s);
+        assert!(
+            text.contains("funded 48.0, owed 22.0, delivered 18.0, unallocated use 6.0"),
+            "{text}"
+        );
+        assert!(text.contains("Delivered by child: ai 18.0."), "{text}");
+        let text = overview_summary(&s);
+        assert!(text.contains("50.0% of healthy GPU-hours busy"), "{text}");
+        assert!(text.contains("from 25.0% to 75.0%"), "{text}");
+    }
+}

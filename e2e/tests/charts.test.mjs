@@ -1,0 +1,111 @@
+// Charts on the Reports page, drawn in the browser by charming (ECharts), on a server with a month
+// of demo usage history.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TestServer } from '../support/server.mjs';
+import { launchBrowser, signIn, waitForHydration, withPage } from '../support/browser.mjs';
+
+const RESULTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-results');
+
+/** Whether `container` holds a canvas with a size that differs from a blank one of that size. */
+async function canvasIsDrawn(container) {
+  return container.evaluate((element) => {
+    const canvas = element.querySelector('canvas');
+    if (!canvas || canvas.width === 0 || canvas.height === 0) return false;
+    const blank = document.createElement('canvas');
+    blank.width = canvas.width;
+    blank.height = canvas.height;
+    return canvas.toDataURL() !== blank.toDataURL();
+  });
+}
+
+async function waitForChart(page, container) {
+  await container.locator('canvas').first().waitFor({ timeout: 20_000 });
+  // ECharts animates its first frame; wait until something is painted.
+  await page.waitForFunction(
+    (element) => {
+      const canvas = element.querySelector('canvas');
+      if (!canvas || canvas.width === 0) return false;
+      const blank = document.createElement('canvas');
+      blank.width = canvas.width;
+      blank.height = canvas.height;
+      return canvas.toDataURL() !== blank.toDataURL();
+    },
+    await container.elementHandle(),
+    { timeout: 20_000 },
+  );
+  assert.ok(await canvasIsDrawn(container));
+}
+
+describe('charts', () => {
+  let server;
+  let browser;
+
+  before(async () => {
+    server = await TestServer.start({ serveArgs: ['--demo'] });
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('the reports page draws the occupancy and allocation charts and charts a chosen node', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'lee', 'hourglass-demo');
+      await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
+      assert.equal(await page.locator('script[src="/assets/echarts.min.js"]').count(), 0, 'no echarts outside chart pages');
+
+      await page.goto(`${server.url}/reports`);
+      await waitForHydration(page);
+      const overview = page.getByRole('region', { name: 'Cluster occupancy' });
+      const allocation = page.getByRole('region', { name: 'Allocation vs delivered' });
+      const overviewChart = overview.getByRole('img', { name: /^Cluster occupancy/ });
+      const allocationChart = allocation.getByRole('img', { name: /^GPU-hours per day for the cluster/ });
+      await waitForChart(page, overviewChart);
+      await waitForChart(page, allocationChart);
+      assert.match(await overview.locator('figcaption').textContent(), /% of healthy GPU-hours busy/);
+      assert.match(await allocation.locator('figcaption').textContent(), /Delivered by child: /);
+      await overview.getByText('Loading chart…').waitFor({ state: 'hidden' });
+
+      // Pick a program in the node picker: its chart replaces the cluster's.
+      const program = await page.getByLabel('Node', { exact: true }).locator('option').nth(1).getAttribute('value');
+      await page.getByLabel('Node', { exact: true }).selectOption(program);
+      const name = program.split('/').pop();
+      const programChart = allocation.getByRole('img', { name: new RegExp(`^GPU-hours per day for ${name},`) });
+      await waitForChart(page, programChart);
+
+      // Clicking a row's node charts it too.
+      const leafRow = page.locator('table.review tbody tr').last();
+      const leaf = (await leafRow.getByRole('button').last().textContent()).trim();
+      await leafRow.getByRole('button', { name: leaf, exact: true }).click();
+      await waitForChart(page, allocation.getByRole('img', { name: new RegExp(`^GPU-hours per day for ${leaf},`) }));
+      assert.match(await page.getByLabel('Node', { exact: true }).inputValue(), new RegExp(`/${leaf}$`));
+
+      await page.waitForTimeout(1_500); // let the bars finish growing for the picture
+      mkdirSync(RESULTS, { recursive: true });
+      await page.screenshot({ path: join(RESULTS, 'reports-charts.png'), fullPage: true });
+      assert.deepEqual(page.errors, []);
+    });
+  });
+
+  test('the budget tree page charts the last two weeks after a client-side navigation', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'lee', 'hourglass-demo');
+      await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
+      await waitForHydration(page);
+      // Client-side: echarts.min.js is added to the page and loads after the chart's effect runs.
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Budget tree' }).click();
+      const recent = page.getByRole('region', { name: 'Allocation vs delivered, last two weeks' });
+      await waitForChart(page, recent.getByRole('img', { name: /^GPU-hours per day for the cluster/ }));
+      await page.waitForTimeout(1_500);
+      mkdirSync(RESULTS, { recursive: true });
+      await page.screenshot({ path: join(RESULTS, 'tree-chart.png'), fullPage: true });
+      assert.deepEqual(page.errors, []);
+    });
+  });
+});
