@@ -2,3 +2,4 @@ pub mod badge;
 pub mod chart;
 pub mod field;
 pub mod shell;
+pub mod tree_toggle;

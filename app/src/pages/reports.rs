@@ -3,6 +3,7 @@
 
 use crate::{
     components::chart::{AllocationChart, ChartScript, OverviewChart},
+    components::tree_toggle::{Collapsed, TreeToggle},
     live::now_s,
     reports::{
         api::{quarterly_review, usage_series},
@@ -12,7 +13,6 @@ use crate::{
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
-use std::collections::BTreeSet;
 
 fn pct(x: Option<f64>) -> String {
     x.map(|v| format!("{:.1}%", v * 100.0))
@@ -177,7 +177,7 @@ fn ReviewView(
         "/api/v1/reports/usage.csv?from={}&to={}&granularity=day",
         review.from, review.to
     );
-    let (collapsed, set_collapsed) = signal(BTreeSet::<String>::new());
+    let collapsed = Collapsed::new();
     let has_data = review
         .rows
         .iter()
@@ -215,29 +215,14 @@ fn ReviewView(
                         let path = r.path.clone();
                         let hidden = {
                             let path = path.clone();
-                            move || collapsed.with(|c| c.iter().any(|p| path.starts_with(&format!("{p}/"))))
+                            move || collapsed.hides(&path)
                         };
-                        let expanded = {
-                            let path = path.clone();
-                            Signal::derive(move || !collapsed.with(|c| c.contains(&path)))
-                        };
-                        let toggle = path.clone();
                         let name = path.rsplit('/').next().unwrap_or(&path).to_string();
                         let ratio_class = match r.delivered_over_owed { Some(x) if x >= 0.95 => "ratio ratio-under", Some(_) => "ratio ratio-over", None => "ratio" };
                         view! {
                             <tr hidden=hidden>
                                 <th scope="row" style=format!("padding-left: {}rem", r.depth as f64 * 1.25 - 0.75)>
-                                    {if r.leaf {
-                                        view! { <span class="tree-leaf" aria-hidden="true">"•"</span> }.into_any()
-                                    } else {
-                                        view! {
-                                            <button type="button" class="tree-toggle" aria-expanded=move || expanded.get().to_string()
-                                                aria-label=format!("Expand or collapse {path}")
-                                                on:click=move |_| set_collapsed.update(|c| { if !c.remove(&toggle) { c.insert(toggle.clone()); } })>
-                                                {move || if expanded.get() { "▾" } else { "▸" }}
-                                            </button>
-                                        }.into_any()
-                                    }}
+                                    <TreeToggle collapsed path=path.clone() leaf=r.leaf label=path.clone() />
                                     " "
                                     {
                                         let chart = r.path.clone();

@@ -4,6 +4,7 @@
 use crate::{
     budget::{api::get_tree, api::ProposeChange, ChildShare, ProposalInput, TreeNodeView},
     components::chart::{AllocationChart, ChartScript},
+    components::tree_toggle::{Collapsed, TreeToggle},
     live::now_s,
     pages::queue::ratio_class,
     reports::api::usage_series,
@@ -20,7 +21,7 @@ fn percent(x: f64) -> String {
 pub fn TreePage() -> impl IntoView {
     let propose = ServerAction::<ProposeChange>::new();
     let tree = Resource::new(move || propose.version().get(), |_| get_tree());
-    let (collapsed, set_collapsed) = signal(BTreeSet::<String>::new());
+    let collapsed = Collapsed::new();
     let (editing, set_editing) = signal(None::<String>);
     view! {
         <Title text="Budget tree" />
@@ -55,7 +56,7 @@ pub fn TreePage() -> impl IntoView {
                                         </tr>
                                     </thead>
                                     <tbody>
-                                        {nodes.into_iter().map(|node| view! { <TreeRow node collapsed set_collapsed set_editing /> }).collect_view()}
+                                        {nodes.into_iter().map(|node| view! { <TreeRow node collapsed set_editing /> }).collect_view()}
                                     </tbody>
                                 </table>
                             </div>
@@ -128,24 +129,13 @@ fn RecentUsage(paths: Vec<String>) -> impl IntoView {
 #[component]
 fn TreeRow(
     node: TreeNodeView,
-    collapsed: ReadSignal<BTreeSet<String>>,
-    set_collapsed: WriteSignal<BTreeSet<String>>,
+    collapsed: Collapsed,
     set_editing: WriteSignal<Option<String>>,
 ) -> impl IntoView {
     let path = node.path.clone();
     let hidden = {
         let path = path.clone();
-        move || {
-            collapsed.with(|c| {
-                c.iter()
-                    .any(|p| path != *p && (p.is_empty() || path.starts_with(&format!("{p}/"))))
-            })
-        }
-    };
-    let toggle_path = path.clone();
-    let expanded = {
-        let path = path.clone();
-        Signal::derive(move || !collapsed.with(|c| c.contains(&path)))
+        move || collapsed.hides(&path)
     };
     let label = if node.path.is_empty() {
         "cluster".to_string()
@@ -156,17 +146,7 @@ fn TreeRow(
     view! {
         <tr hidden=hidden class:leaf=node.leaf>
             <th scope="row" style=format!("padding-left: {}rem", 0.5 + node.depth as f64 * 1.25)>
-                {if node.leaf {
-                    view! { <span class="tree-leaf" aria-hidden="true">"•"</span> }.into_any()
-                } else {
-                    view! {
-                        <button type="button" class="tree-toggle" aria-expanded=move || expanded.get().to_string()
-                            aria-label=format!("Expand or collapse {label}")
-                            on:click=move |_| set_collapsed.update(|c| { if !c.remove(&toggle_path) { c.insert(toggle_path.clone()); } })>
-                            {move || if expanded.get() { "▾" } else { "▸" }}
-                        </button>
-                    }.into_any()
-                }}
+                <TreeToggle collapsed path=path.clone() leaf=node.leaf label />
                 " " {node.name.clone()}
             </th>
             <td class="num">{if node.path.is_empty() { "—".to_string() } else { percent(node.of_parent) }}</td>
