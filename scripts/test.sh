@@ -14,7 +14,16 @@ say "Linting (clippy, warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
 say "Unit and integration tests"
-cargo test --workspace
+cargo test --workspace --no-run
+# A rare hang of one server test under parallel load is being investigated; rather than let it
+# stall CI, a run that exceeds 5 minutes (normal: under 1) is stopped and retried once.
+for attempt in 1 2; do
+  status=0
+  timeout 300 cargo test --workspace || status=$?
+  if [ "$status" -ne 124 ]; then break; fi
+  say "The test run hung (attempt $attempt); retrying"
+done
+[ "$status" -eq 0 ]
 
 build_site debug
 
