@@ -26,16 +26,7 @@ fn gpu_h(x: f64) -> String {
 
 /// The quarter containing `epoch`.
 fn quarter_of(epoch: i64) -> (i32, u32) {
-    let days = epoch.div_euclid(86_400);
-    // Civil year and month from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, _) = crate::pages::users::civil_date(epoch);
     (year as i32, ((month - 1) / 3 + 1) as u32)
 }
 

@@ -147,9 +147,14 @@ fn CreateUserForm(create: ServerAction<CreateUser>) -> impl IntoView {
 
 /// `YYYY-MM-DD` (UTC) of an epoch time, without a date library in the browser bundle.
 pub fn format_date(epoch_s: i64) -> String {
-    let days = epoch_s.div_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
+    let (year, month, day) = civil_date(epoch_s);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// `(year, month, day)` (UTC) of an epoch time: Howard Hinnant's civil-from-days, so the browser
+/// bundle needs no date library.
+pub fn civil_date(epoch_s: i64) -> (i64, i64, i64) {
+    let z = epoch_s.div_euclid(86_400) + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
     let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
@@ -157,8 +162,7 @@ pub fn format_date(epoch_s: i64) -> String {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 #[cfg(test)]

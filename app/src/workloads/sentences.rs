@@ -180,6 +180,9 @@ mod tests {
         assert_eq!(duration(0), "0 s");
         assert_eq!(duration(90), "1 min 30 s");
         assert_eq!(duration(8 * 3600), "8 h");
+        assert_eq!(duration(900), "15 min");
+        assert_eq!(duration(5400), "1 h 30 min");
+        assert_eq!(duration(45), "45 s");
         assert_eq!(duration(3 * 86_400), "3 d 0 h");
     }
 }

@@ -77,7 +77,7 @@ impl NewWorkload {
                 "min_runtime_s",
                 format!(
                     "The minimum runtime may be at most {} ({} s); {} s was asked.",
-                    crate::workloads::domain::duration(max_min_runtime),
+                    app::workloads::sentences::duration(max_min_runtime),
                     max_min_runtime,
                     input.min_runtime_s
                 ),
@@ -101,18 +101,6 @@ impl NewWorkload {
             resumable: input.resumable,
             priority,
         })
-    }
-}
-
-/// `8 h`, `15 min`, `1 h 30 min`, `45 s`.
-pub fn duration(seconds: i64) -> String {
-    let (h, m, s) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
-    match (h, m, s) {
-        (0, 0, s) => format!("{s} s"),
-        (0, m, 0) => format!("{m} min"),
-        (h, 0, 0) => format!("{h} h"),
-        (h, m, _) if h > 0 => format!("{h} h {m} min"),
-        (_, m, s) => format!("{m} min {s} s"),
     }
 }
 
@@ -204,13 +192,5 @@ mod tests {
             )),
             "priority"
         );
-    }
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(duration(8 * 3600), "8 h");
-        assert_eq!(duration(900), "15 min");
-        assert_eq!(duration(5400), "1 h 30 min");
-        assert_eq!(duration(45), "45 s");
     }
 }
