@@ -114,6 +114,34 @@ mod ssr {
             to: i64,
             granularity: String,
         ) -> Result<crate::reports::UsageSeries, AppError>;
+
+        async fn lab_sources(
+            &self,
+            actor: &CurrentUser,
+        ) -> Result<crate::lab::LabSources, AppError>;
+        async fn start_lab_run(
+            &self,
+            actor: &CurrentUser,
+            form: crate::lab::LabForm,
+        ) -> Result<u64, AppError>;
+        async fn lab_run(
+            &self,
+            actor: &CurrentUser,
+            id: u64,
+        ) -> Result<crate::lab::LabRunView, AppError>;
+        async fn lab_runs(
+            &self,
+            actor: &CurrentUser,
+        ) -> Result<Vec<crate::lab::LabRunView>, AppError>;
+        async fn lab_gantt(
+            &self,
+            actor: &CurrentUser,
+            id: u64,
+            policy: String,
+            gpus: u32,
+            from: i64,
+            to: i64,
+        ) -> Result<crate::lab::Gantt, AppError>;
     }
 
     /// How the backend travels in Leptos context.

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod budget;
 pub mod components;
 pub mod error;
+pub mod lab;
 pub mod live;
 pub mod model;
 pub mod pages;
@@ -28,6 +29,7 @@ use leptos_router::{
 use pages::{
     approvals::ApprovalsPage,
     home::HomePage,
+    lab::{LabPage, LabRunPage},
     login::LoginPage,
     nodes::NodesPage,
     not_found::NotFound,
@@ -97,6 +99,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/tree") view=TreePage />
                     <Route path=path!("/approvals") view=ApprovalsPage />
                     <Route path=path!("/reports") view=ReportsPage />
+                    <Route path=path!("/lab") view=LabPage />
+                    <Route path=path!("/lab/:id") view=LabRunPage />
                 </Routes>
             </main>
             <Footer />

@@ -26,11 +26,12 @@ use std::collections::BTreeMap;
 pub struct ServerBackend {
     pool: SqlitePool,
     runtime: Runtime,
+    lab: crate::lab::Lab,
 }
 
 impl ServerBackend {
-    pub fn new(pool: SqlitePool, runtime: Runtime) -> Self {
-        ServerBackend { pool, runtime }
+    pub fn new(pool: SqlitePool, runtime: Runtime, lab: crate::lab::Lab) -> Self {
+        ServerBackend { pool, runtime, lab }
     }
 }
 
@@ -60,6 +61,42 @@ fn whole(field: &'static str, raw: &str, what: &str) -> Result<i64, ServerError>
 
 #[async_trait::async_trait]
 impl Backend for ServerBackend {
+    async fn lab_sources(&self, actor: &CurrentUser) -> Result<app::lab::LabSources, AppError> {
+        Ok(self.lab.sources(actor)?)
+    }
+
+    async fn start_lab_run(
+        &self,
+        actor: &CurrentUser,
+        form: app::lab::LabForm,
+    ) -> Result<u64, AppError> {
+        Ok(self.lab.start(actor, form).await?)
+    }
+
+    async fn lab_run(
+        &self,
+        actor: &CurrentUser,
+        id: u64,
+    ) -> Result<app::lab::LabRunView, AppError> {
+        Ok(self.lab.run(actor, id)?)
+    }
+
+    async fn lab_runs(&self, actor: &CurrentUser) -> Result<Vec<app::lab::LabRunView>, AppError> {
+        Ok(self.lab.runs(actor)?)
+    }
+
+    async fn lab_gantt(
+        &self,
+        actor: &CurrentUser,
+        id: u64,
+        policy: String,
+        gpus: u32,
+        from: i64,
+        to: i64,
+    ) -> Result<app::lab::Gantt, AppError> {
+        Ok(self.lab.gantt(actor, id, &policy, gpus, from, to)?)
+    }
+
     async fn list_users(&self, actor: &CurrentUser) -> Result<Vec<UserSummary>, AppError> {
         Ok(service::list_users(&self.pool, actor).await?)
     }

@@ -78,6 +78,10 @@ pub struct ServeArgs {
     /// Seconds between SIGTERM and SIGKILL when a workload is stopped.
     #[arg(long, env = "HOURGLASS_GRACE_S", default_value_t = 10)]
     pub grace_s: i64,
+
+    /// The Philly trace (`philly_by_vc.csv`) the simulator lab offers; not offered when unset.
+    #[arg(long, env = "HOURGLASS_PHILLY_TRACE")]
+    pub philly_trace: Option<PathBuf>,
 }
 
 impl Default for ServeArgs {
@@ -89,6 +93,7 @@ impl Default for ServeArgs {
             demo: false,
             heartbeat_deadline_s: 30,
             grace_s: 10,
+            philly_trace: None,
         }
     }
 }

@@ -19,6 +19,7 @@ pub fn build_app(state: AppState) -> Router {
     let backend: SharedBackend = Arc::new(ServerBackend::new(
         state.pool.clone(),
         state.runtime.clone(),
+        state.lab.clone(),
     ));
     let shell_options = state.leptos_options.clone();
 

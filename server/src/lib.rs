@@ -17,6 +17,7 @@ pub mod db;
 pub mod demo;
 pub mod error;
 pub mod http;
+pub mod lab;
 pub mod nodes;
 pub mod reports;
 pub mod runtime;

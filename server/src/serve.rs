@@ -31,6 +31,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         pool: pool.clone(),
         secure_cookies: args.secure_cookies,
         runtime: runtime.clone(),
+        lab: crate::lab::Lab::new(args.philly_trace.clone()),
     };
     runtime.spawn();
 

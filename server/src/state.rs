@@ -12,4 +12,6 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// The scheduler runtime (woken by submissions, cancels, agent reports, admin actions).
     pub runtime: Runtime,
+    /// The simulator lab's runs (in memory).
+    pub lab: crate::lab::Lab,
 }

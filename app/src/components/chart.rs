@@ -3,6 +3,7 @@
 //! draws the chart once the global `echarts` (public/assets/echarts.min.js, loaded by
 //! [`ChartScript`] on pages with charts) is there. The server never depends on charming.
 
+use crate::lab::{TeamRow, WaitRow};
 use crate::reports::UsageSeries;
 use leptos::prelude::*;
 use leptos_meta::Script;
@@ -21,6 +22,10 @@ enum Plot {
     Allocation(UsageSeries),
     /// Occupancy and unallocated fraction per bucket, from the whole cluster's series.
     Overview(UsageSeries),
+    /// Wait percentiles per class of workload, both policies side by side (a lab run).
+    Waits(Vec<WaitRow>),
+    /// Delivered over owed per team, both policies side by side (a lab run).
+    Teams(Vec<TeamRow>),
 }
 
 /// Funded vs owed vs delivered vs unallocated GPU-hours per bucket for `series.lines[0]`, with
@@ -47,6 +52,28 @@ pub fn OverviewChart(
 ) -> impl IntoView {
     let label = overview_summary(&series);
     view! { <ChartFrame id label height plot=Plot::Overview(series) /> }
+}
+
+/// p50 / p90 / p99 waits per class of workload under fair share and the priority baseline.
+#[component]
+pub fn WaitsChart(
+    rows: Vec<WaitRow>,
+    #[prop(into)] id: String,
+    #[prop(default = 280)] height: u32,
+) -> impl IntoView {
+    let label = waits_summary(&rows);
+    view! { <ChartFrame id label height plot=Plot::Waits(rows) /> }
+}
+
+/// Each team's delivered / owed under fair share and the priority baseline.
+#[component]
+pub fn TeamsChart(
+    rows: Vec<TeamRow>,
+    #[prop(into)] id: String,
+    #[prop(default = 300)] height: u32,
+) -> impl IntoView {
+    let label = teams_summary(&rows);
+    view! { <ChartFrame id label height plot=Plot::Teams(rows) /> }
 }
 
 #[component]
@@ -155,6 +182,15 @@ mod draw {
 
 #[cfg(feature = "hydrate")]
 fn build(plot: &Plot) -> charming::Chart {
+    match plot {
+        Plot::Waits(rows) => lab_charts::waits(rows),
+        Plot::Teams(rows) => lab_charts::teams(rows),
+        Plot::Allocation(s) | Plot::Overview(s) => usage(plot, s),
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn usage(plot: &Plot, series: &UsageSeries) -> charming::Chart {
     use charming::{
         component::{Axis, Grid, Legend},
         element::{AxisLabel, AxisType, ItemStyle, LineStyle, LineStyleType, Tooltip, Trigger},
@@ -162,9 +198,7 @@ fn build(plot: &Plot) -> charming::Chart {
         Chart,
     };
     let round = |v: &f64| (v * 10.0).round() / 10.0;
-    let (series, categories) = match plot {
-        Plot::Allocation(s) | Plot::Overview(s) => (s, bucket_labels(s)),
-    };
+    let categories = bucket_labels(series);
     let chart = Chart::new()
         .tooltip(Tooltip::new().trigger(Trigger::Axis))
         .legend(Legend::new().top(0))
@@ -230,7 +264,7 @@ fn build(plot: &Plot) -> charming::Chart {
                         .data(node.owed.iter().map(round).collect()),
                 )
         }
-        Plot::Overview(_) => {
+        Plot::Overview(_) | Plot::Waits(_) | Plot::Teams(_) => {
             let (occupancy, unallocated) = fractions(series);
             let pct = |v: &Option<f64>| v.map(|x| round(&(x * 100.0)));
             chart
@@ -255,6 +289,42 @@ fn build(plot: &Plot) -> charming::Chart {
                 )
         }
     }
+}
+
+/// The lab's waits in words: each class's p90 under both policies.
+fn waits_summary(rows: &[WaitRow]) -> String {
+    let p90 = |class: &str, policy: &str| {
+        rows.iter()
+            .find(|r| r.class == class && r.policy == policy)
+            .and_then(|r| r.p90_s)
+            .map(crate::workloads::sentences::duration)
+            .unwrap_or_else(|| "—".into())
+    };
+    let parts: Vec<String> = ["all", "debug", "large", "requeue"]
+        .iter()
+        .map(|c| format!("{c} {} vs {}", p90(c, "fair-share"), p90(c, "priority")))
+        .collect();
+    format!(
+        "p90 wait, fair share vs the priority baseline: {}.",
+        parts.join("; ")
+    )
+}
+
+/// The lab's teams in words: the worst team under each policy.
+fn teams_summary(rows: &[TeamRow]) -> String {
+    let worst = |k: usize| {
+        rows.iter()
+            .filter_map(|r| r.delivered_over_owed[k].map(|x| (x, r.path.as_str())))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(x, p)| format!("{p} at {:.1}%", x * 100.0))
+            .unwrap_or_else(|| "no team was owed anything".into())
+    };
+    format!(
+        "Delivered / owed for {} teams. Worst team under fair share: {}; under the priority baseline: {}.",
+        rows.len(),
+        worst(0),
+        worst(1)
+    )
 }
 
 /// The last segment of a tree path; "the cluster" for the root.
@@ -432,5 +502,89 @@ mod tests {
         let text = overview_summary(&s);
         assert!(text.contains("50.0% of healthy GPU-hours busy"), "{text}");
         assert!(text.contains("from 25.0% to 75.0%"), "{text}");
+    }
+}
+
+/// The lab's two charts (drawn with charming on the client).
+#[cfg(feature = "hydrate")]
+mod lab_charts {
+    use crate::lab::{TeamRow, WaitRow};
+    use charming::{
+        component::{Axis, Grid, Legend},
+        element::{AxisLabel, AxisType, Tooltip, Trigger},
+        series::Bar,
+        Chart,
+    };
+
+    const CLASSES: [&str; 4] = ["all", "debug", "large", "requeue"];
+
+    fn frame() -> Chart {
+        Chart::new()
+            .tooltip(Tooltip::new().trigger(Trigger::Axis))
+            .legend(Legend::new().top(0))
+            .grid(
+                Grid::new()
+                    .left(8)
+                    .right(16)
+                    .top(48)
+                    .bottom(8)
+                    .contain_label(true),
+            )
+    }
+
+    /// Hours of wait per class: p50, p90 and p99 bars for each policy.
+    pub fn waits(rows: &[WaitRow]) -> Chart {
+        let mut chart = frame()
+            .x_axis(
+                Axis::new()
+                    .type_(AxisType::Category)
+                    .data(CLASSES.iter().map(|c| c.to_string()).collect()),
+            )
+            .y_axis(Axis::new().type_(AxisType::Value).name("hours"));
+        for (policy, name) in [("fair-share", "Fair share"), ("priority", "Baseline")] {
+            for (pick, label) in [(0, "p50"), (1, "p90"), (2, "p99")] {
+                let data: Vec<f64> = CLASSES
+                    .iter()
+                    .map(|c| {
+                        rows.iter()
+                            .find(|r| r.class == *c && r.policy == policy)
+                            .and_then(|r| [r.p50_s, r.p90_s, r.p99_s][pick])
+                            .map(|s| (s as f64 / 36.0).round() / 100.0)
+                            .unwrap_or(0.0)
+                    })
+                    .collect();
+                chart = chart.series(Bar::new().name(format!("{name} {label}")).data(data));
+            }
+        }
+        chart
+    }
+
+    /// Delivered / owed (%) per team for each policy.
+    pub fn teams(rows: &[TeamRow]) -> Chart {
+        let mut chart = frame()
+            .x_axis(
+                Axis::new()
+                    .type_(AxisType::Category)
+                    .axis_label(AxisLabel::new().rotate(30))
+                    .data(rows.iter().map(|r| r.path.clone()).collect()),
+            )
+            .y_axis(
+                Axis::new()
+                    .type_(AxisType::Value)
+                    .min(0)
+                    .axis_label(AxisLabel::new().formatter("{value}%")),
+            );
+        for (k, name) in [(0, "Fair share"), (1, "Priority baseline")] {
+            let data: Vec<f64> = rows
+                .iter()
+                .map(|r| {
+                    r.delivered_over_owed[k]
+                        .map(|x| (x * 1000.0).round() / 10.0)
+                        .unwrap_or(0.0)
+                })
+                .collect();
+            chart = chart.series(Bar::new().name(name).data(data));
+        }
+        chart
     }
 }

@@ -41,6 +41,7 @@ fn MainNav(user: CurrentUser) -> impl IntoView {
             <A href="/tree">"Budget tree"</A>
             <A href="/approvals">"Approvals"</A>
             <A href="/reports">"Reports"</A>
+            {(user.role != crate::model::Role::Researcher).then(|| view! { <A href="/lab">"Lab"</A> })}
             {user.is_admin().then(|| view! { <A href="/users">"Users"</A> <A href="/settings">"Settings"</A> })}
         </nav>
     }

@@ -1,5 +1,6 @@
 pub mod approvals;
 pub mod home;
+pub mod lab;
 pub mod login;
 pub mod nodes;
 pub mod not_found;

@@ -69,6 +69,7 @@ impl Live {
             pool: app.pool.clone(),
             secure_cookies: false,
             runtime: runtime.clone(),
+            lab: server::lab::Lab::new(None),
         });
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
         runtime.spawn();

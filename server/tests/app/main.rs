@@ -6,6 +6,7 @@ mod auth;
 mod demo;
 mod governance;
 mod health;
+mod lab;
 mod live;
 mod reports;
 mod restart;

@@ -89,6 +89,7 @@ impl TestApp {
             pool: pool.clone(),
             secure_cookies,
             runtime: runtime.clone(),
+            lab: server::lab::Lab::new(None),
         };
         TestApp {
             router: build_app(state),

@@ -1,0 +1,183 @@
+//! The simulator lab: DTOs of a lab run (both policies on one input) and its server functions.
+//! The simulation itself runs on the server, in the `scheduler` crate the live system uses.
+
+use serde::{Deserialize, Serialize};
+
+/// What a person asks the lab to simulate. Text fields are validated on the server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LabForm {
+    /// `reference` (the generated reference-like scenario), `philly` or `upload`.
+    pub source: String,
+    /// The scenario's seed.
+    pub seed: String,
+    /// Days of the scenario or of the Philly trace.
+    pub days: String,
+    /// Uploaded files' contents (tree TOML, cluster TOML, trace CSV) when `source` is `upload`.
+    pub tree: String,
+    pub cluster: String,
+    pub trace: String,
+    /// The usage lookback window, e.g. `7d`.
+    pub window: String,
+    /// The cap on a workload's minimum runtime, e.g. `8h`.
+    pub max_min_runtime: String,
+}
+
+/// The inputs the lab offers besides uploads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabSources {
+    /// Whether the server has the Philly trace to offer.
+    pub philly: bool,
+    /// Where the Philly trace comes from, in words, or why it is not offered.
+    pub philly_note: String,
+}
+
+/// A lab run and, once done, its result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabRunView {
+    pub id: u64,
+    /// What was simulated, in words ("Reference-like scenario, seed 1, 30 days").
+    pub label: String,
+    pub requested_by: String,
+    /// `waiting`, `running`, `done` or `failed`.
+    pub state: String,
+    /// Steps done so far of `steps`.
+    pub step: u32,
+    pub steps: u32,
+    /// What it is doing now, or did last.
+    pub stage: String,
+    /// Seconds since it started running (or its total run time once done).
+    pub elapsed_s: f64,
+    pub error: Option<String>,
+    pub result: Option<LabResult>,
+}
+
+/// Both policies' measures, side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabResult {
+    pub gpus: u32,
+    pub hosts: u32,
+    pub horizon_s: i64,
+    pub workloads: u64,
+    /// The summary table: one row per measure, fair share then the priority baseline.
+    pub measures: Vec<MeasureRow>,
+    pub waits: Vec<WaitRow>,
+    pub teams: Vec<TeamRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasureRow {
+    pub label: String,
+    /// Indented under the row above (a detail of it).
+    pub detail: bool,
+    pub fair_share: String,
+    pub priority: String,
+}
+
+/// Wait percentiles of one class of workloads under one policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitRow {
+    /// `all`, `debug`, `large` or `requeue`.
+    pub class: String,
+    /// `fair-share` or `priority`.
+    pub policy: String,
+    pub count: u64,
+    pub p50_s: Option<i64>,
+    pub p90_s: Option<i64>,
+    pub p99_s: Option<i64>,
+}
+
+/// One team (leaf): what it was owed and delivered under each policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamRow {
+    pub path: String,
+    pub fraction: f64,
+    /// Fair share, then the priority baseline.
+    pub owed_gpu_h: [f64; 2],
+    pub delivered_gpu_h: [f64; 2],
+    pub delivered_over_owed: [Option<f64>; 2],
+}
+
+/// The run segments of the first GPUs over `[from, to)`: the data of the Gantt chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gantt {
+    pub policy: String,
+    pub from: i64,
+    pub to: i64,
+    pub horizon_s: i64,
+    /// One label per row ("node-000 · GPU 0").
+    pub rows: Vec<String>,
+    /// Team paths; a bar's `team` indexes this list.
+    pub teams: Vec<String>,
+    pub bars: Vec<GanttBar>,
+}
+
+/// One run of a workload on one GPU, clipped to the chart's window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GanttBar {
+    pub row: u32,
+    pub start: i64,
+    pub end: i64,
+    pub team: u32,
+    /// Until when it could not be preempted (the bar is hatched after it); `None`: never protected.
+    pub protected_until: Option<i64>,
+    /// Ended by a preemption or a drain (drawn with a red right edge).
+    pub preempted: bool,
+    /// Ran on allocated time (charged to its team) rather than free on idle GPUs.
+    pub allocated: bool,
+    pub workload: String,
+}
+
+pub mod api {
+    use super::{Gantt, LabForm, LabRunView, LabSources};
+    use crate::error::AppError;
+    use leptos::prelude::*;
+
+    /// What the lab can simulate besides uploads.
+    #[server(name = GetLabSources, prefix = "/api", endpoint = "lab/sources")]
+    pub async fn lab_sources() -> Result<LabSources, AppError> {
+        use crate::backend::*;
+        with_status(async { backend()?.lab_sources(&require_user()?).await }.await)
+    }
+
+    /// Validates the input and queues a run of both policies on it; returns the run's id.
+    #[server(prefix = "/api", endpoint = "lab/start")]
+    pub async fn start_lab_run(form: LabForm) -> Result<u64, AppError> {
+        use crate::backend::*;
+        with_status(async { backend()?.start_lab_run(&require_user()?, form).await }.await)
+    }
+
+    /// One run: its progress, and its result once done.
+    #[server(prefix = "/api", endpoint = "lab/run")]
+    pub async fn get_lab_run(id: u64) -> Result<LabRunView, AppError> {
+        use crate::backend::*;
+        with_status(async { backend()?.lab_run(&require_user()?, id).await }.await)
+    }
+
+    /// The recent runs, newest first (without their results).
+    #[server(prefix = "/api", endpoint = "lab/runs")]
+    pub async fn lab_runs() -> Result<Vec<LabRunView>, AppError> {
+        use crate::backend::*;
+        with_status(async { backend()?.lab_runs(&require_user()?).await }.await)
+    }
+
+    /// The Gantt data of run `id` under `policy` for its first `gpus` GPUs over `[from, to)`.
+    #[server(name = GetLabGantt, prefix = "/api", endpoint = "lab/gantt")]
+    pub async fn lab_gantt(
+        id: u64,
+        policy: String,
+        gpus: u32,
+        from: i64,
+        to: i64,
+    ) -> Result<Gantt, AppError> {
+        use crate::backend::*;
+        with_status(
+            async {
+                backend()?
+                    .lab_gantt(&require_user()?, id, policy, gpus, from, to)
+                    .await
+            }
+            .await,
+        )
+    }
+}

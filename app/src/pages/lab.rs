@@ -1,0 +1,384 @@
+//! The simulator lab: pick or upload an input, run fair share and the priority baseline side by
+//! side on the server, and compare them in a table, charts and a Gantt chart of the first GPUs.
+
+use crate::{
+    components::{
+        chart::{ChartScript, TeamsChart, WaitsChart},
+        field::{FieldError, FormError},
+        gantt::GanttChart,
+    },
+    error::AppError,
+    lab::{
+        api::{get_lab_run, lab_runs, lab_sources, start_lab_run},
+        LabForm, LabResult, LabRunView,
+    },
+    workloads::sentences::duration,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_navigate, use_params_map};
+
+#[component]
+pub fn LabPage() -> impl IntoView {
+    let sources = Resource::new(|| (), |_| lab_sources());
+    let runs = Resource::new(|| (), |_| lab_runs());
+    view! {
+        <Title text="Simulator lab" />
+        <h1>"Simulator lab"</h1>
+        <p class="lead">
+            "Replay a month of work under fair share and under the priority baseline (the pre-budget world), "
+            "with the same engine the cluster runs, and compare what each team was owed and delivered."
+        </p>
+        <Suspense fallback=|| view! { <p class="loading">"Loading the lab…"</p> }>
+            {move || Suspend::new(async move {
+                match sources.await {
+                    Ok(s) => view! { <LabFormView philly=s.philly philly_note=s.philly_note /> }.into_any(),
+                    Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Suspense>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                let runs = runs.await.unwrap_or_default();
+                (!runs.is_empty()).then(|| view! { <RecentRuns runs /> })
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn RecentRuns(runs: Vec<LabRunView>) -> impl IntoView {
+    view! {
+        <section class="card table-wrap" aria-labelledby="recent-runs">
+            <h2 id="recent-runs">"Recent runs"</h2>
+            <table class="table">
+                <thead><tr><th scope="col">"Input"</th><th scope="col">"Requested by"</th><th scope="col">"State"</th></tr></thead>
+                <tbody>
+                    {runs.into_iter().map(|r| view! {
+                        <tr>
+                            <td><a href=format!("/lab/{}", r.id)>{r.label}</a></td>
+                            <td>{r.requested_by}</td>
+                            <td>{r.state}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// The three uploaded files' contents, read in the browser.
+#[derive(Clone, Default)]
+struct Uploads {
+    tree: String,
+    cluster: String,
+    trace: String,
+}
+
+#[component]
+fn LabFormView(philly: bool, philly_note: String) -> impl IntoView {
+    let source = RwSignal::new("reference".to_string());
+    let seed = RwSignal::new("1".to_string());
+    let days = RwSignal::new("30".to_string());
+    let window = RwSignal::new("7d".to_string());
+    let max_min_runtime = RwSignal::new("8h".to_string());
+    let uploads = RwSignal::new(Uploads::default());
+    let reading = RwSignal::new(0u32);
+    let start = Action::new(move |form: &LabForm| {
+        let form = form.clone();
+        async move { start_lab_run(form).await }
+    });
+    let error = Signal::derive(move || start.value().get().and_then(Result::err));
+    let navigate = use_navigate();
+    Effect::new(move |_| {
+        if let Some(Ok(id)) = start.value().get() {
+            navigate(&format!("/lab/{id}"), Default::default());
+        }
+    });
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let u = uploads.get_untracked();
+        start.dispatch(LabForm {
+            source: source.get_untracked(),
+            seed: seed.get_untracked(),
+            days: days.get_untracked(),
+            tree: u.tree,
+            cluster: u.cluster,
+            trace: u.trace,
+            window: window.get_untracked(),
+            max_min_runtime: max_min_runtime.get_untracked(),
+        });
+    };
+    let describe = move |field: &'static str, id: &'static str| {
+        move || error.get().and_then(|e| e.for_field(field)).map(|_| id)
+    };
+    let is = move |s: &'static str| move || source.get() == s;
+    view! {
+        <form class="card stack form-wide" on:submit=submit aria-labelledby="lab-form-heading">
+            <h2 id="lab-form-heading">"New run"</h2>
+            <FormError error />
+            <fieldset aria-describedby=describe("source", "source-error")>
+                <legend>"Input"</legend>
+                <label class="choice">
+                    <input type="radio" name="source" value="reference" checked=true on:change=move |_| source.set("reference".into()) />
+                    "Reference-like scenario: 1,024 GPUs, 15 teams under three programs, demand 2–3× capacity"
+                </label>
+                <label class="choice">
+                    <input type="radio" name="source" value="philly" disabled=!philly on:change=move |_| source.set("philly".into()) />
+                    "Philly trace (Microsoft, 2017)"
+                    <span class="hint">{philly_note}</span>
+                </label>
+                <label class="choice">
+                    <input type="radio" name="source" value="upload" on:change=move |_| source.set("upload".into()) />
+                    "Upload a tree, a cluster and a trace (the formats of hourglass simulate)"
+                </label>
+            </fieldset>
+            <FieldError id="source-error" field="source" error />
+            <div class="field-row" hidden=move || !is("reference")()>
+                <div>
+                    <label for="seed">"Seed"</label>
+                    <input id="seed" inputmode="numeric" prop:value=seed on:input=move |ev| seed.set(event_target_value(&ev))
+                        aria-describedby=describe("seed", "seed-error") />
+                    <FieldError id="seed-error" field="seed" error />
+                </div>
+            </div>
+            <div class="field-row" hidden=move || is("upload")()>
+                <div>
+                    <label for="days">"Days to simulate"</label>
+                    <input id="days" inputmode="numeric" prop:value=days on:input=move |ev| days.set(event_target_value(&ev))
+                        aria-describedby=describe("days", "days-error") />
+                    <FieldError id="days-error" field="days" error />
+                </div>
+            </div>
+            <div class="stack" hidden=move || !is("upload")()>
+                <FileField id="tree" label="Budget tree (TOML)" accept=".toml,text/plain" uploads reading error
+                    set=|u: &mut Uploads, text| u.tree = text />
+                <FileField id="cluster" label="Cluster (TOML)" accept=".toml,text/plain" uploads reading error
+                    set=|u: &mut Uploads, text| u.cluster = text />
+                <FileField id="trace" label="Trace (CSV)" accept=".csv,text/csv,text/plain" uploads reading error
+                    set=|u: &mut Uploads, text| u.trace = text />
+            </div>
+            <div class="field-row">
+                <div>
+                    <label for="window">"Usage lookback window"</label>
+                    <input id="window" prop:value=window on:input=move |ev| window.set(event_target_value(&ev))
+                        aria-describedby=move || describe("window", "window-error")().unwrap_or("window-hint") />
+                    <p id="window-hint" class="hint">"How far back usage counts, e.g. 7d."</p>
+                    <FieldError id="window-error" field="window" error />
+                </div>
+                <div>
+                    <label for="max_min_runtime">"Maximum minimum runtime"</label>
+                    <input id="max_min_runtime" prop:value=max_min_runtime on:input=move |ev| max_min_runtime.set(event_target_value(&ev))
+                        aria-describedby=describe("max_min_runtime", "max-min-runtime-error") />
+                    <FieldError id="max-min-runtime-error" field="max_min_runtime" error />
+                </div>
+            </div>
+            <button type="submit" disabled=move || { start.pending().get() || reading.get() > 0 }>
+                {move || if start.pending().get() { "Preparing the input…" } else if reading.get() > 0 { "Reading files…" } else { "Run both policies" }}
+            </button>
+        </form>
+    }
+}
+
+/// A file input whose text is read in the browser into `uploads`.
+#[component]
+fn FileField(
+    id: &'static str,
+    label: &'static str,
+    accept: &'static str,
+    uploads: RwSignal<Uploads>,
+    reading: RwSignal<u32>,
+    error: Signal<Option<AppError>>,
+    set: fn(&mut Uploads, String),
+) -> impl IntoView {
+    let error_id = match id {
+        "tree" => "tree-error",
+        "cluster" => "cluster-error",
+        _ => "trace-error",
+    };
+    let on_change = move |ev: leptos::ev::Event| {
+        #[cfg(feature = "hydrate")]
+        {
+            use web_sys::wasm_bindgen::JsCast;
+            let file = ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+                .and_then(|input| input.files())
+                .and_then(|files| files.get(0));
+            let Some(file) = file else {
+                uploads.update(|u| set(u, String::new()));
+                return;
+            };
+            reading.update(|n| *n += 1);
+            leptos::task::spawn_local(async move {
+                let text = wasm_bindgen_futures::JsFuture::from(file.text())
+                    .await
+                    .ok()
+                    .and_then(|v| v.as_string())
+                    .unwrap_or_default();
+                uploads.update(|u| set(u, text));
+                reading.update(|n| *n = n.saturating_sub(1));
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (ev, uploads, reading, set);
+    };
+    let described = move || error.get().and_then(|e| e.for_field(id)).map(|_| error_id);
+    view! {
+        <div>
+            <label for=id>{label}</label>
+            <input id=id type="file" accept=accept on:change=on_change aria-describedby=described />
+            <FieldError id=error_id field=id error />
+        </div>
+    }
+}
+
+#[component]
+pub fn LabRunPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").and_then(|s| s.parse::<u64>().ok());
+    let tick = RwSignal::new(0u32);
+    let run = Resource::new(
+        move || (id(), tick.get()),
+        |(id, _)| async move {
+            match id {
+                Some(id) => get_lab_run(id).await,
+                None => Err(AppError::NotFound("There is no such lab run.".into())),
+            }
+        },
+    );
+    view! {
+        <Title text="Simulator lab run" />
+        <ChartScript />
+        <p class="no-print"><a href="/lab">"← Simulator lab"</a></p>
+        <Transition fallback=|| view! { <p class="loading">"Loading the run…"</p> }>
+            {move || Suspend::new(async move {
+                match run.await {
+                    Ok(r) => {
+                        if r.state == "waiting" || r.state == "running" {
+                            poll(tick);
+                        }
+                        view! { <RunView run=r /> }.into_any()
+                    }
+                    Err(e) => view! { <h1>"Simulator lab run"</h1><p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+/// Asks for the run again in half a second (in the browser).
+fn poll(tick: RwSignal<u32>) {
+    #[cfg(feature = "hydrate")]
+    set_timeout(
+        move || {
+            tick.try_update(|t| *t += 1);
+        },
+        std::time::Duration::from_millis(500),
+    );
+    #[cfg(not(feature = "hydrate"))]
+    let _ = tick;
+}
+
+#[component]
+fn RunView(run: LabRunView) -> impl IntoView {
+    let heading = run.label.clone();
+    let body = match (run.state.as_str(), run.result.clone()) {
+        ("done", Some(result)) => view! { <ResultView id=run.id result /> }.into_any(),
+        ("failed", _) => view! {
+            <p class="form-error" role="alert">{run.error.clone().unwrap_or_else(|| "The run failed.".into())}</p>
+        }
+        .into_any(),
+        _ => view! {
+            <section class="card" aria-labelledby="progress-label">
+                <p id="progress-label" role="status">
+                    {format!("{}… (step {} of {}, {:.0} s)", run.stage, run.step + 1, run.steps, run.elapsed_s)}
+                </p>
+                <progress max=run.steps value=run.step aria-labelledby="progress-label"></progress>
+            </section>
+        }
+        .into_any(),
+    };
+    view! {
+        <h1>{heading}</h1>
+        <p class="lead">{format!("Requested by {}. ", run.requested_by)}
+            {(run.state == "done").then(|| format!("Both policies simulated in {:.1} s.", run.elapsed_s))}
+        </p>
+        {body}
+    }
+}
+
+#[component]
+fn ResultView(id: u64, result: LabResult) -> impl IntoView {
+    let waits = result.waits.clone();
+    let teams = result.teams.clone();
+    let pct = |x: Option<f64>| {
+        x.map(|v| format!("{:.1}%", v * 100.0))
+            .unwrap_or_else(|| "—".into())
+    };
+    let wait = |s: Option<i64>| s.map(duration).unwrap_or_else(|| "—".into());
+    view! {
+        <p>{format!(
+            "{} workloads on {} GPUs in {} hosts over {}.",
+            result.workloads, result.gpus, result.hosts, duration(result.horizon_s)
+        )}</p>
+        <div class="card table-wrap">
+            <table class="table lab-summary">
+                <caption>"Summary: the measures of DESIGN §5 under each policy"</caption>
+                <thead><tr><th scope="col">"Measure"</th><th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Priority baseline"</th></tr></thead>
+                <tbody>
+                    {result.measures.into_iter().map(|m| view! {
+                        <tr class:detail=m.detail>
+                            <th scope="row">{m.label}</th>
+                            <td class="num">{m.fair_share}</td>
+                            <td class="num">{m.priority}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+        <div class="charts">
+            <section class="card chart-card" aria-labelledby="waits-heading">
+                <h2 id="waits-heading">"Wait distributions"</h2>
+                <WaitsChart rows=waits.clone() id=format!("lab-waits-{id}") />
+                <table class="table compact">
+                    <thead><tr><th scope="col">"Workloads"</th><th scope="col">"Policy"</th><th scope="col" class="num">"n"</th><th scope="col" class="num">"p50"</th><th scope="col" class="num">"p90"</th><th scope="col" class="num">"p99"</th></tr></thead>
+                    <tbody>
+                        {waits.into_iter().map(|w| view! {
+                            <tr>
+                                <td>{w.class}</td>
+                                <td>{if w.policy == "fair-share" { "fair share" } else { "priority baseline" }}</td>
+                                <td class="num">{w.count}</td>
+                                <td class="num">{wait(w.p50_s)}</td>
+                                <td class="num">{wait(w.p90_s)}</td>
+                                <td class="num">{wait(w.p99_s)}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </section>
+            <section class="card chart-card" aria-labelledby="teams-heading">
+                <h2 id="teams-heading">"Delivered / owed per team"</h2>
+                <TeamsChart rows=teams.clone() id=format!("lab-teams-{id}") />
+                <table class="table compact">
+                    <thead><tr><th scope="col">"Team"</th><th scope="col" class="num">"Share"</th><th scope="col" class="num">"Owed GPU-h"</th><th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th></tr></thead>
+                    <tbody>
+                        {teams.into_iter().map(|t| view! {
+                            <tr>
+                                <th scope="row">{t.path}</th>
+                                <td class="num">{format!("{:.1}%", t.fraction * 100.0)}</td>
+                                <td class="num">{format!("{:.0}", t.owed_gpu_h[0])}</td>
+                                <td class="num">{pct(t.delivered_over_owed[0])}</td>
+                                <td class="num">{pct(t.delivered_over_owed[1])}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </section>
+        </div>
+        <section class="card" aria-labelledby="gantt-heading">
+            <h2 id="gantt-heading">"Runs per GPU"</h2>
+            <GanttChart id horizon_s=result.horizon_s gpus=result.gpus />
+        </section>
+    }
+}
