@@ -115,6 +115,14 @@ mod ssr {
             granularity: String,
         ) -> Result<crate::reports::UsageSeries, AppError>;
 
+        async fn cluster_activity(
+            &self,
+            actor: &CurrentUser,
+            from: i64,
+            to: i64,
+            granularity: String,
+        ) -> Result<crate::reports::ClusterActivity, AppError>;
+
         async fn lab_sources(
             &self,
             actor: &CurrentUser,

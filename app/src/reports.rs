@@ -69,8 +69,42 @@ pub struct UsageSeries {
     pub lines: Vec<UsageLine>,
 }
 
+/// Percentiles of the waits of the workloads that first started in each bucket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitSeries {
+    /// `all`, `debug` or `large`.
+    pub class: String,
+    pub p50_s: Vec<Option<i64>>,
+    pub p90_s: Vec<Option<i64>>,
+    pub p99_s: Vec<Option<i64>>,
+}
+
+/// Preemptions and drains of one reason per bucket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReasonSeries {
+    /// The engine's rule: `fair-share`, `free-work`, `priority`, `host-cordoned`, …
+    pub reason: String,
+    pub counts: Vec<u64>,
+}
+
+/// The cluster's queue, waits and preemptions over `[from, to)` per bucket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterActivity {
+    pub from: i64,
+    pub to: i64,
+    /// `hour`, `day` or `week`.
+    pub granularity: String,
+    pub buckets: Vec<i64>,
+    /// Workloads waiting to run, averaged over the bucket's elapsed time.
+    pub queue_depth: Vec<f64>,
+    /// GPUs those workloads asked for, averaged the same way.
+    pub queued_gpus: Vec<f64>,
+    pub waits: Vec<WaitSeries>,
+    pub preemptions: Vec<ReasonSeries>,
+}
+
 pub mod api {
-    use super::{Review, UsageSeries};
+    use super::{ClusterActivity, Review, UsageSeries};
     use crate::error::AppError;
     use leptos::prelude::*;
 
@@ -102,6 +136,24 @@ pub mod api {
             async {
                 backend()?
                     .usage_series(&require_user()?, node, from, to, granularity)
+                    .await
+            }
+            .await,
+        )
+    }
+
+    /// Queue depth, waits and preemptions by reason over `[from, to)` per `granularity`.
+    #[server(name = GetClusterActivity, prefix = "/api", endpoint = "reports/activity")]
+    pub async fn cluster_activity(
+        from: i64,
+        to: i64,
+        granularity: String,
+    ) -> Result<ClusterActivity, AppError> {
+        use crate::backend::*;
+        with_status(
+            async {
+                backend()?
+                    .cluster_activity(&require_user()?, from, to, granularity)
                     .await
             }
             .await,

@@ -61,6 +61,18 @@ fn whole(field: &'static str, raw: &str, what: &str) -> Result<i64, ServerError>
 
 #[async_trait::async_trait]
 impl Backend for ServerBackend {
+    async fn cluster_activity(
+        &self,
+        _actor: &CurrentUser,
+        from: i64,
+        to: i64,
+        granularity: String,
+    ) -> Result<app::reports::ClusterActivity, AppError> {
+        use crate::reports::{activity, usage};
+        let parsed = usage::Granularity::parse(&granularity)?;
+        Ok(activity::activity(&self.pool, from, to, parsed, crate::users::service::now()).await?)
+    }
+
     async fn lab_sources(&self, actor: &CurrentUser) -> Result<app::lab::LabSources, AppError> {
         Ok(self.lab.sources(actor)?)
     }
@@ -363,10 +375,7 @@ impl Backend for ServerBackend {
             node,
             from,
             to,
-            granularity: match parsed {
-                usage::Granularity::Hour => "hour".into(),
-                usage::Granularity::Day => "day".into(),
-            },
+            granularity: parsed.name().into(),
             buckets,
             lines,
         })

@@ -4,7 +4,7 @@
 //! [`ChartScript`] on pages with charts) is there. The server never depends on charming.
 
 use crate::lab::{TeamRow, WaitRow};
-use crate::reports::UsageSeries;
+use crate::reports::{ClusterActivity, UsageSeries};
 use leptos::prelude::*;
 use leptos_meta::Script;
 
@@ -26,6 +26,12 @@ enum Plot {
     Waits(Vec<WaitRow>),
     /// Delivered over owed per team, both policies side by side (a lab run).
     Teams(Vec<TeamRow>),
+    /// Average queue depth (workloads and GPUs asked for) per bucket.
+    Queue(ClusterActivity),
+    /// p50 and p90 waits per class of the workloads that started in each bucket.
+    WaitTrend(ClusterActivity),
+    /// Preemptions and drains per bucket, stacked by reason.
+    Preemptions(ClusterActivity),
 }
 
 /// Funded vs owed vs delivered vs unallocated GPU-hours per bucket for `series.lines[0]`, with
@@ -63,6 +69,23 @@ pub fn WaitsChart(
 ) -> impl IntoView {
     let label = waits_summary(&rows);
     view! { <ChartFrame id label height plot=Plot::Waits(rows) /> }
+}
+
+/// One of the cluster activity charts: `kind` is `queue`, `waits` or `preemptions`.
+#[component]
+pub fn ActivityChart(
+    activity: ClusterActivity,
+    kind: &'static str,
+    #[prop(into)] id: String,
+    #[prop(default = 240)] height: u32,
+) -> impl IntoView {
+    let label = activity_summary(&activity, kind);
+    let plot = match kind {
+        "queue" => Plot::Queue(activity),
+        "waits" => Plot::WaitTrend(activity),
+        _ => Plot::Preemptions(activity),
+    };
+    view! { <ChartFrame id label height plot /> }
 }
 
 /// Each team's delivered / owed under fair share and the priority baseline.
@@ -185,6 +208,9 @@ fn build(plot: &Plot) -> charming::Chart {
     match plot {
         Plot::Waits(rows) => lab_charts::waits(rows),
         Plot::Teams(rows) => lab_charts::teams(rows),
+        Plot::Queue(a) => activity_charts::queue(a),
+        Plot::WaitTrend(a) => activity_charts::waits(a),
+        Plot::Preemptions(a) => activity_charts::preemptions(a),
         Plot::Allocation(s) | Plot::Overview(s) => usage(plot, s),
     }
 }
@@ -264,7 +290,7 @@ fn usage(plot: &Plot, series: &UsageSeries) -> charming::Chart {
                         .data(node.owed.iter().map(round).collect()),
                 )
         }
-        Plot::Overview(_) | Plot::Waits(_) | Plot::Teams(_) => {
+        _ => {
             let (occupancy, unallocated) = fractions(series);
             let pct = |v: &Option<f64>| v.map(|x| round(&(x * 100.0)));
             chart
@@ -287,6 +313,59 @@ fn usage(plot: &Plot, series: &UsageSeries) -> charming::Chart {
                         .show_symbol(false)
                         .data(unallocated.iter().map(pct).collect()),
                 )
+        }
+    }
+}
+
+/// An activity chart in words.
+fn activity_summary(a: &ClusterActivity, kind: &str) -> String {
+    let (y1, m1, d1) = civil(a.from);
+    let (y2, m2, d2) = civil(a.to - 1);
+    let period = format!("{y1}-{m1:02}-{d1:02} to {y2}-{m2:02}-{d2:02}");
+    match kind {
+        "queue" => {
+            let peak = a.queue_depth.iter().copied().fold(0.0, f64::max);
+            let mean = if a.queue_depth.is_empty() {
+                0.0
+            } else {
+                a.queue_depth.iter().sum::<f64>() / a.queue_depth.len() as f64
+            };
+            format!(
+                "Workloads waiting per {}, {period}: {mean:.1} on average, {peak:.1} at the busiest.",
+                a.granularity
+            )
+        }
+        "waits" => {
+            let worst = |class: &str| {
+                a.waits
+                    .iter()
+                    .find(|w| w.class == class)
+                    .and_then(|w| w.p90_s.iter().flatten().max().copied())
+                    .map(crate::workloads::sentences::duration)
+                    .unwrap_or_else(|| "—".into())
+            };
+            format!(
+                "Wait before the first start per {}, {period}; the worst p90: all {}, debug {}, large {}.",
+                a.granularity,
+                worst("all"),
+                worst("debug"),
+                worst("large")
+            )
+        }
+        _ => {
+            let parts: Vec<String> = a
+                .preemptions
+                .iter()
+                .map(|r| format!("{} {}", r.reason, r.counts.iter().sum::<u64>()))
+                .collect();
+            if parts.is_empty() {
+                format!("No preemptions or drains, {period}.")
+            } else {
+                format!(
+                    "Preemptions and drains by reason, {period}: {}.",
+                    parts.join(", ")
+                )
+            }
         }
     }
 }
@@ -354,12 +433,16 @@ fn fractions(series: &UsageSeries) -> (Vec<Option<f64>>, Vec<Option<f64>>) {
         .unzip()
 }
 
-/// `2026-11-02` (day buckets) or `11-02 14:00` (hour buckets).
+/// `2026-11-02` (day and week buckets) or `11-02 14:00` (hour buckets).
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
 fn bucket_labels(series: &UsageSeries) -> Vec<String> {
-    let hourly = series.granularity == "hour";
-    series
-        .buckets
+    labels(&series.buckets, &series.granularity)
+}
+
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+fn labels(buckets: &[i64], granularity: &str) -> Vec<String> {
+    let hourly = granularity == "hour";
+    buckets
         .iter()
         .map(|b| {
             let (y, m, d) = civil(*b);
@@ -584,6 +667,85 @@ mod lab_charts {
                 })
                 .collect();
             chart = chart.series(Bar::new().name(name).data(data));
+        }
+        chart
+    }
+}
+
+/// The cluster activity charts (drawn with charming on the client).
+#[cfg(feature = "hydrate")]
+mod activity_charts {
+    use super::labels;
+    use crate::reports::ClusterActivity;
+    use charming::{
+        component::{Axis, Grid, Legend},
+        element::{AxisType, Tooltip, Trigger},
+        series::{Bar, Line},
+        Chart,
+    };
+
+    fn frame(a: &ClusterActivity, unit: &str) -> Chart {
+        Chart::new()
+            .tooltip(Tooltip::new().trigger(Trigger::Axis))
+            .legend(Legend::new().top(0))
+            .grid(
+                Grid::new()
+                    .left(8)
+                    .right(16)
+                    .top(40)
+                    .bottom(8)
+                    .contain_label(true),
+            )
+            .x_axis(
+                Axis::new()
+                    .type_(AxisType::Category)
+                    .data(labels(&a.buckets, &a.granularity)),
+            )
+            .y_axis(Axis::new().type_(AxisType::Value).name(unit))
+    }
+
+    pub fn queue(a: &ClusterActivity) -> Chart {
+        let round = |v: &f64| (v * 10.0).round() / 10.0;
+        frame(a, "average")
+            .series(
+                Line::new()
+                    .name("Workloads waiting")
+                    .show_symbol(false)
+                    .data(a.queue_depth.iter().map(round).collect()),
+            )
+            .series(
+                Line::new()
+                    .name("GPUs asked for")
+                    .show_symbol(false)
+                    .data(a.queued_gpus.iter().map(round).collect()),
+            )
+    }
+
+    pub fn waits(a: &ClusterActivity) -> Chart {
+        let minutes = |v: &Option<i64>| v.map(|s| (s as f64 / 6.0).round() / 10.0);
+        let mut chart = frame(a, "minutes");
+        for w in &a.waits {
+            for (label, values) in [("p50", &w.p50_s), ("p90", &w.p90_s)] {
+                chart = chart.series(
+                    Line::new()
+                        .name(format!("{} {label}", w.class))
+                        .connect_nulls(true)
+                        .data(values.iter().map(minutes).collect()),
+                );
+            }
+        }
+        chart
+    }
+
+    pub fn preemptions(a: &ClusterActivity) -> Chart {
+        let mut chart = frame(a, "count");
+        for r in &a.preemptions {
+            chart = chart.series(
+                Bar::new()
+                    .name(r.reason.clone())
+                    .stack("reasons")
+                    .data(r.counts.iter().map(|c| *c as f64).collect()),
+            );
         }
         chart
     }

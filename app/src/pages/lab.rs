@@ -25,7 +25,7 @@ pub fn LabPage() -> impl IntoView {
     view! {
         <Title text="Simulator lab" />
         <h1>"Simulator lab"</h1>
-        <p class="lead">
+        <p class="lede">
             "Replay a month of work under fair share and under the priority baseline (the pre-budget world), "
             "with the same engine the cluster runs, and compare what each team was owed and delivered."
         </p>
@@ -301,7 +301,7 @@ fn RunView(run: LabRunView) -> impl IntoView {
     };
     view! {
         <h1>{heading}</h1>
-        <p class="lead">{format!("Requested by {}. ", run.requested_by)}
+        <p class="lede">{format!("Requested by {}. ", run.requested_by)}
             {(run.state == "done").then(|| format!("Both policies simulated in {:.1} s.", run.elapsed_s))}
         </p>
         {body}

@@ -2,11 +2,12 @@
 //! headline figures the reference reports; CSV export and a print-friendly layout.
 
 use crate::{
-    components::chart::{AllocationChart, ChartScript, OverviewChart},
+    budget::api::get_tree,
+    components::chart::{ActivityChart, AllocationChart, ChartScript, OverviewChart},
     components::tree_toggle::{Collapsed, TreeToggle},
     live::now_s,
     reports::{
-        api::{quarterly_review, usage_series},
+        api::{cluster_activity, quarterly_review, usage_series},
         Review,
     },
     workloads::sentences::duration,
@@ -104,6 +105,29 @@ fn ReviewCharts(
         move || (node.get(), granularity.get()),
         move |(n, g)| usage_series(n, from, to, g),
     );
+    let activity_granularity = RwSignal::new("day".to_string());
+    let activity = Resource::new(
+        move || activity_granularity.get(),
+        move |g| cluster_activity(from, to, g),
+    );
+    // The engine's usage ratios over the lookback window, now (the Budget tree's figures).
+    let tree = Resource::new(|| (), |_| get_tree());
+    let ratio = move || {
+        let n = node.get();
+        tree.get().and_then(Result::ok).map(|nodes| {
+            let found = nodes.into_iter().find(|t| t.path == n);
+            match found {
+                Some(t) => match t.ratio {
+                    Some(r) => format!(
+                        "Usage ratio of {} over the lookback window: {r:.2} ({:.0} of {:.0} allocated GPU-hours used).",
+                        t.name, t.usage_gpu_h, t.allocated_gpu_h
+                    ),
+                    None => format!("{} has no allocated time in the lookback window.", t.name),
+                },
+                None => "Pick a program or project to see its usage ratio.".to_string(),
+            }
+        })
+    };
     let error = |e: crate::error::AppError| {
         view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any()
     };
@@ -138,15 +162,49 @@ fn ReviewCharts(
                             on:change=move |ev| granularity.set(event_target_value(&ev))>
                             <option value="day">"day"</option>
                             <option value="hour">"hour"</option>
+                            <option value="week">"week"</option>
                         </select>
                     </div>
                 </div>
+                <p class="ratio-note" aria-live="polite">{ratio}</p>
                 <Transition fallback=|| view! { <p class="loading">"Loading the chart…"</p> }>
                     {move || Suspend::new(async move {
                         match allocation.await {
                             Ok(series) => {
                                 let id = chart_id(&["allocation", &series.node, &series.granularity, &from.to_string()]);
                                 view! { <AllocationChart series id /> }.into_any()
+                            }
+                            Err(e) => error(e),
+                        }
+                    })}
+                </Transition>
+            </section>
+            <section class="card chart-card" aria-labelledby="activity-heading">
+                <div class="chart-head">
+                    <h2 id="activity-heading">"Cluster activity"</h2>
+                    <div class="filters no-print" role="group" aria-label="Choose the activity buckets">
+                        <label for="activity-granularity">"Per"</label>
+                        <select id="activity-granularity" prop:value=move || activity_granularity.get()
+                            on:change=move |ev| activity_granularity.set(event_target_value(&ev))>
+                            <option value="day">"day"</option>
+                            <option value="hour">"hour"</option>
+                            <option value="week">"week"</option>
+                        </select>
+                    </div>
+                </div>
+                <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
+                    {move || Suspend::new(async move {
+                        match activity.await {
+                            Ok(a) => {
+                                let key = format!("{}-{}", a.granularity, from);
+                                view! {
+                                    <h3>"Queue depth"</h3>
+                                    <ActivityChart activity=a.clone() kind="queue" id=chart_id(&["queue", &key]) />
+                                    <h3>"Waits before the first start"</h3>
+                                    <ActivityChart activity=a.clone() kind="waits" id=chart_id(&["waits", &key]) />
+                                    <h3>"Preemptions by reason"</h3>
+                                    <ActivityChart activity=a kind="preemptions" id=chart_id(&["preemptions", &key]) />
+                                }.into_any()
                             }
                             Err(e) => error(e),
                         }

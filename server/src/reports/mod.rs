@@ -1,6 +1,7 @@
 //! Reports read the pre-aggregated hourly ledger (DESIGN §5 measures): the quarterly review and
 //! usage series for a node's subtree.
 
+pub mod activity;
 pub mod calendar;
 pub mod review;
 pub mod rollup;

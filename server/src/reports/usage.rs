@@ -14,6 +14,8 @@ pub const CSV_HEADER: &str =
 pub enum Granularity {
     Hour,
     Day,
+    /// Weeks from Monday 00:00 UTC.
+    Week,
 }
 
 impl Granularity {
@@ -21,17 +23,30 @@ impl Granularity {
         match raw {
             "hour" => Ok(Granularity::Hour),
             "day" | "" => Ok(Granularity::Day),
+            "week" => Ok(Granularity::Week),
             other => Err(ServerError::invalid(
                 "granularity",
-                format!("Use hour or day, not \"{other}\"."),
+                format!("Use hour, day or week, not \"{other}\"."),
             )),
         }
     }
 
-    fn seconds(self) -> i64 {
+    pub fn name(self) -> &'static str {
         match self {
-            Granularity::Hour => HOUR,
-            Granularity::Day => DAY,
+            Granularity::Hour => "hour",
+            Granularity::Day => "day",
+            Granularity::Week => "week",
+        }
+    }
+
+    /// The start of the bucket holding `t`.
+    pub fn bucket(self, t: i64) -> i64 {
+        // 1970-01-05, the first Monday after the epoch.
+        const MONDAY: i64 = 4 * DAY;
+        match self {
+            Granularity::Hour => t.div_euclid(HOUR) * HOUR,
+            Granularity::Day => t.div_euclid(DAY) * DAY,
+            Granularity::Week => (t - MONDAY).div_euclid(7 * DAY) * 7 * DAY + MONDAY,
         }
     }
 }
@@ -95,12 +110,11 @@ pub async fn series(
             }
         }
     }
-    let width = granularity.seconds();
     let mut out: BTreeMap<(i64, String), [f64; 4]> = BTreeMap::new();
     let mut hour = from.div_euclid(HOUR) * HOUR;
     while hour < to {
         let c = capacity.get(&hour).copied().unwrap_or(0.0);
-        let bucket = hour.div_euclid(width) * width;
+        let bucket = granularity.bucket(hour);
         for (g, group) in groups.iter().enumerate() {
             let funded = t.version_at(hour).fraction(*group) * c;
             let [delivered, free, demand] = hourly.get(&(g, hour)).copied().unwrap_or([0.0; 3]);

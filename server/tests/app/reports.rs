@@ -1,7 +1,10 @@
 //! Reports against hand-computed values on a small fixture (DESIGN §5).
 
 use crate::{live::ORG, support::TestApp};
-use axum::{body::Body, http::Request};
+use axum::{
+    body::Body,
+    http::{Request, StatusCode},
+};
 use server::{
     api::tokens,
     budget::{import::import_org, org_file::OrgFile},
@@ -197,4 +200,138 @@ async fn a_late_booking_into_a_rolled_up_day_is_counted_on_the_next_read() {
         .await
         .json();
     assert_eq!(molmo(&after), (86_400.0 - 3600.0 + 60.0) / 3600.0);
+}
+
+/// Two workloads on 8-GPU hosts, hour by hour from `h0`: a debug workload (1 GPU, 10 min minimum)
+/// waits 10 min, runs 20 min, is preempted, waits 20 min and finishes; a large one (16 GPUs)
+/// waits two hours. A drain happens in the second hour.
+#[tokio::test]
+async fn cluster_activity_counts_queue_depth_waits_and_preemptions_per_bucket() {
+    let (app, _token, h0) = fixture().await;
+    let lee = {
+        app.create_user("lee", "leadership", "long enough 1").await;
+        app.sign_in("lee", "long enough 1").await
+    };
+    for (i, name) in ["h-0", "h-1"].iter().enumerate() {
+        sqlx::query(
+            "insert into node (name, gpu_count, token_hash, registered_at) values ($1, 8, $2, 0)",
+        )
+        .bind(name)
+        .bind(format!("hash-{i}"))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    // (gpus, min_runtime_s, submitted, first_started, ended)
+    for (gpus, min_runtime, first, ended) in [
+        (1, 600, h0 + 600, h0 + 3600),
+        (16, 3600, h0 + 7200, h0 + 10_800),
+    ] {
+        sqlx::query(
+            "insert into workload (user_id, budget_node_id, name, command, gpus, min_runtime_s, resumable, state,
+                                   submitted_at, queued_at, first_started_at, started_at, ended_at, run_count)
+             select 1, budget_node_id, 'w', 'true', $1, $2, 1, 'succeeded', $3, $3, $4, $4, $5, 1
+             from budget_node where path = 'ai/olmo'",
+        )
+        .bind(gpus)
+        .bind(min_runtime)
+        .bind(h0)
+        .bind(first)
+        .bind(ended)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    // (workload, node, start, end, end kind)
+    for (w, node, start, end, kind) in [
+        (1, 1, h0 + 600, h0 + 1800, "preempted"),
+        (1, 1, h0 + 3000, h0 + 3600, "completed"),
+        (2, 1, h0 + 7200, h0 + 10_800, "completed"),
+        (2, 2, h0 + 7200, h0 + 10_800, "completed"),
+    ] {
+        sqlx::query(
+            "insert into workload_run (workload_id, node_id, gpu_indices, gpus, allocated, started_at, charged_through, ended_at, end_kind)
+             values ($1, $2, '0', 1, 1, $3, $4, $4, $5)",
+        )
+        .bind(w)
+        .bind(node)
+        .bind(start)
+        .bind(end)
+        .bind(kind)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    for (at, kind, rule) in [
+        (h0 + 1800, "preempted", "fair-share"),
+        (h0 + 5000, "drained", "host-cordoned"),
+    ] {
+        sqlx::query(
+            "insert into workload_event (workload_id, at, kind, detail) values (1, $1, $2, $3)",
+        )
+        .bind(at)
+        .bind(kind)
+        .bind(format!("{{\"rule\":\"{rule}\"}}"))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    let response = app
+        .post_form(
+            "/api/reports/activity",
+            &[
+                ("from", h0.to_string().as_str()),
+                ("to", (h0 + 4 * 3600).to_string().as_str()),
+                ("granularity", "hour"),
+            ],
+            Some(&lee),
+        )
+        .await;
+    assert_eq!(response.status, StatusCode::OK, "{}", response.body);
+    let a = response.json();
+    assert_eq!(a["buckets"].as_array().unwrap().len(), 4);
+    // Hour 0: the debug workload waits 600 + 1200 s, the large one 3600 s.
+    assert_eq!(a["queue_depth"], serde_json::json!([1.5, 1.0, 0.0, 0.0]));
+    assert_eq!(a["queued_gpus"], serde_json::json!([16.5, 16.0, 0.0, 0.0]));
+    let class = |name: &str| {
+        a["waits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["class"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        class("all")["p90_s"],
+        serde_json::json!([600, null, 7200, null])
+    );
+    assert_eq!(
+        class("debug")["p50_s"],
+        serde_json::json!([600, null, null, null])
+    );
+    assert_eq!(
+        class("large")["p50_s"],
+        serde_json::json!([null, null, 7200, null])
+    );
+    assert_eq!(
+        a["preemptions"],
+        serde_json::json!([
+            {"reason": "fair-share", "counts": [1, 0, 0, 0]},
+            {"reason": "host-cordoned", "counts": [0, 1, 0, 0]},
+        ])
+    );
+    let bad = app
+        .post_form(
+            "/api/reports/activity",
+            &[
+                ("from", "0"),
+                ("to", (90 * 86_400).to_string().as_str()),
+                ("granularity", "hour"),
+            ],
+            Some(&lee),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.body.contains("31 days"), "{}", bad.body);
 }

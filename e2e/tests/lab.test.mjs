@@ -1,0 +1,85 @@
+// The simulator lab: uploads with a bad file, a run of both policies with progress, the summary,
+// the charts and the Gantt chart's zoom.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { TestServer } from '../support/server.mjs';
+import { launchBrowser, signIn, waitForHydration, withPage } from '../support/browser.mjs';
+
+describe('simulator lab', () => {
+  let server;
+  let browser;
+  let inputs;
+
+  before(async () => {
+    server = await TestServer.start();
+    server.createUser('lee', 'leadership', 'lee-password-1');
+    server.createUser('ada', 'researcher', 'ada-password-1');
+    inputs = join(server.dir, 'scenario');
+    server.cli(['simulate', 'scenario', '--seed', '2', '--days', '1', '--out-dir', inputs]);
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('researchers are not offered the lab', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      const nav = page.getByRole('navigation', { name: 'Main' });
+      await nav.getByRole('link', { name: 'Reports' }).waitFor();
+      assert.equal(await nav.getByRole('link', { name: 'Lab' }).count(), 0);
+      await page.goto(`${server.url}/lab`);
+      await page.getByText('Only leadership and administrators can use the simulator lab.').waitFor();
+    });
+  });
+
+  test('leadership uploads files, runs both policies and zooms the Gantt chart', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'lee', 'lee-password-1');
+      await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Lab' }).click();
+      await page.getByRole('heading', { name: 'Simulator lab' }).waitFor();
+      await waitForHydration(page);
+      await page.getByLabel(/^Upload a tree, a cluster and a trace/).check();
+
+      // A trace with a broken last line is refused, naming the file and line.
+      const broken = join(server.dir, 'broken.csv');
+      const trace = readFileSync(join(inputs, 'trace.csv'), 'utf8');
+      writeFileSync(broken, `${trace}not,a,row\n`);
+      await page.getByLabel('Budget tree (TOML)').setInputFiles(join(inputs, 'tree.toml'));
+      await page.getByLabel('Cluster (TOML)').setInputFiles(join(inputs, 'cluster.toml'));
+      await page.getByLabel('Trace (CSV)').setInputFiles(broken);
+      await page.getByRole('button', { name: 'Run both policies' }).click();
+      const lines = trace.trimEnd().split('\n').length;
+      await page.locator('#trace-error').getByText(`The trace file: line ${lines + 1}`).waitFor();
+
+      await page.getByLabel('Trace (CSV)').setInputFiles(join(inputs, 'trace.csv'));
+      await page.getByRole('button', { name: 'Run both policies' }).click();
+      await page.waitForURL(/\/lab\/\d+$/);
+      await page.getByRole('heading', { name: /^Uploaded files \(\d+ workloads on 1024 GPUs\)/ }).waitFor();
+      const summary = page.getByRole('table', { name: /Summary/ });
+      await summary.waitFor({ timeout: 60_000 });
+      const overall = summary.getByRole('row', { name: /Delivered \/ owed, overall/ });
+      assert.match(await overall.textContent(), /\d+\.\d% *\d+\.\d%/);
+      await page.getByRole('heading', { name: 'Wait distributions' }).waitFor();
+      await page.getByRole('heading', { name: 'Delivered / owed per team' }).waitFor();
+      await page.locator('#lab-waits-1 canvas').waitFor({ timeout: 20_000 });
+
+      const gantt = page.getByRole('img', { name: /^Runs on the first 32 GPUs under fair share/ });
+      await gantt.waitFor();
+      assert.ok((await gantt.locator('g.gantt-bar').count()) > 0, 'bars are drawn');
+      assert.match(await gantt.getAttribute('aria-label'), /d0 00:00 to d1 00:00/);
+      await page.getByRole('button', { name: 'Zoom in' }).click();
+      await page.getByRole('img', { name: /d0 06:00 to d0 18:00/ }).waitFor();
+      await page.getByRole('button', { name: 'Earlier' }).click();
+      await page.getByRole('img', { name: /d0 00:00 to d0 12:00/ }).waitFor();
+      await page.getByLabel('Policy').selectOption('priority');
+      await page.getByRole('img', { name: /under the priority baseline/ }).waitFor();
+    });
+  });
+});

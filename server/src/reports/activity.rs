@@ -1,0 +1,241 @@
+//! The cluster's activity over time, from the workloads' run history: how many workloads waited
+//! (averaged over each bucket), how long those that started waited (percentiles by class, as
+//! DESIGN §5 defines them), and preemptions by the engine's rule.
+
+use super::usage::Granularity;
+use crate::ServerError;
+use app::reports::{ClusterActivity, ReasonSeries, WaitSeries};
+use scheduler::sim::WaitStats;
+use scheduler::DAY;
+use sqlx::SqlitePool;
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(sqlx::FromRow)]
+struct WorkloadRow {
+    workload_id: i64,
+    gpus: i64,
+    min_runtime_s: i64,
+    state: String,
+    submitted_at: i64,
+    first_started_at: Option<i64>,
+    ended_at: Option<i64>,
+}
+
+/// Activity over `[from, to)` as of `now` (waiting after `now` is not counted).
+pub async fn activity(
+    pool: &SqlitePool,
+    from: i64,
+    to: i64,
+    granularity: Granularity,
+    now: i64,
+) -> Result<ClusterActivity, ServerError> {
+    if to <= from || to - from > 400 * DAY {
+        return Err(ServerError::invalid(
+            "to",
+            "The period must be positive and at most 400 days.",
+        ));
+    }
+    if granularity == Granularity::Hour && to - from > 31 * DAY {
+        return Err(ServerError::invalid(
+            "granularity",
+            "Hourly buckets cover at most 31 days; choose day or week.",
+        ));
+    }
+    let mut db = pool.acquire().await?;
+    let workloads: Vec<WorkloadRow> = sqlx::query_as(
+        "select workload_id, gpus, min_runtime_s, state, submitted_at, first_started_at, ended_at
+         from workload where submitted_at < $2 and (ended_at is null or ended_at >= $1)
+         order by workload_id",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?;
+    let runs: Vec<(i64, i64, Option<i64>)> = sqlx::query_as(
+        "select r.workload_id, r.started_at, r.ended_at from workload_run r
+         join workload w on w.workload_id = r.workload_id
+         where w.submitted_at < $2 and (w.ended_at is null or w.ended_at >= $1)
+         order by r.workload_id, r.started_at",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?;
+    let stops: Vec<(i64, String)> = sqlx::query_as(
+        "select at, detail from workload_event
+         where kind in ('preempted', 'drained') and at >= $1 and at < $2",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?;
+    let host_size: Option<i64> = sqlx::query_scalar("select max(gpu_count) from node")
+        .fetch_one(&mut *db)
+        .await?;
+    let host_size = host_size.unwrap_or(8).max(1);
+
+    let buckets = bucket_starts(granularity, from, to);
+    let index: HashMap<i64, usize> = buckets.iter().enumerate().map(|(i, b)| (*b, i)).collect();
+    let end = to.min(now);
+
+    // Waiting intervals: from submission to the first run, between runs, and after the last
+    // run while still queued (or until a cancel while queued).
+    let mut runs_of: HashMap<i64, Vec<(i64, Option<i64>)>> = HashMap::new();
+    for (id, start, stop) in runs {
+        runs_of.entry(id).or_default().push((start, stop));
+    }
+    let mut waited = vec![0.0f64; buckets.len()];
+    let mut waited_gpus = vec![0.0f64; buckets.len()];
+    let mut add = |a: i64, b: i64, gpus: f64| {
+        let (mut t, b) = (a.max(from), b.min(end));
+        while t < b {
+            let bucket = granularity.bucket(t);
+            let edge = next_bucket(granularity, bucket).min(b);
+            if let Some(&i) = index.get(&bucket) {
+                waited[i] += (edge - t) as f64;
+                waited_gpus[i] += gpus * (edge - t) as f64;
+            }
+            t = edge;
+        }
+    };
+    let mut started: Vec<Vec<(i64, &'static str)>> = vec![Vec::new(); buckets.len()];
+    for w in &workloads {
+        let gpus = w.gpus as f64;
+        let mut queued_since = Some(w.submitted_at);
+        for (start, stop) in runs_of
+            .get(&w.workload_id)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+        {
+            if let Some(since) = queued_since.take() {
+                add(since, *start, gpus);
+            }
+            // Gang members start together; a later run starts a new waiting gap only after
+            // every earlier one ended.
+            queued_since = match stop {
+                Some(s) => Some(*s),
+                None => None,
+            };
+        }
+        match (queued_since, w.state.as_str()) {
+            (Some(since), "queued") => add(since, now, gpus),
+            (Some(since), "cancelled") if w.first_started_at.is_none() => {
+                add(since, w.ended_at.unwrap_or(now), gpus)
+            }
+            _ => {}
+        }
+        if let Some(first) = w.first_started_at {
+            if first >= from && first < to {
+                if let Some(&i) = index.get(&granularity.bucket(first)) {
+                    let wait = first - w.submitted_at;
+                    started[i].push((wait, "all"));
+                    if w.min_runtime_s > 0 && w.min_runtime_s <= 15 * 60 && w.gpus <= 8 {
+                        started[i].push((wait, "debug"));
+                    }
+                    if w.gpus > host_size {
+                        started[i].push((wait, "large"));
+                    }
+                }
+            }
+        }
+    }
+
+    let elapsed: Vec<f64> = buckets
+        .iter()
+        .map(|b| ((next_bucket(granularity, *b).min(end) - (*b).max(from)).max(0)) as f64)
+        .collect();
+    let per = |v: &[f64]| -> Vec<f64> {
+        v.iter()
+            .zip(&elapsed)
+            .map(|(x, e)| if *e > 0.0 { x / e } else { 0.0 })
+            .collect()
+    };
+
+    let waits = ["all", "debug", "large"]
+        .into_iter()
+        .map(|class| {
+            let stats: Vec<WaitStats> = started
+                .iter()
+                .map(|b| {
+                    let mut v: Vec<i64> = b
+                        .iter()
+                        .filter(|(_, c)| *c == class)
+                        .map(|(w, _)| *w)
+                        .collect();
+                    v.sort_unstable();
+                    WaitStats::of_sorted(&v)
+                })
+                .collect();
+            WaitSeries {
+                class: class.to_string(),
+                p50_s: stats.iter().map(|s| s.p50).collect(),
+                p90_s: stats.iter().map(|s| s.p90).collect(),
+                p99_s: stats.iter().map(|s| s.p99).collect(),
+            }
+        })
+        .collect();
+
+    let mut reasons: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for (at, detail) in stops {
+        let rule = serde_json::from_str::<serde_json::Value>(&detail)
+            .ok()
+            .and_then(|d| d["rule"].as_str().map(str::to_string))
+            .unwrap_or_else(|| "unknown".to_string());
+        if let Some(&i) = index.get(&granularity.bucket(at)) {
+            reasons
+                .entry(rule)
+                .or_insert_with(|| vec![0; buckets.len()])[i] += 1;
+        }
+    }
+
+    Ok(ClusterActivity {
+        from,
+        to,
+        granularity: granularity.name().to_string(),
+        queue_depth: per(&waited),
+        queued_gpus: per(&waited_gpus),
+        buckets,
+        waits,
+        preemptions: reasons
+            .into_iter()
+            .map(|(reason, counts)| ReasonSeries { reason, counts })
+            .collect(),
+    })
+}
+
+fn next_bucket(granularity: Granularity, bucket: i64) -> i64 {
+    match granularity {
+        Granularity::Hour => bucket + scheduler::HOUR,
+        Granularity::Day => bucket + DAY,
+        Granularity::Week => bucket + 7 * DAY,
+    }
+}
+
+/// The starts of the buckets that overlap `[from, to)`.
+pub fn bucket_starts(granularity: Granularity, from: i64, to: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut b = granularity.bucket(from);
+    while b < to {
+        out.push(b);
+        b = next_bucket(granularity, b);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weeks_start_on_monday_midnight_utc() {
+        // 2026-11-30 is a Monday.
+        let monday = 1_795_996_800;
+        assert_eq!(Granularity::Week.bucket(monday), monday);
+        assert_eq!(Granularity::Week.bucket(monday + 6 * DAY + 3_600), monday);
+        assert_eq!(Granularity::Week.bucket(monday - 1), monday - 7 * DAY);
+        assert_eq!(
+            bucket_starts(Granularity::Week, monday + DAY, monday + 8 * DAY),
+            vec![monday, monday + 7 * DAY]
+        );
+    }
+}
