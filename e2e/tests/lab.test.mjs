@@ -73,11 +73,17 @@ describe('simulator lab', () => {
       const gantt = page.getByRole('img', { name: /^Runs on the first 32 GPUs under fair share/ });
       await gantt.waitFor();
       assert.ok((await gantt.locator('g.gantt-bar').count()) > 0, 'bars are drawn');
-      assert.match(await gantt.getAttribute('aria-label'), /d0 00:00 to d1 00:00/);
+      // A one-day run is shown whole; zooming in shows its middle half, panning moves it.
+      const whole = (await gantt.getAttribute('aria-label')).match(/d0 00:00 to (d[01] \d\d:\d\d)/);
+      assert.ok(whole, 'the whole run is shown first');
+      const window = page.locator('.gantt-window');
       await page.getByRole('button', { name: 'Zoom in' }).click();
-      await page.getByRole('img', { name: /d0 06:00 to d0 18:00/ }).waitFor();
+      await page.getByRole('img', { name: /^Runs on the first 32 GPUs under fair share, d0 0[56]:\d\d to d0 1[78]:\d\d/ }).waitFor();
       await page.getByRole('button', { name: 'Earlier' }).click();
-      await page.getByRole('img', { name: /d0 00:00 to d0 12:00/ }).waitFor();
+      await page.getByRole('img', { name: /, d0 00:00 to d0 1[12]:\d\d/ }).waitFor();
+      assert.match(await window.textContent(), /^Showing d0 00:00 to d0 1[12]:\d\d$/);
+      await page.getByRole('button', { name: 'Whole run' }).click();
+      await page.getByRole('img', { name: new RegExp(`d0 00:00 to ${whole[1]}`) }).waitFor();
       await page.getByLabel('Policy').selectOption('priority');
       await page.getByRole('img', { name: /under the priority baseline/ }).waitFor();
     });

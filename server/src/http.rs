@@ -41,6 +41,11 @@ pub fn build_app(state: AppState) -> Router {
             session::load_user,
         ))
         .layer(session::layer(&state))
+        .layer(middleware::from_fn(
+            crate::guard::origin::same_origin_writes,
+        ))
+        .layer(middleware::from_fn(crate::guard::headers::security_headers))
+        .layer(axum::Extension(crate::guard::SignInThrottle::default()))
         .with_state(state)
 }
 

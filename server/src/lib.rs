@@ -16,6 +16,7 @@ pub mod config;
 pub mod db;
 pub mod demo;
 pub mod error;
+pub mod guard;
 pub mod http;
 pub mod lab;
 pub mod nodes;

@@ -55,7 +55,8 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     }
     tracing::info!(%addr, database, "Hourglass is listening");
     println!("Hourglass is listening on http://{addr}");
-    axum::serve(listener, build_app(state))
+    let app = build_app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     tracing::info!("stopped");

@@ -38,8 +38,9 @@ fn sim_time(t: i64) -> String {
 pub fn GanttChart(id: u64, horizon_s: i64, gpus: u32) -> impl IntoView {
     let policy = RwSignal::new("fair-share".to_string());
     let rows = RwSignal::new(gpus.min(32));
-    // The visible window; starts on the first day (or the whole run when shorter).
-    let window = RwSignal::new((0, horizon_s.min(86_400)));
+    // The visible window: the whole run when it is short, else its first day.
+    let first = if horizon_s <= 2 * 86_400 { horizon_s } else { 86_400 };
+    let window = RwSignal::new((0, first));
     let data = Resource::new(
         move || (policy.get(), rows.get(), window.get()),
         move |(p, n, (from, to))| lab_gantt(id, p, n, from, to),

@@ -14,6 +14,8 @@ pub fn LoginPage() -> impl IntoView {
     let next = move || query.read().get("next").unwrap_or_else(|| "/".to_string());
     let username = move || query.read().get("username").unwrap_or_default();
     let failed = move || query.read().get("error").is_some();
+    let throttled = move || query.read().get("error").as_deref() == Some("throttled");
+    let minutes = move || query.read().get("minutes").unwrap_or_else(|| "15".into());
     let signed_out = move || query.read().get("signed_out").is_some();
 
     view! {
@@ -23,7 +25,11 @@ pub fn LoginPage() -> impl IntoView {
             <p class="notice" role="status" hidden=move || !signed_out()>"You have signed out."</p>
             <form method="post" action="/login" class="stack">
                 <p id="login-error" class="form-error" role="alert" hidden=move || !failed()>
-                    {SIGN_IN_FAILED}
+                    {move || if throttled() {
+                        format!("Too many failed sign-ins for this account or from your address. Try again in {} minutes.", minutes())
+                    } else {
+                        SIGN_IN_FAILED.to_string()
+                    }}
                 </p>
                 <label for="username">"Username"</label>
                 <input

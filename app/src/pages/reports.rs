@@ -112,9 +112,9 @@ fn ReviewCharts(
     );
     // The engine's usage ratios over the lookback window, now (the Budget tree's figures).
     let tree = Resource::new(|| (), |_| get_tree());
-    let ratio = move || {
+    let ratio = move || async move {
         let n = node.get();
-        tree.get().and_then(Result::ok).map(|nodes| {
+        tree.await.ok().map(|nodes| {
             let found = nodes.into_iter().find(|t| t.path == n);
             match found {
                 Some(t) => match t.ratio {
@@ -166,7 +166,9 @@ fn ReviewCharts(
                         </select>
                     </div>
                 </div>
-                <p class="ratio-note" aria-live="polite">{ratio}</p>
+                <p class="ratio-note" aria-live="polite">
+                    <Transition fallback=|| ()>{move || Suspend::new(ratio())}</Transition>
+                </p>
                 <Transition fallback=|| view! { <p class="loading">"Loading the chart…"</p> }>
                     {move || Suspend::new(async move {
                         match allocation.await {

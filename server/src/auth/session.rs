@@ -1,15 +1,16 @@
 //! Sessions: the cookie, signing in and out, and resolving the signed-in user of each request.
 
-use crate::{users::service, AppState, ServerError};
+use crate::{guard::SignInThrottle, users::service, AppState, ServerError};
 use app::model::CurrentUser;
 use axum::{
-    extract::{Request, State},
-    http::{Method, Uri},
+    extract::{ConnectInfo, Request, State},
+    http::{Extensions, Method, Uri},
     middleware::Next,
     response::{IntoResponse, Redirect, Response},
-    Form,
+    Extension, Form,
 };
 use serde::Deserialize;
+use std::net::SocketAddr;
 use tower_sessions::{cookie::SameSite, Expiry, Session, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
@@ -41,18 +42,37 @@ pub struct SignIn {
 /// going; on failure back to the form with one generic message.
 pub async fn login(
     State(state): State<AppState>,
+    Extension(throttle): Extension<SignInThrottle>,
+    extensions: Extensions,
     session: Session,
     Form(form): Form<SignIn>,
 ) -> Result<Response, ServerError> {
     let next = safe_next(&form.next);
+    let address = extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let now = service::now();
+    if let Some(wait) = throttle.wait(&form.username, address, now) {
+        tracing::warn!(username = %form.username.trim(), ?address, "sign-in throttled");
+        let query = serde_urlencoded::to_string([
+            ("error", "throttled"),
+            ("minutes", &((wait + 59) / 60).max(1).to_string()),
+            ("username", form.username.trim()),
+            ("next", next.as_str()),
+        ])
+        .unwrap_or_default();
+        return Ok(Redirect::to(&format!("/login?{query}")).into_response());
+    }
     match service::authenticate(&state.pool, &form.username, form.password).await? {
         Some(user) => {
+            throttle.succeeded(&form.username);
             session.cycle_id().await?;
             session.insert(USER_ID_KEY, user.id).await?;
             tracing::info!(user = %user.username, "signed in");
             Ok(Redirect::to(&next).into_response())
         }
         None => {
+            throttle.failed(&form.username, address, now);
             tracing::info!(username = %form.username.trim(), "sign-in refused");
             let query = serde_urlencoded::to_string([
                 ("error", "1"),

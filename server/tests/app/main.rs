@@ -11,6 +11,7 @@ mod live;
 mod reports;
 mod restart;
 mod runtime;
+mod security;
 mod settings;
 mod support;
 mod users;

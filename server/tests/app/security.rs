@@ -1,0 +1,283 @@
+//! Hostile input: cross-site writes, sign-in guessing, security headers, and an authorization
+//! matrix of every mutation against every role.
+
+use crate::{live::ORG, support::TestApp};
+use axum::{
+    body::Body,
+    http::{header, Request, StatusCode},
+};
+use server::budget::{import::import_org, org_file::OrgFile};
+
+const PASSWORD: &str = "long enough 1";
+
+/// root (admin, owns the tree), lee (leadership), ada (researcher in ai/olmo), bob (ai/molmo).
+async fn org() -> TestApp {
+    let app = TestApp::new().await;
+    for (name, role) in [
+        ("root", "admin"),
+        ("pat", "researcher"),
+        ("ada", "researcher"),
+        ("bob", "researcher"),
+        ("lee", "leadership"),
+    ] {
+        app.create_user(name, role, PASSWORD).await;
+    }
+    import_org(&app.pool, &OrgFile::parse(ORG).unwrap(), 0)
+        .await
+        .unwrap();
+    app
+}
+
+async fn post_with(
+    app: &TestApp,
+    path: &str,
+    form: &[(&str, &str)],
+    cookie: &str,
+    headers: &[(&str, &str)],
+) -> crate::support::TestResponse {
+    let mut request = Request::post(path)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::ACCEPT, "application/json")
+        .header(header::COOKIE, cookie);
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    let body = serde_urlencoded::to_string(form).unwrap();
+    app.send(request.body(Body::from(body)).unwrap()).await
+}
+
+#[tokio::test]
+async fn a_cross_site_write_with_the_session_cookie_is_refused_and_changes_nothing() {
+    let app = org().await;
+    let admin = app.sign_in("root", PASSWORD).await;
+    let form = [
+        ("username", "mallory"),
+        ("role", "admin"),
+        ("password", "long enough 1"),
+    ];
+    for headers in [
+        vec![("host", "gpu.lab"), ("origin", "https://evil.example")],
+        vec![("host", "gpu.lab"), ("origin", "null")],
+        vec![
+            ("host", "gpu.lab"),
+            ("referer", "https://evil.example/page"),
+        ],
+        vec![("host", "gpu.lab"), ("sec-fetch-site", "cross-site")],
+    ] {
+        let refused = post_with(&app, "/api/users/create", &form, &admin, &headers).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{headers:?}");
+    }
+    let users: i64 = sqlx::query_scalar("select count(*) from user where username = 'mallory'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(users, 0, "no refused request created the user");
+    let same_site = post_with(
+        &app,
+        "/api/users/create",
+        &form,
+        &admin,
+        &[
+            ("host", "gpu.lab"),
+            ("origin", "http://gpu.lab"),
+            ("sec-fetch-site", "same-origin"),
+        ],
+    )
+    .await;
+    assert_eq!(same_site.status, StatusCode::OK, "{}", same_site.body);
+}
+
+#[tokio::test]
+async fn five_failed_sign_ins_lock_the_account_even_against_the_right_password() {
+    let app = org().await;
+    for _ in 0..5 {
+        let failed = app
+            .post_form(
+                "/login",
+                &[("username", "ada"), ("password", "guess")],
+                None,
+            )
+            .await;
+        assert!(
+            failed.location().starts_with("/login?error=1"),
+            "{}",
+            failed.location()
+        );
+    }
+    let locked = app
+        .post_form(
+            "/login",
+            &[("username", "ADA"), ("password", PASSWORD)],
+            None,
+        )
+        .await;
+    assert!(
+        locked
+            .location()
+            .starts_with("/login?error=throttled&minutes=15"),
+        "{}",
+        locked.location()
+    );
+    assert!(
+        locked.session_cookie().is_none(),
+        "no session for a throttled sign-in"
+    );
+    let page = app.get(locked.location(), None).await;
+    assert!(
+        page.body.contains("Too many failed sign-ins"),
+        "the page explains it"
+    );
+    // Another account is not affected.
+    app.sign_in("bob", PASSWORD).await;
+}
+
+#[tokio::test]
+async fn pages_carry_a_nonce_content_security_policy_and_security_headers() {
+    let app = org().await;
+    let page = app.get("/login", None).await;
+    let csp = page.headers[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("a nonce in the policy");
+    assert!(nonce.len() >= 16, "{csp}");
+    assert!(csp.contains("default-src 'self'") && csp.contains("frame-ancestors 'none'"));
+    assert!(
+        page.body.contains(&format!("nonce=\"{nonce}\"")),
+        "the hydration script carries the nonce"
+    );
+    let again = app.get("/login", None).await;
+    assert_ne!(
+        again.headers[header::CONTENT_SECURITY_POLICY],
+        page.headers[header::CONTENT_SECURITY_POLICY],
+        "a fresh nonce per response"
+    );
+    for response in [&page, &app.get("/healthz", None).await] {
+        assert_eq!(response.headers[header::X_FRAME_OPTIONS], "DENY");
+        assert_eq!(response.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        assert!(response
+            .headers
+            .contains_key(header::CONTENT_SECURITY_POLICY));
+    }
+}
+
+/// Every mutation's server function against every role: the status each gets. 401: not signed
+/// in; 403: signed in without the right; anything else got past authorization (and may then be
+/// refused as invalid input or a missing record).
+#[tokio::test]
+async fn every_mutation_is_authorized_on_the_server_for_every_role() {
+    let app = org().await;
+    let bob_id: i64 = sqlx::query_scalar("select user_id from user where username = 'bob'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let bob_id = bob_id.to_string();
+    sqlx::query("insert into node (name, gpu_count, token_hash, registered_at) values ('h-0', 8, 'hash', 0)")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut cookies = vec![("anonymous", String::new())];
+    for name in ["ada", "lee", "root"] {
+        cookies.push((name, app.sign_in(name, PASSWORD).await));
+    }
+    let settings = [
+        ("window_days", "3"),
+        ("max_min_runtime_hours", "4"),
+        ("damping_margin", "0.05"),
+        ("heartbeat_deadline_s", "45"),
+        ("grace_s", "20"),
+    ];
+    let submit = [
+        ("project", "ai/olmo"),
+        ("name", "probe"),
+        ("command", "true"),
+        ("gpus", "1"),
+        ("min_runtime_s", "0"),
+        ("priority", "0"),
+    ];
+    // (endpoint, form, expected status for anonymous, ada, lee, root)
+    let matrix: Vec<(&str, Vec<(&str, &str)>, [u16; 4])> = vec![
+        (
+            "/api/users/create",
+            vec![("role", "researcher"), ("password", PASSWORD)],
+            [401, 403, 403, 200],
+        ),
+        (
+            "/api/users/set-disabled",
+            vec![("user_id", bob_id.as_str()), ("disabled", "false")],
+            [401, 403, 403, 200],
+        ),
+        (
+            "/api/settings/update",
+            settings.to_vec(),
+            [401, 403, 403, 200],
+        ),
+        ("/api/nodes/register", vec![], [401, 403, 403, 200]),
+        (
+            "/api/nodes/action",
+            vec![("name", "no-such-node"), ("action", "cordon")],
+            [401, 403, 403, 404],
+        ),
+        (
+            "/api/lab/start",
+            vec![("form[source]", "reference"), ("form[days]", "0")],
+            [401, 403, 422, 422],
+        ),
+        (
+            "/api/tokens/create",
+            vec![("name", "probe")],
+            [401, 200, 200, 200],
+        ),
+        (
+            "/api/tokens/revoke",
+            vec![("id", "9999")],
+            [401, 404, 404, 404],
+        ),
+        (
+            "/api/workloads/submit",
+            submit.to_vec(),
+            [401, 200, 422, 422],
+        ),
+        (
+            "/api/workloads/cancel",
+            vec![("id", "9999")],
+            [401, 404, 404, 404],
+        ),
+        (
+            "/api/budget/decide",
+            vec![("id", "9999"), ("approve", "true"), ("comment", "")],
+            [401, 404, 404, 404],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (path, form, expected) in &matrix {
+        for (k, (who, cookie)) in cookies.iter().enumerate() {
+            let mut form = form.clone();
+            let unique = format!("probe-{who}");
+            if *path == "/api/users/create" || *path == "/api/nodes/register" {
+                let key = if *path == "/api/users/create" {
+                    "username"
+                } else {
+                    "name"
+                };
+                form.push((key, unique.as_str()));
+            }
+            let response = if cookie.is_empty() {
+                app.post_form(path, &form, None).await
+            } else {
+                app.post_form(path, &form, Some(cookie)).await
+            };
+            if response.status.as_u16() != expected[k] {
+                wrong.push(format!(
+                    "{path} as {who}: {} (expected {}): {}",
+                    response.status, expected[k], response.body
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
