@@ -61,3 +61,10 @@ build_site() {
   HOURGLASS_BIN="$LEPTOS_TARGET_DIR/$mode/hourglass"
   export SITE_ROOT HOURGLASS_BIN
 }
+
+ensure_cargo_fuzz() {
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    say "Installing cargo-fuzz (a few minutes, once)"
+    cargo install cargo-fuzz --locked
+  fi
+}

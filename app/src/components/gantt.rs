@@ -39,7 +39,11 @@ pub fn GanttChart(id: u64, horizon_s: i64, gpus: u32) -> impl IntoView {
     let policy = RwSignal::new("fair-share".to_string());
     let rows = RwSignal::new(gpus.min(32));
     // The visible window: the whole run when it is short, else its first day.
-    let first = if horizon_s <= 2 * 86_400 { horizon_s } else { 86_400 };
+    let first = if horizon_s <= 2 * 86_400 {
+        horizon_s
+    } else {
+        86_400
+    };
     let window = RwSignal::new((0, first));
     let data = Resource::new(
         move || (policy.get(), rows.get(), window.get()),

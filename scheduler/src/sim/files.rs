@@ -118,6 +118,9 @@ impl Cluster {
     }
 }
 
+/// The most hosts a cluster file may describe (a bound on what a file can make us allocate).
+pub const MAX_HOSTS: usize = 100_000;
+
 /// Parses `CLUSTER.toml`: `[[nodes]]` groups and optional `[[outages]]`.
 pub fn parse_cluster(text: &str) -> Result<Cluster, InputError> {
     let file: ClusterFile = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
@@ -135,6 +138,13 @@ pub fn parse_cluster(text: &str) -> Result<Cluster, InputError> {
         }
         if g.count == 0 {
             return Err(InputError::at(line, "count", "must be at least 1"));
+        }
+        if nodes.len() as u64 + u64::from(g.count) > MAX_HOSTS as u64 {
+            return Err(InputError::at(
+                line,
+                "count",
+                format!("the cluster may have at most {MAX_HOSTS} hosts"),
+            ));
         }
         let prefix = g.name_prefix.clone().unwrap_or_else(|| "node-".into());
         let next = next_index.entry(prefix.clone()).or_insert(0);
@@ -277,6 +287,8 @@ mod tests {
 
     #[test]
     fn a_misspelled_cluster_key_is_rejected_with_its_line() {
+        let huge = parse_cluster("[[nodes]]\ncount = 4000000000\ngpus_per_node = 8\n").unwrap_err();
+        assert_eq!(huge.field.as_deref(), Some("count"), "{huge}");
         let err = parse_cluster("[[nodes]]\ncount = 1\ngpus = 8\n").unwrap_err();
         assert_eq!(err.line, Some(3));
         assert!(err.field.is_some(), "{err}");

@@ -79,6 +79,7 @@ pub fn convert(text: &str, days: u32) -> Result<Converted, InputError> {
     let window = Time::from(days) * DAY;
     let mut rows: Vec<(String, String, Time, u32, Time)> = Vec::new();
     let mut skipped = 0;
+    let mut seen = std::collections::HashSet::new();
     for (i, raw) in lines {
         let line = i + 1;
         if raw.trim().is_empty() {
@@ -111,6 +112,33 @@ pub fn convert(text: &str, days: u32) -> Result<Converted, InputError> {
         if gpus == 0 {
             return Err(InputError::at(line, "num_gpus", "must be at least 1"));
         }
+        let name_ok = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 64
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        };
+        if !name_ok(cells[0]) {
+            return Err(InputError::at(
+                line,
+                "vc",
+                "expected letters, digits, '-', '_' or '.' (at most 64)",
+            ));
+        }
+        if !name_ok(cells[1]) {
+            return Err(InputError::at(
+                line,
+                "app_id",
+                "expected letters, digits, '-', '_' or '.' (at most 64)",
+            ));
+        }
+        if !seen.insert((cells[0].to_string(), cells[1].to_string())) {
+            return Err(InputError::at(
+                line,
+                "app_id",
+                format!("job {}-{} appears twice", cells[0], cells[1]),
+            ));
+        }
         if submit >= window {
             skipped += 1;
             continue;
@@ -121,6 +149,13 @@ pub fn convert(text: &str, days: u32) -> Result<Converted, InputError> {
             submit,
             gpus,
             duration,
+        ));
+    }
+    if rows.is_empty() {
+        return Err(InputError::new(
+            None,
+            None,
+            format!("no job was submitted in the first {days} days"),
         ));
     }
     let mut vcs: BTreeMap<String, u32> = BTreeMap::new();

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// How many runs the lab remembers.
-pub const KEEP: usize = 8;
+pub const KEEP: usize = 5;
 /// Steps a run reports: waiting, fair share, the priority baseline, summarising.
 const STEPS: u32 = 3;
 

@@ -112,10 +112,7 @@ pub async fn activity(
             }
             // Gang members start together; a later run starts a new waiting gap only after
             // every earlier one ended.
-            queued_since = match stop {
-                Some(s) => Some(*s),
-                None => None,
-            };
+            queued_since = *stop;
         }
         match (queued_since, w.state.as_str()) {
             (Some(since), "queued") => add(since, now, gpus),

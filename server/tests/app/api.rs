@@ -108,3 +108,100 @@ async fn a_queued_workload_explains_its_position_and_path() {
     assert_eq!(queue["path"][1]["path"], "ai/molmo");
     assert_eq!(queue["waiting_for"]["kind"], "capacity", "{queue}");
 }
+
+/// Hostile JSON bodies (truncated, mistyped, huge, deeply nested, byte-flipped mutations of a
+/// valid submission): each gets a client error or, if it happens to be valid, a 201; never a
+/// server error, and only the accepted ones are written.
+#[tokio::test]
+async fn hostile_json_bodies_get_client_errors_and_write_only_what_was_accepted() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 8).await;
+    let valid = r#"{"project":"ai/olmo","name":"x","command":"true","gpus":1,"min_runtime_s":0,"resumable":true}"#;
+    let tokens = [
+        "null",
+        "-1",
+        "1e309",
+        "18446744073709551616",
+        "\"\\u0000\"",
+        "{}",
+        "[]",
+        "true",
+        ",",
+        ":",
+        "\"gpus\":",
+        "\"𝄞𝄞𝄞\"",
+        "-0",
+        "0.5",
+        "\"\\ud800\"",
+        "{\"a\":",
+        "]]",
+        "\"priority\":999999",
+    ];
+    let mut bodies: Vec<Vec<u8>> = vec![
+        Vec::new(),
+        b"null".to_vec(),
+        b"[]".to_vec(),
+        b"\xff\xfe\x00".to_vec(),
+        format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)).into_bytes(),
+        format!(
+            r#"{{"project":"ai/olmo","name":"{}","command":"true","gpus":1,"min_runtime_s":0}}"#,
+            "n".repeat(1_500_000)
+        )
+        .into_bytes(),
+        valid
+            .replace("\"gpus\":1", "\"gpus\":1,\"gpus\":8")
+            .into_bytes(),
+    ];
+    // A fixed-seed xorshift: the same mutations on every run.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound as u64) as usize
+    };
+    for _ in 0..300 {
+        let mut body = valid.as_bytes().to_vec();
+        for _ in 0..1 + next(3) {
+            let at = next(body.len() + 1);
+            match next(4) {
+                0 => body.truncate(at),
+                1 if !body.is_empty() => {
+                    let i = at.min(body.len() - 1);
+                    body[i] ^= 1 << next(8);
+                }
+                _ => {
+                    let token = tokens[next(tokens.len())].as_bytes();
+                    body.splice(at..at, token.iter().copied());
+                }
+            }
+        }
+        bodies.push(body);
+    }
+    let token = live.token("ada").await;
+    let mut accepted = 0;
+    for body in &bodies {
+        let response = live
+            .http
+            .post(format!("{}/api/v1/workloads", live.url))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        assert!(
+            status.is_client_error() || status == StatusCode::CREATED,
+            "{shown} → {status}"
+        );
+        if status == StatusCode::CREATED {
+            accepted += 1;
+        } else {
+            let text = response.text().await.unwrap();
+            assert!(!text.is_empty(), "{shown} → {status} with an empty body");
+        }
+    }
+    assert_eq!(workload_count(&live).await, accepted);
+}
