@@ -324,3 +324,62 @@ impl ExpiredDeletion for SessionStore {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_scheme_picks_the_engine() {
+        assert!(matches!(
+            target("postgres://u:p@localhost/hg"),
+            Ok(Target::Postgres(_))
+        ));
+        assert!(matches!(
+            target("postgresql://localhost:5432/hg"),
+            Ok(Target::Postgres(_))
+        ));
+        assert!(matches!(
+            target("sqlite://data/hg.db"),
+            Ok(Target::Sqlite(_))
+        ));
+        assert!(matches!(target("data/hg.db"), Ok(Target::Sqlite(_))));
+        let Err(ServerError::Config(message)) = target("mysql://u:secret@host/hg") else {
+            panic!("mysql:// must be refused");
+        };
+        assert!(message.contains("unsupported database URL"), "{message}");
+        assert!(!message.contains("secret"), "{message}");
+    }
+
+    #[test]
+    fn passwords_never_reach_messages() {
+        assert_eq!(
+            redacted("postgres://hg:s3cret@db:5432/hg?sslmode=require"),
+            "postgres://hg:***@db:5432/hg?sslmode=require"
+        );
+        assert_eq!(redacted("postgres://hg@db/hg"), "postgres://hg@db/hg");
+        assert_eq!(redacted("sqlite://data/hg.db"), "sqlite://data/hg.db");
+        assert_eq!(redacted("data/hg.db"), "data/hg.db");
+    }
+
+    #[tokio::test]
+    async fn flags_read_0_1_columns_and_boolean_expressions_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = open(&dir.path().join("flags.db").display().to_string())
+            .await
+            .unwrap();
+        assert_eq!(engine(&pool), Engine::Sqlite);
+        let (one, zero, exists): (Flag, Flag, Flag) =
+            sqlx::query_as("select 1, 0, exists (select 1 from budget_node)")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!((one, zero, exists), (Flag(true), Flag(false), Flag(false)));
+        let mut tx = begin_write(&pool).await.unwrap();
+        sqlx::query("insert into ledger_cursor (name, through) values ('t', 1)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+}
