@@ -76,6 +76,11 @@ ensure_postgres() {
     apt-get update
     DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql
     bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)"
+    # The package may have started its own cluster on 5432; the tests want ours (more
+    # connections, C collation), so stop that one.
+    local version
+    version="$(basename "$(dirname "$bin")")"
+    pg_ctlcluster "$version" main stop 2>/dev/null || true
   fi
   local data run=()
   if [ "$(id -u)" -eq 0 ]; then
