@@ -52,19 +52,34 @@ impl TestDb {
                 postgres: None,
             };
         };
+        let prefix = format!("hg_test_{}_", host_tag());
         let name = format!(
-            "hg_test_{}_{}",
+            "{prefix}{}_{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let mut admin = sqlx::postgres::PgConnection::connect(&server)
             .await
             .expect("connect to HOURGLASS_TEST_POSTGRES_URL");
-        // A leftover from an earlier run that had the same process id.
-        admin
-            .execute(format!("drop database if exists {name} with (force)").as_str())
-            .await
-            .expect("drop a stale test database");
+        // Databases that test processes of this machine left behind when they were killed (the
+        // process is gone), including one that had this process's id.
+        let existing: Vec<String> =
+            sqlx::query_scalar("select datname from pg_database where datname like $1")
+                .bind(format!("{prefix}%"))
+                .fetch_all(&mut admin)
+                .await
+                .expect("list test databases");
+        for stale in existing {
+            let pid = stale[prefix.len()..].split('_').next().unwrap_or_default();
+            let ours = pid == std::process::id().to_string();
+            let alive = std::path::Path::new("/proc").join(pid).exists();
+            if (ours && stale == name) || (!ours && !alive) {
+                // Another process may be sweeping the same one; that is fine.
+                let _ = admin
+                    .execute(format!("drop database if exists {stale} with (force)").as_str())
+                    .await;
+            }
+        }
         admin
             .execute(format!("create database {name}").as_str())
             .await
@@ -103,6 +118,24 @@ impl Drop for TestDb {
         if !matches!(dropped, Ok(Some(()))) {
             eprintln!("could not drop the test database (it is dropped by the next run)");
         }
+    }
+}
+
+/// This machine's name, reduced to what a database name may hold, so that test processes sweep
+/// only their own machine's leftovers on a shared server.
+fn host_tag() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let tag: String = host
+        .trim()
+        .to_ascii_lowercase()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(16)
+        .collect();
+    if tag.is_empty() {
+        "local".into()
+    } else {
+        tag
     }
 }
 
