@@ -12,5 +12,6 @@ mod reports;
 mod restart;
 mod runtime;
 mod settings;
+mod storage;
 mod support;
 mod users;
