@@ -63,6 +63,12 @@ fn target(url: &str) -> Result<Target, ServerError> {
             PgConnectOptions::from_str(url).map_err(invalid)?,
         ));
     }
+    if url.contains(":memory:") || url.contains("mode=memory") {
+        // Through `Any` every pooled connection would open a database of its own.
+        return Err(ServerError::Config(format!(
+            "unsupported database URL {url}: in-memory SQLite is not supported; use a file"
+        )));
+    }
     let options = if url.starts_with("sqlite:") {
         SqliteConnectOptions::from_str(url).map_err(invalid)?
     } else if url.contains("://") {
@@ -344,6 +350,7 @@ mod tests {
             Ok(Target::Sqlite(_))
         ));
         assert!(matches!(target("data/hg.db"), Ok(Target::Sqlite(_))));
+        assert!(target("sqlite::memory:").is_err());
         let Err(ServerError::Config(message)) = target("mysql://u:secret@host/hg") else {
             panic!("mysql:// must be refused");
         };
