@@ -68,3 +68,61 @@ ensure_cargo_fuzz() {
     cargo install cargo-fuzz --locked
   fi
 }
+
+# A local PostgreSQL for the test suite's second pass: installs Debian's postgresql when its
+# server binaries are missing, creates a cluster (C collation, so ORDER BY sorts as SQLite does),
+# starts it on 127.0.0.1:5432 unless something already answers there, makes a `hourglass` role
+# that may create databases, and exports HOURGLASS_TEST_POSTGRES_URL (unless already set).
+# PostgreSQL refuses to run as root, so as root the cluster belongs to the `postgres` user and
+# lives in its home (it cannot reach root's $HOME); otherwise in $CACHE/pgdata.
+ensure_postgres() {
+  local bin url="postgres://hourglass:hourglass@127.0.0.1:5432/postgres"
+  bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)"
+  if [ -z "$bin" ] || [ ! -x "$bin/initdb" ] || [ ! -x "$bin/pg_ctl" ]; then
+    say "Installing Debian's postgresql"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql
+    bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)"
+    # The package may have started its own cluster on 5432; the tests want ours (more
+    # connections, C collation), so stop that one.
+    local version
+    version="$(basename "$(dirname "$bin")")"
+    pg_ctlcluster "$version" main stop 2>/dev/null || true
+  fi
+  local data run=()
+  if [ "$(id -u)" -eq 0 ]; then
+    id postgres >/dev/null 2>&1 ||
+      useradd --system --home-dir /var/lib/postgresql --create-home --shell /bin/bash postgres
+    data="${HOURGLASS_PGDATA:-/var/lib/postgresql/hourglass}"
+    run=(runuser -u postgres --)
+    mkdir -p "$data" && chown postgres: "$data" && chmod 700 "$data"
+  else
+    data="${HOURGLASS_PGDATA:-$CACHE/pgdata}"
+    mkdir -p "$data" && chmod 700 "$data"
+  fi
+  if ! "$bin/pg_isready" -q -h 127.0.0.1 -p 5432; then
+    if [ ! -f "$data/PG_VERSION" ]; then
+      say "Creating a PostgreSQL cluster in $data"
+      "${run[@]}" "$bin/initdb" -D "$data" -U postgres -E UTF8 --no-locale \
+        --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+    fi
+    say "Starting PostgreSQL on 127.0.0.1:5432"
+    # Each test has its own database and pools; the default 100 connections is too few.
+    "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 \
+      -o "-h 127.0.0.1 -p 5432 -k $data -c max_connections=400 -c fsync=off" start >/dev/null
+  fi
+  if ! "$bin/psql" -q "$url" -c 'select 1' >/dev/null 2>&1; then
+    say "Creating the PostgreSQL role hourglass"
+    local create="do \$\$ begin
+        if not exists (select from pg_roles where rolname = 'hourglass') then
+          create role hourglass login createdb password 'hourglass';
+        else
+          alter role hourglass login createdb password 'hourglass';
+        end if;
+      end \$\$;"
+    # Through the cluster's own socket (ours: in the data folder; Debian's: /var/run/postgresql).
+    "${run[@]}" "$bin/psql" -q -h "$data" -p 5432 -U postgres -d postgres -c "$create" 2>/dev/null ||
+      "${run[@]}" "$bin/psql" -q -p 5432 -d postgres -c "$create"
+  fi
+  export HOURGLASS_TEST_POSTGRES_URL="${HOURGLASS_TEST_POSTGRES_URL:-$url}"
+}

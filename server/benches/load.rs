@@ -69,8 +69,10 @@ async fn main() {
         ..ServeArgs::default()
     };
     let runtime = Runtime::new(pool.clone(), runtime_config(&args));
+    let sessions = db::SessionStore::open(&url).await.expect("session store");
     let state = AppState {
         leptos_options: leptos_options(&args).expect("options"),
+        sessions,
         pool: pool.clone(),
         secure_cookies: false,
         runtime,
@@ -113,10 +115,12 @@ async fn main() {
     for s in 0..SESSIONS {
         let response = http
             .post(format!("{base}/login"))
-            .form(&[
-                ("username", names[s % USERS].as_str()),
-                ("password", PASSWORD),
-            ])
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!(
+                "username={}&password={}",
+                names[s % USERS],
+                PASSWORD.replace(' ', "+")
+            ))
             .send()
             .await
             .unwrap();

@@ -1,5 +1,6 @@
 //! Bench: the quarterly review over 150 leaves with 90 days of hourly ledger history on SQLite
 //! (issue target: under 200 ms server time). Release build: `cargo bench -p server --bench report`.
+//! `HOURGLASS_BENCH_DATABASE_URL` (an empty database, e.g. `postgres://…`) measures another one.
 
 use server::{
     budget::{import::import_org, org_file::OrgFile},
@@ -11,12 +12,9 @@ use std::{fmt::Write, time::Instant};
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let pool = db::open(&format!(
-        "sqlite://{}",
-        dir.path().join("bench.db").display()
-    ))
-    .await
-    .expect("database");
+    let url = std::env::var("HOURGLASS_BENCH_DATABASE_URL")
+        .unwrap_or_else(|_| format!("sqlite://{}", dir.path().join("bench.db").display()));
+    let pool = db::open(&url).await.expect("database");
 
     // 4 levels: 3 programs × 5 groups × 10 projects = 150 leaves.
     let mut org = String::from("[shares]\n");

@@ -20,17 +20,17 @@ use app::{
         GpuHolder, GpuSlot, NodeView, QueueRow, SubmitForm, TokenView, WorkloadDetail, WorkloadView,
     },
 };
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use std::collections::BTreeMap;
 
 pub struct ServerBackend {
-    pool: SqlitePool,
+    pool: AnyPool,
     runtime: Runtime,
     lab: crate::lab::Lab,
 }
 
 impl ServerBackend {
-    pub fn new(pool: SqlitePool, runtime: Runtime, lab: crate::lab::Lab) -> Self {
+    pub fn new(pool: AnyPool, runtime: Runtime, lab: crate::lab::Lab) -> Self {
         ServerBackend { pool, runtime, lab }
     }
 }
@@ -416,11 +416,12 @@ struct HeldGpus {
     name: String,
     project: String,
     protected_until: Option<i64>,
+    #[sqlx(try_from = "crate::db::Flag")]
     allocated: bool,
 }
 
 /// Every node with its health, heartbeat age and what holds each GPU.
-pub async fn node_views(pool: &SqlitePool) -> Result<Vec<NodeView>, ServerError> {
+pub async fn node_views(pool: &AnyPool) -> Result<Vec<NodeView>, ServerError> {
     let now = service::now();
     let rows = node_repo::list_nodes(pool).await?;
     let runs: Vec<HeldGpus> = sqlx::query_as(

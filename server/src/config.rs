@@ -12,7 +12,8 @@ pub const DEFAULT_DATABASE: &str = "sqlite://data/hourglass.db";
     about = "Govern GPU time on a shared cluster and schedule work on it."
 )]
 pub struct Cli {
-    /// Database URL (`sqlite://path/to/file.db`) or a plain SQLite file path; created if missing.
+    /// Database URL: `sqlite://path/to/file.db` or a plain file path (SQLite, created if missing), or
+    /// `postgres://user:password@host:5432/database` (PostgreSQL; the database must exist).
     #[arg(long, global = true, env = "HOURGLASS_DATABASE_URL", default_value = DEFAULT_DATABASE)]
     pub database: String,
 

@@ -10,7 +10,6 @@ use crate::{
 use leptos::config::{Env, LeptosOptions};
 use std::{path::Path, time::Duration};
 use tower_sessions::ExpiredDeletion;
-use tower_sessions_sqlx_store::SqliteStore;
 
 /// The name cargo-leptos gives the site's JS, wasm and CSS files (`[[workspace.metadata.leptos]] name`).
 pub const OUTPUT_NAME: &str = "hourglass";
@@ -18,6 +17,7 @@ pub const OUTPUT_NAME: &str = "hourglass";
 pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     check_site_root(&args.site_root)?;
     let pool = db::open(database).await?;
+    let sessions = db::SessionStore::open(database).await?;
     if args.demo {
         crate::demo::prepare(&pool).await?;
     }
@@ -29,15 +29,15 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     let state = AppState {
         leptos_options,
         pool: pool.clone(),
+        sessions: sessions.clone(),
         secure_cookies: args.secure_cookies,
         runtime: runtime.clone(),
         lab: crate::lab::Lab::new(args.philly_trace.clone()),
     };
     runtime.spawn();
 
-    let store = SqliteStore::new(pool.clone());
     tokio::spawn(async move {
-        if let Err(error) = store
+        if let Err(error) = sessions
             .continuously_delete_expired(Duration::from_secs(3600))
             .await
         {
@@ -53,7 +53,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         crate::demo::start_agents(&pool, addr).await?;
         crate::demo::trickle::spawn(pool.clone(), runtime.clone(), Duration::from_secs(15));
     }
-    tracing::info!(%addr, database, "Hourglass is listening");
+    tracing::info!(%addr, database = %db::redacted(database), "Hourglass is listening");
     println!("Hourglass is listening on http://{addr}");
     let app = build_app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app)

@@ -7,13 +7,10 @@ use app::{
     settings::{SettingChange, SettingsForm, SettingsView},
 };
 use scheduler::{DAY, HOUR};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 /// The defaults with every stored override applied.
-pub async fn load(
-    pool: &SqlitePool,
-    mut config: RuntimeConfig,
-) -> Result<RuntimeConfig, ServerError> {
+pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeConfig, ServerError> {
     let rows: Vec<(String, String)> = sqlx::query_as("select key, value from setting")
         .fetch_all(pool)
         .await?;
@@ -37,14 +34,14 @@ pub async fn load(
 }
 
 pub async fn view(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     runtime: &Runtime,
     actor: &CurrentUser,
 ) -> Result<SettingsView, ServerError> {
     let config = runtime.config();
     let history: Vec<(i64, String, String, String, String)> = sqlx::query_as(
         "select c.changed_at, u.username, c.key, c.old_value, c.new_value from setting_change c
-         join user u on u.user_id = c.changed_by order by c.setting_change_id desc limit 50",
+         join \"user\" u on u.user_id = c.changed_by order by c.setting_change_id desc limit 50",
     )
     .fetch_all(pool)
     .await?;
@@ -93,7 +90,7 @@ fn number(
 /// Validates every field (nothing changes unless all are valid), stores the changed ones with an
 /// audit row each, and applies them to the running scheduler.
 pub async fn update(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     runtime: &Runtime,
     actor: &CurrentUser,
     form: SettingsForm,
@@ -162,7 +159,7 @@ pub async fn update(
         ("grace_s", old.grace.to_string(), new.grace.to_string()),
     ];
     let now = now();
-    let mut tx = pool.begin().await?;
+    let mut tx = crate::db::begin_write(pool).await?;
     for (key, before, after) in changes.iter().filter(|(_, before, after)| before != after) {
         sqlx::query(
             "insert into setting (key, value, updated_at, updated_by) values ($1, $2, $3, $4)

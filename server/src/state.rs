@@ -1,13 +1,15 @@
-use crate::runtime::Runtime;
+use crate::{db::SessionStore, runtime::Runtime};
 use axum::extract::FromRef;
 use leptos::prelude::LeptosOptions;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 /// Everything a request handler may need. Cloned per request; every field is cheap to clone.
 #[derive(Clone, FromRef)]
 pub struct AppState {
     pub leptos_options: LeptosOptions,
-    pub pool: SqlitePool,
+    pub pool: AnyPool,
+    /// Where sessions are kept (the same database, through the engine's own sqlx store).
+    pub sessions: SessionStore,
     /// Send the session cookie with `Secure` (the site is served over HTTPS).
     pub secure_cookies: bool,
     /// The scheduler runtime (woken by submissions, cancels, agent reports, admin actions).

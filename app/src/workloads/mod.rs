@@ -9,9 +9,7 @@ use serde_json::Value;
 
 /// A workload row (also the JSON API's workload object).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct WorkloadView {
-    #[cfg_attr(feature = "ssr", sqlx(rename = "workload_id"))]
     pub id: i64,
     pub name: String,
     pub project: String,
@@ -42,11 +40,9 @@ impl WorkloadView {
 
 /// One entry of a workload's timeline; `detail` holds the engine's reason data.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct EventView {
     pub at: i64,
     pub kind: String,
-    #[cfg_attr(feature = "ssr", sqlx(json))]
     pub detail: Value,
 }
 

@@ -2,14 +2,10 @@
 
 use crate::{secrets, users::service::now, ServerError};
 use app::model::CurrentUser;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 /// Creates a token for `user_id`; returns the secret (shown once).
-pub async fn create_token(
-    pool: &SqlitePool,
-    user_id: i64,
-    name: &str,
-) -> Result<String, ServerError> {
+pub async fn create_token(pool: &AnyPool, user_id: i64, name: &str) -> Result<String, ServerError> {
     let name = name.trim();
     if name.is_empty() || name.len() > 80 {
         return Err(ServerError::invalid(
@@ -31,12 +27,9 @@ pub async fn create_token(
 }
 
 /// The active user a token belongs to (not revoked, account enabled).
-pub async fn authenticate(
-    pool: &SqlitePool,
-    token: &str,
-) -> Result<Option<CurrentUser>, ServerError> {
+pub async fn authenticate(pool: &AnyPool, token: &str) -> Result<Option<CurrentUser>, ServerError> {
     let row: Option<(i64, i64)> = sqlx::query_as(
-        "select t.api_token_id, u.user_id from api_token t join user u on u.user_id = t.user_id
+        "select t.api_token_id, u.user_id from api_token t join \"user\" u on u.user_id = t.user_id
          where t.token_hash = $1 and t.revoked_at is null and u.disabled = 0",
     )
     .bind(secrets::hash(token))
@@ -55,7 +48,7 @@ pub async fn authenticate(
 
 /// The user's live tokens, newest first.
 pub async fn list_tokens(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user_id: i64,
 ) -> Result<Vec<app::workloads::TokenView>, ServerError> {
     Ok(sqlx::query_as(
@@ -68,11 +61,7 @@ pub async fn list_tokens(
 }
 
 /// Revokes one of the user's own tokens.
-pub async fn revoke_token(
-    pool: &SqlitePool,
-    user_id: i64,
-    token_id: i64,
-) -> Result<(), ServerError> {
+pub async fn revoke_token(pool: &AnyPool, user_id: i64, token_id: i64) -> Result<(), ServerError> {
     let done = sqlx::query(
         "update api_token set revoked_at = $3 where api_token_id = $1 and user_id = $2 and revoked_at is null",
     )

@@ -1,6 +1,6 @@
 //! Sessions: the cookie, signing in and out, and resolving the signed-in user of each request.
 
-use crate::{guard::SignInThrottle, users::service, AppState, ServerError};
+use crate::{db::SessionStore, guard::SignInThrottle, users::service, AppState, ServerError};
 use app::model::CurrentUser;
 use axum::{
     extract::{ConnectInfo, Request, State},
@@ -12,15 +12,14 @@ use axum::{
 use serde::Deserialize;
 use std::net::SocketAddr;
 use tower_sessions::{cookie::SameSite, Expiry, Session, SessionManagerLayer};
-use tower_sessions_sqlx_store::SqliteStore;
 
 pub const COOKIE_NAME: &str = "hourglass_session";
 const USER_ID_KEY: &str = "user_id";
 
-/// The session layer: a SQLite-backed store (sessions survive restarts), an `HttpOnly`,
+/// The session layer: a database-backed store (sessions survive restarts), an `HttpOnly`,
 /// `SameSite=Lax` cookie, `Secure` when the site is served over HTTPS, expiring after a week idle.
-pub fn layer(state: &AppState) -> SessionManagerLayer<SqliteStore> {
-    SessionManagerLayer::new(SqliteStore::new(state.pool.clone()))
+pub fn layer(state: &AppState) -> SessionManagerLayer<SessionStore> {
+    SessionManagerLayer::new(state.sessions.clone())
         .with_name(COOKIE_NAME)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)

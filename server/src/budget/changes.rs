@@ -7,7 +7,7 @@ use app::{
     model::CurrentUser,
 };
 use serde::Deserialize;
-use sqlx::{SqliteConnection, SqlitePool};
+use sqlx::{AnyConnection, AnyPool};
 use std::collections::BTreeMap;
 
 /// `POST /api/v1/change-requests`: `shares` lists every child after the change, by full path
@@ -30,10 +30,7 @@ struct NodeRow {
     children_version: i64,
 }
 
-async fn node_by_path(
-    db: &mut SqliteConnection,
-    path: &str,
-) -> Result<Option<NodeRow>, ServerError> {
+async fn node_by_path(db: &mut AnyConnection, path: &str) -> Result<Option<NodeRow>, ServerError> {
     Ok(sqlx::query_as(
         "select budget_node_id, path, children_version from budget_node where path = $1 and removed_at is null",
     )
@@ -44,7 +41,7 @@ async fn node_by_path(
 
 /// `(child id, name, current share)` of the node's live children.
 async fn children(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     node_id: i64,
 ) -> Result<Vec<(i64, String, f64)>, ServerError> {
     Ok(sqlx::query_as(
@@ -59,7 +56,7 @@ async fn children(
 
 /// Owners of `path` and of each ancestor, nearest first: `(path, user ids)`.
 async fn owner_chain(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     path: &str,
 ) -> Result<Vec<(String, Vec<i64>)>, ServerError> {
     let mut chain = Vec::new();
@@ -89,7 +86,7 @@ async fn owner_chain(
 /// Anyone in the subtree may propose: an owner of the node or an ancestor, a member of a leaf
 /// under it, or an admin.
 pub async fn may_propose(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     actor: &CurrentUser,
     path: &str,
 ) -> Result<bool, ServerError> {
@@ -121,7 +118,7 @@ pub async fn may_propose(
 /// An owner of the node decides (owners of ancestors too); no one decides their own request,
 /// and an owner's own proposal needs another owner of the node or an owner of the parent.
 async fn may_decide(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     actor: &CurrentUser,
     path: &str,
     proposer_id: i64,
@@ -163,12 +160,12 @@ fn valid_name(name: &str) -> bool {
 }
 
 pub async fn propose(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &CurrentUser,
     proposal: Proposal,
 ) -> Result<ChangeRequestView, ServerError> {
     let now = now();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_write(pool).await?;
     let node = node_by_path(&mut tx, &proposal.node)
         .await?
         .ok_or_else(|| {
@@ -348,10 +345,10 @@ const SELECT: &str =
         r.justification, r.base_version, r.effective_at, r.state, r.created_at, r.decided_at,
         d.username as decided_by, r.decision_comment, b.children_version
     from change_request r join budget_node b on b.budget_node_id = r.budget_node_id
-    join user p on p.user_id = r.proposer_id left join user d on d.user_id = r.decided_by";
+    join \"user\" p on p.user_id = r.proposer_id left join \"user\" d on d.user_id = r.decided_by";
 
 async fn view(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     actor: &CurrentUser,
     row: RequestRow,
 ) -> Result<ChangeRequestView, ServerError> {
@@ -385,7 +382,7 @@ async fn view(
 }
 
 pub async fn get(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &CurrentUser,
     id: i64,
 ) -> Result<ChangeRequestView, ServerError> {
@@ -401,7 +398,7 @@ pub async fn get(
 /// Requests, newest first; `state` filters (`pending` includes stale ones, shown as stale);
 /// `node` limits to one node's history.
 pub async fn list(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &CurrentUser,
     state: Option<&str>,
     node: Option<&str>,
@@ -423,14 +420,14 @@ pub async fn list(
 /// Approves (`approve = true`) or rejects a pending request. Returns the new state:
 /// `applied`, `scheduled` or `rejected`.
 pub async fn decide(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &CurrentUser,
     id: i64,
     approve: bool,
     comment: &str,
 ) -> Result<ChangeRequestView, ServerError> {
     let now = now();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_write(pool).await?;
     let row: RequestRow = sqlx::query_as(&format!("{SELECT} where r.change_request_id = $1"))
         .bind(id)
         .fetch_optional(&mut *tx)
@@ -482,7 +479,7 @@ pub async fn decide(
 
 /// Applies a request's items at `at` and bumps the node's children version.
 async fn apply(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     request_id: i64,
     node_id: i64,
     at: i64,
@@ -576,7 +573,7 @@ async fn apply(
 }
 
 async fn set_share(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     node_id: i64,
     share: f64,
     at: i64,
@@ -599,7 +596,7 @@ async fn set_share(
 
 /// Applies scheduled requests whose time has come (called by the runtime in its transaction);
 /// one whose node changed meanwhile becomes stale instead. Returns how many were applied.
-pub async fn apply_due(db: &mut SqliteConnection, now: i64) -> Result<usize, ServerError> {
+pub async fn apply_due(db: &mut AnyConnection, now: i64) -> Result<usize, ServerError> {
     let due: Vec<(i64, i64, i64, i64, i64)> = sqlx::query_as(
         "select r.change_request_id, r.budget_node_id, r.base_version, b.children_version, r.effective_at
          from change_request r join budget_node b on b.budget_node_id = r.budget_node_id

@@ -12,7 +12,7 @@ use scheduler::{
     sim::{self, SimConfig, SimInput},
     DAY,
 };
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use std::{collections::BTreeMap, fmt::Write, time::Instant};
 
 pub const DAYS: u32 = 14;
@@ -24,6 +24,7 @@ struct Submission {
     owner: String,
     gpus: i64,
     min_runtime_s: i64,
+    #[sqlx(try_from = "crate::db::Flag")]
     resumable: bool,
     priority: i64,
     state: String,
@@ -33,7 +34,7 @@ struct Submission {
 }
 
 pub async fn impact(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &CurrentUser,
     id: i64,
 ) -> Result<ImpactView, ServerError> {
@@ -93,7 +94,7 @@ pub async fn impact(
     let submissions: Vec<Submission> = sqlx::query_as(
         "select w.workload_id, b.path as project, u.username as owner, w.gpus, w.min_runtime_s, w.resumable, w.priority,
                 w.state, w.submitted_at, w.started_at, w.progress_s
-         from workload w join budget_node b on b.budget_node_id = w.budget_node_id join user u on u.user_id = w.user_id
+         from workload w join budget_node b on b.budget_node_id = w.budget_node_id join \"user\" u on u.user_id = w.user_id
          where w.submitted_at >= $1 order by w.submitted_at, w.workload_id",
     )
     .bind(start)

@@ -5,7 +5,7 @@ use super::{
     repo::{self, Grant},
 };
 use crate::ServerError;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct ImportSummary {
@@ -18,11 +18,11 @@ pub struct ImportSummary {
 /// replaces the owners and members of every path the file lists. Unknown usernames refuse the
 /// whole import: nothing changes.
 pub async fn import_org(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     org: &OrgFile,
     now: i64,
 ) -> Result<ImportSummary, ServerError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = crate::db::begin_write(pool).await?;
     let mut summary = ImportSummary::default();
     let root = match repo::find_node_by_path(&mut tx, "").await? {
         Some(id) => id,
@@ -74,7 +74,7 @@ pub async fn import_org(
             let mut user_ids = Vec::new();
             for username in usernames {
                 let id: Option<i64> = sqlx::query_scalar(
-                    "select user_id from user where lower(username) = lower($1)",
+                    "select user_id from \"user\" where lower(username) = lower($1)",
                 )
                 .bind(username.trim())
                 .fetch_optional(&mut *tx)

@@ -1,6 +1,6 @@
 //! SQL for the budget tree.
 
-use sqlx::{FromRow, Sqlite, SqliteExecutor, SqlitePool, Transaction};
+use sqlx::{Any, AnyExecutor, AnyPool, FromRow, Transaction};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct BudgetNodeRow {
@@ -19,9 +19,7 @@ pub struct ShareVersionRow {
 }
 
 /// Live nodes (not removed), parents before children.
-pub async fn budget_nodes(
-    pool: impl SqliteExecutor<'_>,
-) -> Result<Vec<BudgetNodeRow>, sqlx::Error> {
+pub async fn budget_nodes(pool: impl AnyExecutor<'_>) -> Result<Vec<BudgetNodeRow>, sqlx::Error> {
     sqlx::query_as(
         "select budget_node_id, parent_id, name, path from budget_node
          where removed_at is null order by length(path) - length(replace(path, '/', '')), path",
@@ -32,7 +30,7 @@ pub async fn budget_nodes(
 
 /// Every share version, in time order.
 pub async fn share_versions(
-    pool: impl SqliteExecutor<'_>,
+    pool: impl AnyExecutor<'_>,
 ) -> Result<Vec<ShareVersionRow>, sqlx::Error> {
     sqlx::query_as(
         "select budget_node_id, share, effective_from, effective_to from share_version
@@ -43,7 +41,7 @@ pub async fn share_versions(
 }
 
 pub async fn find_node_by_path(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Transaction<'_, Any>,
     path: &str,
 ) -> Result<Option<i64>, sqlx::Error> {
     sqlx::query_scalar(
@@ -55,7 +53,7 @@ pub async fn find_node_by_path(
 }
 
 pub async fn insert_budget_node(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Transaction<'_, Any>,
     parent_id: Option<i64>,
     name: &str,
     path: &str,
@@ -75,7 +73,7 @@ pub async fn insert_budget_node(
 
 /// The share in force now, if any.
 pub async fn current_share(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Transaction<'_, Any>,
     node_id: i64,
 ) -> Result<Option<f64>, sqlx::Error> {
     sqlx::query_scalar(
@@ -88,7 +86,7 @@ pub async fn current_share(
 
 /// Closes the version in force and opens a new one at `at`.
 pub async fn set_share(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Transaction<'_, Any>,
     node_id: i64,
     share: f64,
     at: i64,
@@ -110,7 +108,7 @@ pub async fn set_share(
 }
 
 pub async fn replace_grants(
-    tx: &mut Transaction<'_, Sqlite>,
+    tx: &mut Transaction<'_, Any>,
     table: Grant,
     node_id: i64,
     user_ids: &[i64],
@@ -149,11 +147,11 @@ impl Grant {
 }
 
 /// `(path, username)` of every grant of this kind.
-pub async fn grants(pool: &SqlitePool, grant: Grant) -> Result<Vec<(String, String)>, sqlx::Error> {
+pub async fn grants(pool: &AnyPool, grant: Grant) -> Result<Vec<(String, String)>, sqlx::Error> {
     sqlx::query_as(&format!(
         "select b.path, u.username from {} g
          join budget_node b on b.budget_node_id = g.budget_node_id
-         join user u on u.user_id = g.user_id
+         join \"user\" u on u.user_id = g.user_id
          order by b.path, u.username",
         grant.table()
     ))
@@ -163,7 +161,7 @@ pub async fn grants(pool: &SqlitePool, grant: Grant) -> Result<Vec<(String, Stri
 
 /// Leaves the user may charge work to, as `(budget_node_id, path)`.
 pub async fn member_leaves(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user_id: i64,
 ) -> Result<Vec<(i64, String)>, sqlx::Error> {
     sqlx::query_as(

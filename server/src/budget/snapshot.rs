@@ -3,7 +3,7 @@
 use super::repo;
 use crate::ServerError;
 use scheduler::{BudgetId, BudgetTree};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The engine's tree and the mapping between database ids and engine ids.
@@ -25,7 +25,7 @@ impl TreeSnapshot {
 }
 
 /// Loads the tree; `None` while no tree has been imported.
-pub async fn load(db: &mut SqliteConnection) -> Result<Option<TreeSnapshot>, ServerError> {
+pub async fn load(db: &mut AnyConnection) -> Result<Option<TreeSnapshot>, ServerError> {
     let nodes = repo::budget_nodes(&mut *db).await?;
     let versions = repo::share_versions(&mut *db).await?;
     build(&nodes, &versions)

@@ -6,12 +6,12 @@ use super::{
 };
 use crate::{runtime::snapshot, runtime::Runtime, users::service::now, ServerError};
 use app::{budget::TreeNodeView, model::CurrentUser};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use std::collections::BTreeMap;
 
 /// Every node, depth-first in name order, root first.
 pub async fn tree_view(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     runtime: &Runtime,
     actor: &CurrentUser,
 ) -> Result<Vec<TreeNodeView>, ServerError> {

@@ -10,11 +10,11 @@ use scheduler::sim::{
     SegmentEnd, SimConfig, SimInput,
 };
 use scheduler::{DAY, HOUR};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use std::collections::BTreeMap;
 
 /// Writes `days` of ledger history ending at the start of the current hour.
-pub async fn backfill(pool: &SqlitePool, now: i64, days: u32) -> Result<(), ServerError> {
+pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerError> {
     let org = OrgFile::parse(TREE)?;
     let shares_toml: String = std::iter::once("[shares]\n".to_string())
         .chain(
@@ -115,7 +115,7 @@ pub async fn backfill(pool: &SqlitePool, now: i64, days: u32) -> Result<(), Serv
             )
         })
         .collect();
-    let mut tx = pool.begin().await?;
+    let mut tx = crate::db::begin_write(pool).await?;
     for (hour, gpu_s) in &capacity {
         sqlx::query("insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2) on conflict (hour) do nothing")
             .bind(start + hour)

@@ -12,15 +12,15 @@ use crate::{
     users::service,
     ServerError,
 };
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use std::net::SocketAddr;
 
 /// Demo nodes: name and simulated GPU count.
 pub const NODES: [(&str, u32); 4] = [("gpu-a1", 8), ("gpu-a2", 8), ("gpu-b1", 8), ("gpu-b2", 4)];
 
 /// Seeds the organisation on an empty database and prints how to sign in.
-pub async fn prepare(pool: &SqlitePool) -> Result<(), ServerError> {
-    let users: i64 = sqlx::query_scalar("select count(*) from user")
+pub async fn prepare(pool: &AnyPool) -> Result<(), ServerError> {
+    let users: i64 = sqlx::query_scalar("select count(*) from \"user\"")
         .fetch_one(pool)
         .await?;
     if users == 0 {
@@ -37,7 +37,7 @@ pub async fn prepare(pool: &SqlitePool) -> Result<(), ServerError> {
 
 /// Starts one in-process agent per demo node against the server at `addr`. Each start gives the
 /// node a fresh token (only hashes are stored, so old ones cannot be reused).
-pub async fn start_agents(pool: &SqlitePool, addr: SocketAddr) -> Result<(), ServerError> {
+pub async fn start_agents(pool: &AnyPool, addr: SocketAddr) -> Result<(), ServerError> {
     let host = if addr.ip().is_unspecified() {
         "127.0.0.1".to_string()
     } else {

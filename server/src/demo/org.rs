@@ -5,7 +5,7 @@ use crate::{
     users::service,
     ServerError,
 };
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 pub const PASSWORD: &str = "hourglass-demo";
 
@@ -69,7 +69,7 @@ pub const TREE: &str = r#"
 "vision/robotics" = ["cy"]
 "#;
 
-pub async fn seed(pool: &SqlitePool) -> Result<(), ServerError> {
+pub async fn seed(pool: &AnyPool) -> Result<(), ServerError> {
     for (name, role, _) in PEOPLE {
         service::create_user(pool, name, role, PASSWORD.to_string()).await?;
     }

@@ -7,7 +7,7 @@ use crate::{
     workloads::{domain::SubmitWorkload, service as workloads},
 };
 use app::model::CurrentUser;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use std::time::Duration;
 
 /// `(user, project)` pairs the trickle submits as.
@@ -37,7 +37,7 @@ impl Rng {
 }
 
 /// Submits a workload every `every` until the process ends.
-pub fn spawn(pool: SqlitePool, runtime: Runtime, every: Duration) {
+pub fn spawn(pool: AnyPool, runtime: Runtime, every: Duration) {
     tokio::spawn(async move {
         let mut rng = Rng(service::now() as u64 | 1);
         let mut n = 0u64;
@@ -52,7 +52,7 @@ pub fn spawn(pool: SqlitePool, runtime: Runtime, every: Duration) {
 }
 
 async fn submit_one(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     runtime: &Runtime,
     rng: &mut Rng,
     n: u64,

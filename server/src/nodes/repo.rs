@@ -1,7 +1,7 @@
 //! SQL for the `node` table.
 
 use serde::Serialize;
-use sqlx::{FromRow, SqliteExecutor};
+use sqlx::{AnyExecutor, FromRow};
 
 #[derive(Debug, Clone, FromRow, Serialize)]
 pub struct NodeRow {
@@ -10,6 +10,7 @@ pub struct NodeRow {
     pub gpu_model: String,
     pub gpu_count: i64,
     pub admin_state: String,
+    #[sqlx(try_from = "crate::db::Flag")]
     pub agent_healthy: bool,
     pub down_since: Option<i64>,
     pub registered_at: i64,
@@ -36,7 +37,7 @@ const COLUMNS: &str =
     "node_id, name, gpu_model, gpu_count, admin_state, agent_healthy, down_since, registered_at, last_heartbeat_at";
 
 pub async fn insert_node(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     name: &str,
     token_hash: &str,
     now: i64,
@@ -52,7 +53,7 @@ pub async fn insert_node(
 }
 
 pub async fn find_node_by_token(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     token_hash: &str,
 ) -> Result<Option<NodeRow>, sqlx::Error> {
     sqlx::query_as(&format!("select {COLUMNS} from node where token_hash = $1"))
@@ -62,7 +63,7 @@ pub async fn find_node_by_token(
 }
 
 pub async fn find_node_by_name(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     name: &str,
 ) -> Result<Option<NodeRow>, sqlx::Error> {
     sqlx::query_as(&format!("select {COLUMNS} from node where name = $1"))
@@ -71,7 +72,7 @@ pub async fn find_node_by_name(
         .await
 }
 
-pub async fn list_nodes(db: impl SqliteExecutor<'_>) -> Result<Vec<NodeRow>, sqlx::Error> {
+pub async fn list_nodes(db: impl AnyExecutor<'_>) -> Result<Vec<NodeRow>, sqlx::Error> {
     sqlx::query_as(&format!("select {COLUMNS} from node order by node_id"))
         .fetch_all(db)
         .await
@@ -79,7 +80,7 @@ pub async fn list_nodes(db: impl SqliteExecutor<'_>) -> Result<Vec<NodeRow>, sql
 
 /// Records a heartbeat: the agent's GPUs and health; a down node comes back.
 pub async fn record_heartbeat(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     node_id: i64,
     gpu_count: i64,
     gpu_model: &str,
@@ -93,7 +94,7 @@ pub async fn record_heartbeat(
     .bind(node_id)
     .bind(gpu_count)
     .bind(gpu_model)
-    .bind(healthy)
+    .bind(i64::from(healthy))
     .bind(now)
     .execute(db)
     .await?;
@@ -102,7 +103,7 @@ pub async fn record_heartbeat(
 
 /// Marks nodes whose last heartbeat is older than `deadline` as down; returns how many.
 pub async fn mark_silent_nodes_down(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     deadline: i64,
     now: i64,
 ) -> Result<u64, sqlx::Error> {
@@ -118,7 +119,7 @@ pub async fn mark_silent_nodes_down(
 }
 
 pub async fn set_admin_state(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     node_id: i64,
     state: &str,
 ) -> Result<(), sqlx::Error> {

@@ -2,13 +2,10 @@
 
 use super::repo::{self, NodeRow};
 use crate::{secrets, users::service::now, ServerError};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 /// Registers a node and returns it with its token (shown once; only the hash is kept).
-pub async fn register_node(
-    pool: &SqlitePool,
-    name: &str,
-) -> Result<(NodeRow, String), ServerError> {
+pub async fn register_node(pool: &AnyPool, name: &str) -> Result<(NodeRow, String), ServerError> {
     let name = parse_node_name(name)?;
     let (token, hash) = secrets::generate("hgn_");
     match repo::insert_node(pool, &name, &hash, now()).await {
@@ -22,14 +19,14 @@ pub async fn register_node(
 }
 
 /// The node a bearer token belongs to.
-pub async fn authenticate(pool: &SqlitePool, token: &str) -> Result<Option<NodeRow>, ServerError> {
+pub async fn authenticate(pool: &AnyPool, token: &str) -> Result<Option<NodeRow>, ServerError> {
     Ok(repo::find_node_by_token(pool, &secrets::hash(token)).await?)
 }
 
 /// Admin actions: cordon (no new work, drain at min runtime), drain (same, said plainly), mark
 /// unhealthy, uncordon (back to healthy).
 pub async fn set_admin_state(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     name: &str,
     action: &str,
 ) -> Result<NodeRow, ServerError> {

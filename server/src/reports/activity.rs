@@ -7,7 +7,7 @@ use crate::ServerError;
 use app::reports::{ClusterActivity, ReasonSeries, WaitSeries};
 use scheduler::sim::WaitStats;
 use scheduler::DAY;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use std::collections::{BTreeMap, HashMap};
 
 #[derive(sqlx::FromRow)]
@@ -23,7 +23,7 @@ struct WorkloadRow {
 
 /// Activity over `[from, to)` as of `now` (waiting after `now` is not counted).
 pub async fn activity(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     from: i64,
     to: i64,
     granularity: Granularity,

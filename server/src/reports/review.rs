@@ -5,7 +5,7 @@ use super::rollup::{self, NodeTotals};
 use crate::{budget::snapshot as tree_snapshot, users::service::now, ServerError};
 use app::reports::{Headline, Review, ReviewRow};
 use scheduler::{sim::WaitStats, BudgetId, HOUR};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 #[derive(sqlx::FromRow)]
 struct Submitted {
@@ -18,7 +18,7 @@ struct Submitted {
 
 /// The review of `[from, to)`.
 pub async fn review(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     from: i64,
     to: i64,
     label: String,

@@ -3,7 +3,7 @@
 
 use crate::{budget::snapshot::TreeSnapshot, ServerError};
 use scheduler::{BudgetId, DAY};
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 use std::collections::BTreeMap;
 
 /// One node's totals over a span of hours, in GPU-seconds.
@@ -27,7 +27,7 @@ impl NodeTotals {
 /// Every node's totals over `[from, to)`, computed from the hourly ledger. Leaves use their stored
 /// hourly owed; inner nodes their own `min(f · C_h, demand_h)` hour by hour.
 pub async fn compute(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     tree: &TreeSnapshot,
     from: i64,
     to: i64,
@@ -90,7 +90,7 @@ pub async fn compute(
 
 /// Rolls up every finished day in `[from, to)` not rolled up yet.
 pub async fn ensure(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     tree: &TreeSnapshot,
     from: i64,
     to: i64,
@@ -139,7 +139,7 @@ pub async fn ensure(
 
 /// Every node's totals over `[from, to)`: stored rollups for finished days, the ledger for the rest.
 pub async fn totals(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     tree: &TreeSnapshot,
     from: i64,
     to: i64,
@@ -185,7 +185,7 @@ pub async fn totals(
 
 /// A booking into `[from, to)` drops the rollups of the days it touches, so the next read rolls
 /// them up again (only finished days are ever rolled up, so today's costs nothing).
-pub async fn invalidate(db: &mut SqliteConnection, from: i64, to: i64) -> Result<(), ServerError> {
+pub async fn invalidate(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), ServerError> {
     if to <= from {
         return Ok(());
     }
@@ -199,7 +199,7 @@ pub async fn invalidate(db: &mut SqliteConnection, from: i64, to: i64) -> Result
 
 /// Rolls up the last few finished days if they are not yet (the runtime calls this every pass, so
 /// reports never wait on history a running server has already seen).
-pub async fn keep_up(db: &mut SqliteConnection, now: i64) -> Result<(), ServerError> {
+pub async fn keep_up(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
     let yesterday = now.div_euclid(DAY) * DAY - DAY;
     let done: Option<i64> = sqlx::query_scalar("select day from rollup_day where day = $1")
         .bind(yesterday)

@@ -4,7 +4,7 @@
 use super::calendar;
 use crate::{budget::snapshot as tree_snapshot, ServerError};
 use scheduler::{BudgetId, DAY, HOUR};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use std::{collections::BTreeMap, fmt::Write};
 
 pub const CSV_HEADER: &str =
@@ -54,7 +54,7 @@ impl Granularity {
 /// `(bucket start, path) → [funded, owed, delivered, unallocated]` GPU-hours for `node` and its
 /// children over `[from, to)`.
 pub async fn series(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     node: &str,
     from: i64,
     to: i64,

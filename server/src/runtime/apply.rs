@@ -10,7 +10,7 @@ use crate::{
 };
 use scheduler::{Action, AfterStop, Decision, Placement, WorkloadId};
 use serde_json::json;
-use sqlx::SqliteConnection;
+use sqlx::AnyConnection;
 
 /// What a pass changed, so the runtime knows whether to decide again and to tell agents.
 #[derive(Debug, Default, Clone, Copy)]
@@ -21,7 +21,7 @@ pub struct Applied {
 }
 
 pub async fn apply(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     snapshot: &Snapshot,
     decision: &Decision,
     now: i64,
@@ -71,7 +71,7 @@ pub async fn apply(
 }
 
 async fn start(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     snapshot: &Snapshot,
     workload: WorkloadId,
     placement: &Placement,
@@ -95,7 +95,7 @@ async fn start(
         .bind(node.node_id)
         .bind(format_indices(part.gpus))
         .bind(part.gpus.count() as i64)
-        .bind(allocated)
+        .bind(i64::from(allocated))
         .bind(now)
         .bind(protected_until)
         .execute(&mut *db)
@@ -124,7 +124,7 @@ async fn start(
 
 /// Ends the workload's current run (charging it through `now`) and moves the workload on.
 pub async fn stop(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     workload: WorkloadId,
     then: AfterStop,
     end_kind: &str,
@@ -146,7 +146,7 @@ pub async fn stop(
 
 /// Charges and closes every open run of a workload.
 pub async fn close_runs(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     workload_id: i64,
     end_kind: &str,
     now: i64,

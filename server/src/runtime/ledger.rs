@@ -4,7 +4,7 @@
 
 use crate::{budget::snapshot as tree_snapshot, nodes::repo as node_repo, ServerError};
 use scheduler::HOUR;
-use sqlx::{FromRow, SqliteConnection};
+use sqlx::{AnyConnection, FromRow};
 
 #[derive(Debug, Clone, Copy)]
 pub enum Column {
@@ -37,7 +37,7 @@ pub fn split_hours(from: i64, to: i64) -> Vec<(i64, i64)> {
 }
 
 pub async fn book(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     leaf: i64,
     column: Column,
     gpus: f64,
@@ -65,13 +65,14 @@ struct RunToCharge {
     workload_run_id: i64,
     budget_node_id: i64,
     gpus: i64,
+    #[sqlx(try_from = "crate::db::Flag")]
     allocated: bool,
     charged_through: i64,
 }
 
 /// Charges one run up to `now` (no-op when already charged that far).
 pub async fn charge_run(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     workload_run_id: i64,
     now: i64,
 ) -> Result<(), ServerError> {
@@ -89,7 +90,7 @@ pub async fn charge_run(
     Ok(())
 }
 
-async fn charge(db: &mut SqliteConnection, run: &RunToCharge, now: i64) -> Result<(), ServerError> {
+async fn charge(db: &mut AnyConnection, run: &RunToCharge, now: i64) -> Result<(), ServerError> {
     if now <= run.charged_through {
         return Ok(());
     }
@@ -117,7 +118,7 @@ async fn charge(db: &mut SqliteConnection, run: &RunToCharge, now: i64) -> Resul
 
 /// Books everything up to `now`: every open run, the allocated demand of each leaf, and the
 /// healthy capacity.
-pub async fn accrue(db: &mut SqliteConnection, now: i64) -> Result<(), ServerError> {
+pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
     let runs: Vec<RunToCharge> = sqlx::query_as(
         "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
          from workload_run r join workload w on w.workload_id = r.workload_id where r.ended_at is null",
@@ -135,7 +136,7 @@ pub async fn accrue(db: &mut SqliteConnection, now: i64) -> Result<(), ServerErr
     let from = through.unwrap_or(now);
     if now > from {
         let demand: Vec<(i64, i64)> = sqlx::query_as(
-            "select budget_node_id, sum(gpus) from workload
+            "select budget_node_id, cast(sum(gpus) as bigint) from workload
              where state in ('queued', 'running') and min_runtime_s > 0 group by budget_node_id order by budget_node_id",
         )
         .fetch_all(&mut *db)
@@ -174,7 +175,7 @@ pub async fn accrue(db: &mut SqliteConnection, now: i64) -> Result<(), ServerErr
 
 /// Owed to a leaf in hour h (DESIGN §5) = min(f · C_h, demand_h), recomputed from the hour's
 /// totals for every hour in `[from, to)` so reports only sum it.
-async fn refresh_owed(db: &mut SqliteConnection, from: i64, to: i64) -> Result<(), ServerError> {
+async fn refresh_owed(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), ServerError> {
     let Some(tree) = tree_snapshot::load(db).await? else {
         return Ok(());
     };

@@ -9,7 +9,7 @@ pub mod snapshot;
 
 use crate::{nodes::repo as node_repo, users::service::now, ServerError};
 use config::RuntimeConfig;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use std::{
     sync::{Arc, RwLock},
     time::Duration,
@@ -23,7 +23,7 @@ pub struct Runtime {
 }
 
 struct Inner {
-    pool: SqlitePool,
+    pool: AnyPool,
     /// Live settings: the Settings page changes them without a restart.
     config: RwLock<RuntimeConfig>,
     wake: Notify,
@@ -40,7 +40,7 @@ pub struct PassOutcome {
 }
 
 impl Runtime {
-    pub fn new(pool: SqlitePool, config: RuntimeConfig) -> Runtime {
+    pub fn new(pool: AnyPool, config: RuntimeConfig) -> Runtime {
         let (assignments, _) = watch::channel(0);
         Runtime {
             inner: Arc::new(Inner {
@@ -114,7 +114,7 @@ impl Runtime {
     /// transaction. Work stopped and requeued is offered again at the same `now`.
     pub async fn pass(&self, now: i64) -> Result<PassOutcome, ServerError> {
         let config = &self.config();
-        let mut tx = self.inner.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = crate::db::begin_write(&self.inner.pool).await?;
         node_repo::mark_silent_nodes_down(&mut *tx, now - config.heartbeat_deadline, now).await?;
         ledger::accrue(&mut tx, now).await?;
         crate::reports::rollup::keep_up(&mut tx, now).await?;

@@ -10,7 +10,7 @@ use scheduler::{
     ClusterState, Engine, GpuSet, Health, NodeGpus, NodeId, NodeState, Placement, RunningWorkload,
     WorkloadId, WorkloadSpec, HOUR,
 };
-use sqlx::{FromRow, SqliteConnection};
+use sqlx::{AnyConnection, FromRow};
 use std::collections::BTreeMap;
 
 /// A workload row as the runtime needs it.
@@ -21,6 +21,7 @@ pub struct WorkloadRow {
     pub name: String,
     pub gpus: i64,
     pub min_runtime_s: i64,
+    #[sqlx(try_from = "crate::db::Flag")]
     pub resumable: bool,
     pub priority: i64,
     pub state: String,
@@ -95,7 +96,7 @@ fn health(row: &NodeRow) -> Health {
 
 /// Loads everything the engine needs at `now`; `None` until a budget tree exists.
 pub async fn load(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     config: &RuntimeConfig,
     now: i64,
 ) -> Result<Option<Snapshot>, ServerError> {
@@ -201,7 +202,7 @@ pub async fn load(
 /// Feeds the engine's ledger from the hourly buckets of the window, and the capacity hour by hour
 /// (hours the server did not record count as the current healthy capacity).
 async fn load_ledger(
-    db: &mut SqliteConnection,
+    db: &mut AnyConnection,
     engine: &mut Engine,
     tree: &TreeSnapshot,
     nodes: &[NodeState],

@@ -1,7 +1,7 @@
 //! SQL for the `user` table.
 
 use app::model::{CurrentUser, Role, UserSummary};
-use sqlx::{FromRow, SqlitePool};
+use sqlx::{AnyPool, FromRow};
 
 /// A user row including the password hash; never serialized.
 #[derive(FromRow)]
@@ -10,6 +10,7 @@ pub struct UserRecord {
     pub username: String,
     pub password_hash: String,
     pub role: String,
+    #[sqlx(try_from = "crate::db::Flag")]
     pub disabled: bool,
     pub created_at: i64,
 }
@@ -42,14 +43,14 @@ impl UserRecord {
 const COLUMNS: &str = "user_id, username, password_hash, role, disabled, created_at";
 
 pub async fn insert_user(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
     password_hash: &str,
     role: Role,
     now: i64,
 ) -> Result<UserRecord, sqlx::Error> {
     sqlx::query_as::<_, UserRecord>(&format!(
-        "insert into user (username, password_hash, role, disabled, created_at, updated_at)
+        "insert into \"user\" (username, password_hash, role, disabled, created_at, updated_at)
          values ($1, $2, $3, 0, $4, $4) returning {COLUMNS}"
     ))
     .bind(username)
@@ -61,11 +62,11 @@ pub async fn insert_user(
 }
 
 pub async fn find_user_by_username(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
 ) -> Result<Option<UserRecord>, sqlx::Error> {
     sqlx::query_as::<_, UserRecord>(&format!(
-        "select {COLUMNS} from user where lower(username) = lower($1)"
+        "select {COLUMNS} from \"user\" where lower(username) = lower($1)"
     ))
     .bind(username)
     .fetch_optional(pool)
@@ -73,44 +74,46 @@ pub async fn find_user_by_username(
 }
 
 pub async fn find_user_by_id(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user_id: i64,
 ) -> Result<Option<UserRecord>, sqlx::Error> {
-    sqlx::query_as::<_, UserRecord>(&format!("select {COLUMNS} from user where user_id = $1"))
-        .bind(user_id)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as::<_, UserRecord>(&format!(
+        "select {COLUMNS} from \"user\" where user_id = $1"
+    ))
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await
 }
 
-pub async fn list_users(pool: &SqlitePool) -> Result<Vec<UserRecord>, sqlx::Error> {
-    sqlx::query_as::<_, UserRecord>(&format!("select {COLUMNS} from user order by username"))
+pub async fn list_users(pool: &AnyPool) -> Result<Vec<UserRecord>, sqlx::Error> {
+    sqlx::query_as::<_, UserRecord>(&format!("select {COLUMNS} from \"user\" order by username"))
         .fetch_all(pool)
         .await
 }
 
 pub async fn set_user_disabled(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user_id: i64,
     disabled: bool,
     now: i64,
 ) -> Result<Option<UserRecord>, sqlx::Error> {
     sqlx::query_as::<_, UserRecord>(&format!(
-        "update user set disabled = $2, updated_at = $3 where user_id = $1 returning {COLUMNS}"
+        "update \"user\" set disabled = $2, updated_at = $3 where user_id = $1 returning {COLUMNS}"
     ))
     .bind(user_id)
-    .bind(disabled)
+    .bind(i64::from(disabled))
     .bind(now)
     .fetch_optional(pool)
     .await
 }
 
 pub async fn set_password_hash(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user_id: i64,
     password_hash: &str,
     now: i64,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("update user set password_hash = $2, updated_at = $3 where user_id = $1")
+    sqlx::query("update \"user\" set password_hash = $2, updated_at = $3 where user_id = $1")
         .bind(user_id)
         .bind(password_hash)
         .bind(now)

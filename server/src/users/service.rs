@@ -6,7 +6,7 @@ use super::{
 };
 use crate::{auth::password, ServerError};
 use app::model::{CurrentUser, UserSummary};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 pub fn now() -> i64 {
     std::time::SystemTime::now()
@@ -16,7 +16,7 @@ pub fn now() -> i64 {
 }
 
 pub async fn create_user(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
     role: &str,
     password: String,
@@ -38,7 +38,7 @@ pub async fn create_user(
 /// The active user these credentials belong to, or `None` — for a wrong password, an unknown
 /// username and a disabled account alike, so callers cannot tell which part was wrong.
 pub async fn authenticate(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
     password: String,
 ) -> Result<Option<CurrentUser>, ServerError> {
@@ -53,10 +53,7 @@ pub async fn authenticate(
 }
 
 /// The signed-in user behind a session's user id, if that account is still active.
-pub async fn active_user(
-    pool: &SqlitePool,
-    user_id: i64,
-) -> Result<Option<CurrentUser>, ServerError> {
+pub async fn active_user(pool: &AnyPool, user_id: i64) -> Result<Option<CurrentUser>, ServerError> {
     Ok(repo::find_user_by_id(pool, user_id)
         .await?
         .filter(|r| !r.disabled)
@@ -64,7 +61,7 @@ pub async fn active_user(
 }
 
 pub async fn reset_password(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
     password: String,
 ) -> Result<UserSummary, ServerError> {
@@ -76,7 +73,7 @@ pub async fn reset_password(
 }
 
 pub async fn list_users(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &CurrentUser,
 ) -> Result<Vec<UserSummary>, ServerError> {
     require_admin(actor)?;
@@ -89,7 +86,7 @@ pub async fn list_users(
 
 /// Disables or re-enables an account on behalf of `actor` (an admin, never on themselves).
 pub async fn set_disabled(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &CurrentUser,
     user_id: i64,
     disabled: bool,
@@ -109,7 +106,7 @@ pub async fn set_disabled(
 
 /// Disables or re-enables an account by name (the admin CLI, which acts with the machine's authority).
 pub async fn set_disabled_by_username(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     username: &str,
     disabled: bool,
 ) -> Result<UserSummary, ServerError> {
@@ -120,10 +117,7 @@ pub async fn set_disabled_by_username(
         .ok_or_else(|| ServerError::NotFound(format!("There is no user named \"{username}\".")))
 }
 
-async fn find_by_username(
-    pool: &SqlitePool,
-    username: &str,
-) -> Result<repo::UserRecord, ServerError> {
+async fn find_by_username(pool: &AnyPool, username: &str) -> Result<repo::UserRecord, ServerError> {
     repo::find_user_by_username(pool, username.trim())
         .await?
         .ok_or_else(|| {

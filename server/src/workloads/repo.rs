@@ -1,16 +1,67 @@
 //! SQL for workloads and their events.
 
 use app::workloads::{EventView, WorkloadView};
-use sqlx::SqliteExecutor;
+use sqlx::{AnyExecutor, FromRow};
 
 const SELECT: &str = "select w.workload_id, w.name, b.path as project, u.username as owner, w.command, w.gpus,
         w.min_runtime_s, w.resumable, w.priority, w.state, w.submitted_at, w.first_started_at, w.started_at,
         w.protected_until, w.ended_at, w.exit_code, w.run_count, w.progress_s, w.user_id
-    from workload w join budget_node b on b.budget_node_id = w.budget_node_id join user u on u.user_id = w.user_id";
+    from workload w join budget_node b on b.budget_node_id = w.budget_node_id join \"user\" u on u.user_id = w.user_id";
+
+/// A row of [`SELECT`]; `resumable` is a 0/1 column, read through [`crate::db::Flag`].
+#[derive(FromRow)]
+struct WorkloadRow {
+    workload_id: i64,
+    name: String,
+    project: String,
+    owner: String,
+    command: String,
+    gpus: i64,
+    min_runtime_s: i64,
+    #[sqlx(try_from = "crate::db::Flag")]
+    resumable: bool,
+    priority: i64,
+    state: String,
+    submitted_at: i64,
+    first_started_at: Option<i64>,
+    started_at: Option<i64>,
+    protected_until: Option<i64>,
+    ended_at: Option<i64>,
+    exit_code: Option<i64>,
+    run_count: i64,
+    progress_s: i64,
+    user_id: i64,
+}
+
+impl From<WorkloadRow> for WorkloadView {
+    fn from(row: WorkloadRow) -> Self {
+        WorkloadView {
+            id: row.workload_id,
+            name: row.name,
+            project: row.project,
+            owner: row.owner,
+            command: row.command,
+            gpus: row.gpus,
+            min_runtime_s: row.min_runtime_s,
+            resumable: row.resumable,
+            priority: row.priority,
+            state: row.state,
+            submitted_at: row.submitted_at,
+            first_started_at: row.first_started_at,
+            started_at: row.started_at,
+            protected_until: row.protected_until,
+            ended_at: row.ended_at,
+            exit_code: row.exit_code,
+            run_count: row.run_count,
+            progress_s: row.progress_s,
+            user_id: row.user_id,
+        }
+    }
+}
 
 #[allow(clippy::too_many_arguments)]
 pub async fn insert_workload(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     user_id: i64,
     leaf_id: i64,
     name: &str,
@@ -32,7 +83,7 @@ pub async fn insert_workload(
     .bind(command)
     .bind(gpus as i64)
     .bind(min_runtime_s)
-    .bind(resumable)
+    .bind(i64::from(resumable))
     .bind(priority)
     .bind(now)
     .fetch_one(db)
@@ -40,23 +91,24 @@ pub async fn insert_workload(
 }
 
 pub async fn find_workload(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     id: i64,
 ) -> Result<Option<WorkloadView>, sqlx::Error> {
-    sqlx::query_as(&format!("{SELECT} where w.workload_id = $1"))
+    let row: Option<WorkloadRow> = sqlx::query_as(&format!("{SELECT} where w.workload_id = $1"))
         .bind(id)
         .fetch_optional(db)
-        .await
+        .await?;
+    Ok(row.map(WorkloadView::from))
 }
 
 /// Workloads, newest first, optionally of one user and/or in one state.
 pub async fn list_workloads(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     user_id: Option<i64>,
     state: Option<&str>,
     limit: i64,
 ) -> Result<Vec<WorkloadView>, sqlx::Error> {
-    sqlx::query_as(&format!(
+    let rows: Vec<WorkloadRow> = sqlx::query_as(&format!(
         "{SELECT} where ($1 is null or w.user_id = $1) and ($2 is null or w.state = $2)
          order by w.workload_id desc limit $3"
     ))
@@ -64,21 +116,32 @@ pub async fn list_workloads(
     .bind(state)
     .bind(limit)
     .fetch_all(db)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(WorkloadView::from).collect())
 }
 
 pub async fn events(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     workload_id: i64,
 ) -> Result<Vec<EventView>, sqlx::Error> {
-    sqlx::query_as("select at, kind, detail from workload_event where workload_id = $1 order by workload_event_id")
-        .bind(workload_id)
-        .fetch_all(db)
-        .await
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        "select at, kind, detail from workload_event where workload_id = $1 order by workload_event_id",
+    )
+    .bind(workload_id)
+    .fetch_all(db)
+    .await?;
+    // `detail` is JSON kept as text on both engines.
+    rows.into_iter()
+        .map(|(at, kind, detail)| {
+            let detail = serde_json::from_str(&detail)
+                .map_err(|error| sqlx::Error::Decode(Box::new(error)))?;
+            Ok(EventView { at, kind, detail })
+        })
+        .collect()
 }
 
 pub async fn insert_event(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     workload_id: i64,
     at: i64,
     kind: &str,
@@ -98,7 +161,7 @@ pub async fn insert_event(
 
 /// The current placement: `(node name, gpu indices)` of each open run.
 pub async fn placement(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     workload_id: i64,
 ) -> Result<Vec<(String, String)>, sqlx::Error> {
     sqlx::query_as(
@@ -110,10 +173,7 @@ pub async fn placement(
     .await
 }
 
-pub async fn log_tail(
-    db: impl SqliteExecutor<'_>,
-    workload_id: i64,
-) -> Result<String, sqlx::Error> {
+pub async fn log_tail(db: impl AnyExecutor<'_>, workload_id: i64) -> Result<String, sqlx::Error> {
     sqlx::query_scalar("select log_tail from workload where workload_id = $1")
         .bind(workload_id)
         .fetch_one(db)
@@ -123,7 +183,7 @@ pub async fn log_tail(
 /// Moves an active workload out of its run: back to `queued` (keeping its progress) or to an end
 /// state (`succeeded`, `failed`, `cancelled`, `preempted`), banking the time of the current run.
 pub async fn leave_run(
-    db: impl SqliteExecutor<'_>,
+    db: impl AnyExecutor<'_>,
     workload_id: i64,
     state: &str,
     exit_code: Option<i32>,

@@ -6,6 +6,7 @@ use super::{
 };
 use crate::{
     budget::repo as budget_repo,
+    db::Flag,
     runtime::{apply, ledger, snapshot, Runtime},
     users::service::now,
     ServerError,
@@ -16,16 +17,16 @@ use app::workloads::{
 };
 use scheduler::{NodeGpus, WaitReason, WorkloadId};
 use serde_json::{json, Value};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 pub async fn submit(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     runtime: &Runtime,
     actor: &CurrentUser,
     input: SubmitWorkload,
 ) -> Result<WorkloadView, ServerError> {
     let new = NewWorkload::parse(input, runtime.config().max_min_runtime)?;
-    let leaf: Option<(i64, bool)> = sqlx::query_as(
+    let leaf: Option<(i64, Flag)> = sqlx::query_as(
         "select b.budget_node_id, not exists (select 1 from budget_node c where c.parent_id = b.budget_node_id
                                                and c.removed_at is null)
          from budget_node b where b.path = $1 and b.removed_at is null",
@@ -40,7 +41,7 @@ pub async fn submit(
                 format!("There is no project \"{}\".", new.project),
             ))
         }
-        Some((_, false)) => {
+        Some((_, Flag(false))) => {
             return Err(ServerError::invalid(
                 "project",
                 format!(
@@ -49,7 +50,7 @@ pub async fn submit(
                 ),
             ))
         }
-        Some((id, true)) => id,
+        Some((id, Flag(true))) => id,
     };
     let member = budget_repo::member_leaves(pool, actor.id)
         .await?
@@ -66,7 +67,7 @@ pub async fn submit(
     }
     check_fits(pool, new.gpus).await?;
     let now = now();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_write(pool).await?;
     // Book demand up to now before this workload adds to it.
     ledger::accrue(&mut tx, now).await?;
     let id = repo::insert_workload(
@@ -102,7 +103,7 @@ pub async fn submit(
 
 /// Refuses requests no placement on the registered nodes could ever satisfy (DESIGN §4.8: up to
 /// one node's GPUs on one node, more as whole nodes).
-async fn check_fits(pool: &SqlitePool, gpus: u32) -> Result<(), ServerError> {
+async fn check_fits(pool: &AnyPool, gpus: u32) -> Result<(), ServerError> {
     let sizes: Vec<i64> = sqlx::query_scalar("select gpu_count from node where gpu_count > 0")
         .fetch_all(pool)
         .await?;
@@ -124,7 +125,7 @@ async fn check_fits(pool: &SqlitePool, gpus: u32) -> Result<(), ServerError> {
 }
 
 pub async fn cancel(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     runtime: &Runtime,
     actor: &CurrentUser,
     id: i64,
@@ -142,7 +143,7 @@ pub async fn cancel(
         ));
     }
     let now = now();
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_write(pool).await?;
     ledger::accrue(&mut tx, now).await?;
     apply::close_runs(&mut tx, id, "cancelled", now).await?;
     repo::leave_run(&mut *tx, id, "cancelled", None, now).await?;
@@ -161,7 +162,7 @@ pub async fn cancel(
     get(pool, id).await
 }
 
-pub async fn get(pool: &SqlitePool, id: i64) -> Result<WorkloadView, ServerError> {
+pub async fn get(pool: &AnyPool, id: i64) -> Result<WorkloadView, ServerError> {
     repo::find_workload(pool, id)
         .await?
         .ok_or_else(|| ServerError::NotFound(format!("There is no workload {id}.")))
@@ -171,7 +172,7 @@ pub async fn get(pool: &SqlitePool, id: i64) -> Result<WorkloadView, ServerError
 /// for, its events and its output tail. Anyone signed in may read it; `can_cancel` says whether
 /// `actor` may cancel it.
 pub async fn detail(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     runtime: &Runtime,
     actor: &CurrentUser,
     id: i64,
@@ -204,7 +205,7 @@ pub async fn detail(
 }
 
 async fn explain(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     runtime: &Runtime,
     id: i64,
 ) -> Result<Option<QueueExplanation>, ServerError> {
@@ -286,7 +287,7 @@ async fn explain(
 }
 
 /// The global queue in scheduler order, with each workload's leaf rank and ratio.
-pub async fn queue(pool: &SqlitePool, runtime: &Runtime) -> Result<Vec<QueueRow>, ServerError> {
+pub async fn queue(pool: &AnyPool, runtime: &Runtime) -> Result<Vec<QueueRow>, ServerError> {
     let now = now();
     let mut db = pool.acquire().await?;
     let Some(snap) = snapshot::load(&mut db, &runtime.config(), now).await? else {
@@ -325,10 +326,7 @@ pub async fn queue(pool: &SqlitePool, runtime: &Runtime) -> Result<Vec<QueueRow>
 }
 
 /// The projects (leaves) `actor` may submit to.
-pub async fn my_projects(
-    pool: &SqlitePool,
-    actor: &CurrentUser,
-) -> Result<Vec<String>, ServerError> {
+pub async fn my_projects(pool: &AnyPool, actor: &CurrentUser) -> Result<Vec<String>, ServerError> {
     Ok(budget_repo::member_leaves(pool, actor.id)
         .await?
         .into_iter()
@@ -339,14 +337,14 @@ pub async fn my_projects(
 /// Records an agent's report that a run's process ended with `exit_code`. Only an open run on the
 /// reporting node counts: a late or repeated report changes nothing.
 pub async fn finished(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     node_id: i64,
     run_id: i64,
     exit_code: i32,
     log_tail: &str,
     now: i64,
 ) -> Result<bool, ServerError> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = crate::db::begin_write(pool).await?;
     let workload: Option<i64> = sqlx::query_scalar(
         "select workload_id from workload_run where workload_run_id = $1 and node_id = $2 and ended_at is null",
     )
@@ -381,7 +379,7 @@ pub async fn finished(
 }
 
 pub async fn store_log(
-    db: &mut sqlx::SqliteConnection,
+    db: &mut sqlx::AnyConnection,
     workload_id: i64,
     tail: &str,
 ) -> Result<(), ServerError> {

@@ -3,14 +3,15 @@
 use std::{process::Stdio, time::Duration};
 use tokio::{io::AsyncReadExt, process::Command};
 
-use crate::support::{fake_site, free_port};
+use crate::support::{fake_site, free_port, TestDb};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
 
 #[tokio::test]
 async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
-    let dir = tempfile::tempdir().unwrap();
-    let database = format!("sqlite://{}", dir.path().join("demo.db").display());
+    let test_db = TestDb::new().await;
+    let dir = &test_db.dir;
+    let database = test_db.url.clone();
     let site = fake_site(dir.path());
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");

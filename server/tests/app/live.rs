@@ -67,6 +67,7 @@ impl Live {
         let router = build_app(AppState {
             leptos_options: app_state_options(&app),
             pool: app.pool.clone(),
+            sessions: app.sessions.clone(),
             secure_cookies: false,
             runtime: runtime.clone(),
             lab: server::lab::Lab::new(None),
@@ -198,7 +199,7 @@ pub fn client() -> reqwest::Client {
 
 fn app_state_options(app: &TestApp) -> leptos::prelude::LeptosOptions {
     let args = server::config::ServeArgs {
-        site_root: app.dir.path().join("site"),
+        site_root: app.db.dir.path().join("site"),
         ..Default::default()
     };
     server::serve::leptos_options(&args).unwrap()

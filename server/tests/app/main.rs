@@ -1,5 +1,6 @@
-//! Server tests: the real router from `build_app` on a temporary SQLite database, and a live
-//! cluster (runtime + real agent processes) on loopback.
+//! Server tests: the real router from `build_app` on a temporary database, and a live cluster
+//! (runtime + real agent processes) on loopback. The database is a SQLite file, or a database of
+//! its own on the PostgreSQL server `HOURGLASS_TEST_POSTGRES_URL` names (`support::TestDb`).
 
 mod api;
 mod auth;
@@ -13,5 +14,6 @@ mod restart;
 mod runtime;
 mod security;
 mod settings;
+mod storage;
 mod support;
 mod users;

@@ -11,7 +11,7 @@ use server::{
 use std::{process::Stdio, time::Duration};
 use tokio::process::{Child, Command};
 
-use crate::support::{fake_site, free_port};
+use crate::support::{fake_site, free_port, TestDb};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
 
@@ -77,8 +77,9 @@ async fn wait_for(http: &reqwest::Client, url: &str, token: &str, id: i64, state
 
 #[tokio::test]
 async fn a_server_killed_mid_run_restarts_without_losing_or_double_charging_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let database = format!("sqlite://{}", dir.path().join("live.db").display());
+    let test_db = TestDb::new().await;
+    let dir = &test_db.dir;
+    let database = test_db.url.clone();
     let site = fake_site(dir.path());
     let pool = db::open(&database).await.unwrap();
     for name in ["root", "pat", "ada", "bob"] {

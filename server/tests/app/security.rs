@@ -67,7 +67,7 @@ async fn a_cross_site_write_with_the_session_cookie_is_refused_and_changes_nothi
         let refused = post_with(&app, "/api/users/create", &form, &admin, &headers).await;
         assert_eq!(refused.status, StatusCode::FORBIDDEN, "{headers:?}");
     }
-    let users: i64 = sqlx::query_scalar("select count(*) from user where username = 'mallory'")
+    let users: i64 = sqlx::query_scalar("select count(*) from \"user\" where username = 'mallory'")
         .fetch_one(&app.pool)
         .await
         .unwrap();
@@ -171,7 +171,7 @@ async fn pages_carry_a_nonce_content_security_policy_and_security_headers() {
 #[tokio::test]
 async fn every_mutation_is_authorized_on_the_server_for_every_role() {
     let app = org().await;
-    let bob_id: i64 = sqlx::query_scalar("select user_id from user where username = 'bob'")
+    let bob_id: i64 = sqlx::query_scalar("select user_id from \"user\" where username = 'bob'")
         .fetch_one(&app.pool)
         .await
         .unwrap();

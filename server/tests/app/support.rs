@@ -1,4 +1,7 @@
-//! `TestApp`: the real router from `build_app` on a fresh SQLite file, with typed request helpers.
+//! `TestApp`: the real router from `build_app` on a fresh database, with typed request helpers.
+//! `TestDb`: that database — a SQLite file in a temporary folder, or, when
+//! `HOURGLASS_TEST_POSTGRES_URL` names a PostgreSQL server, a new database there, so the same tests
+//! run on both engines.
 
 use axum::{
     body::Body,
@@ -9,22 +12,153 @@ use http_body_util::BodyExt;
 use server::{
     build_app,
     config::ServeArgs,
-    db,
+    db::{self, SessionStore},
     runtime::Runtime,
     serve::{leptos_options, runtime_config},
     users::service,
     AppState,
 };
-use sqlx::SqlitePool;
+use sqlx::{AnyPool, Connection, Executor};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tempfile::TempDir;
 use tower::ServiceExt;
+
+/// The PostgreSQL server the second test pass runs on (a URL whose database the role may use to
+/// create and drop others), or `None` for the SQLite pass.
+pub fn postgres_url() -> Option<String> {
+    std::env::var("HOURGLASS_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|url| !url.trim().is_empty())
+}
+
+/// One test's database, with a temporary folder beside it (for sites, files, the SQLite file).
+pub struct TestDb {
+    /// What to pass as `--database` / `HOURGLASS_DATABASE_URL`.
+    pub url: String,
+    pub dir: TempDir,
+    /// On PostgreSQL: the server's URL and the database to drop when the test ends.
+    postgres: Option<(String, String)>,
+}
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let Some(server) = postgres_url() else {
+            let url = format!("sqlite://{}", dir.path().join("test.db").display());
+            return TestDb {
+                url,
+                dir,
+                postgres: None,
+            };
+        };
+        let prefix = format!("hg_test_{}_", host_tag());
+        let name = format!(
+            "{prefix}{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut admin = sqlx::postgres::PgConnection::connect(&server)
+            .await
+            .expect("connect to HOURGLASS_TEST_POSTGRES_URL");
+        // Databases that test processes of this machine left behind when they were killed (the
+        // process is gone), including one that had this process's id.
+        let existing: Vec<String> =
+            sqlx::query_scalar("select datname from pg_database where datname like $1")
+                .bind(format!("{prefix}%"))
+                .fetch_all(&mut admin)
+                .await
+                .expect("list test databases");
+        for stale in existing {
+            let pid = stale[prefix.len()..].split('_').next().unwrap_or_default();
+            let ours = pid == std::process::id().to_string();
+            let alive = std::path::Path::new("/proc").join(pid).exists();
+            if (ours && stale == name) || (!ours && !alive) {
+                // Another process may be sweeping the same one; that is fine.
+                let _ = admin
+                    .execute(format!("drop database if exists {stale} with (force)").as_str())
+                    .await;
+            }
+        }
+        admin
+            .execute(format!("create database {name}").as_str())
+            .await
+            .expect("create a test database");
+        let _ = admin.close().await;
+        TestDb {
+            url: with_database(&server, &name),
+            dir,
+            postgres: Some((server, name)),
+        }
+    }
+}
+
+impl Drop for TestDb {
+    /// Drops the PostgreSQL database (and ends whatever is still connected to it), on a thread of
+    /// its own since `Drop` cannot await.
+    fn drop(&mut self) {
+        let Some((server, name)) = self.postgres.take() else {
+            return;
+        };
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let mut admin = sqlx::postgres::PgConnection::connect(&server).await.ok()?;
+                admin
+                    .execute(format!("drop database if exists {name} with (force)").as_str())
+                    .await
+                    .ok()?;
+                admin.close().await.ok()
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Some(()))) {
+            eprintln!("could not drop the test database (it is dropped by the next run)");
+        }
+    }
+}
+
+/// This machine's name, reduced to what a database name may hold, so that test processes sweep
+/// only their own machine's leftovers on a shared server.
+fn host_tag() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let tag: String = host
+        .trim()
+        .to_ascii_lowercase()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(16)
+        .collect();
+    if tag.is_empty() {
+        "local".into()
+    } else {
+        tag
+    }
+}
+
+/// `url` (a PostgreSQL URL) naming the database `name` instead of its own.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (url, String::new()),
+    };
+    let after_scheme = base.find("://").map_or(0, |i| i + 3);
+    let authority_end = base[after_scheme..]
+        .find('/')
+        .map_or(base.len(), |i| after_scheme + i);
+    format!("{}/{name}{query}", &base[..authority_end])
+}
 
 pub struct TestApp {
     pub router: Router,
     pub runtime: Runtime,
-    pub pool: SqlitePool,
-    pub database: String,
-    pub dir: TempDir,
+    pub pool: AnyPool,
+    pub sessions: SessionStore,
+    /// Last, so the pools above are dropped before a PostgreSQL database is.
+    pub db: TestDb,
 }
 
 pub struct TestResponse {
@@ -66,27 +200,30 @@ impl TestApp {
     }
 
     pub async fn with_secure_cookies(secure_cookies: bool) -> TestApp {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let database = format!("sqlite://{}", dir.path().join("test.db").display());
-        Self::on_database(dir, database, secure_cookies).await
+        Self::on_database(TestDb::new().await, secure_cookies).await
     }
 
-    /// A second server process on the same database file, as after a restart.
+    /// A second server process on the same database, as after a restart.
     pub async fn restarted(self) -> TestApp {
         self.pool.close().await;
-        Self::on_database(self.dir, self.database, false).await
+        Self::on_database(self.db, false).await
     }
 
-    async fn on_database(dir: TempDir, database: String, secure_cookies: bool) -> TestApp {
+    async fn on_database(test_db: TestDb, secure_cookies: bool) -> TestApp {
+        let database = test_db.url.clone();
         let pool = db::open(&database).await.expect("open database");
+        let sessions = SessionStore::open(&database)
+            .await
+            .expect("open the session store");
         let args = ServeArgs {
-            site_root: dir.path().join("site"),
+            site_root: test_db.dir.path().join("site"),
             ..ServeArgs::default()
         };
         let runtime = Runtime::new(pool.clone(), runtime_config(&args));
         let state = AppState {
             leptos_options: leptos_options(&args).expect("leptos options"),
             pool: pool.clone(),
+            sessions: sessions.clone(),
             secure_cookies,
             runtime: runtime.clone(),
             lab: server::lab::Lab::new(None),
@@ -95,8 +232,8 @@ impl TestApp {
             router: build_app(state),
             runtime,
             pool,
-            database,
-            dir,
+            sessions,
+            db: test_db,
         }
     }
 

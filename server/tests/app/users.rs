@@ -14,7 +14,7 @@ async fn app_with_people() -> (TestApp, String, String, String) {
 }
 
 async fn user_count(app: &TestApp) -> i64 {
-    sqlx::query_scalar("select count(*) from user")
+    sqlx::query_scalar("select count(*) from \"user\"")
         .fetch_one(&app.pool)
         .await
         .unwrap()
@@ -115,7 +115,7 @@ async fn invalid_new_users_are_refused_naming_the_field_and_nothing_is_written()
 #[tokio::test]
 async fn a_disabled_user_loses_their_session_and_only_admins_may_disable() {
     let (app, admin, leader, researcher) = app_with_people().await;
-    let ada_id: i64 = sqlx::query_scalar("select user_id from user where username = 'ada'")
+    let ada_id: i64 = sqlx::query_scalar("select user_id from \"user\" where username = 'ada'")
         .fetch_one(&app.pool)
         .await
         .unwrap();
@@ -149,7 +149,7 @@ async fn a_disabled_user_loses_their_session_and_only_admins_may_disable() {
 #[tokio::test]
 async fn an_admin_cannot_disable_their_own_account() {
     let (app, admin, _, _) = app_with_people().await;
-    let root_id: i64 = sqlx::query_scalar("select user_id from user where username = 'root'")
+    let root_id: i64 = sqlx::query_scalar("select user_id from \"user\" where username = 'root'")
         .fetch_one(&app.pool)
         .await
         .unwrap();
