@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, unit and integration tests (on SQLite, then the server's again
-# on PostgreSQL when HOURGLASS_TEST_POSTGRES_URL is set), then browser tests against the real server
+# on PostgreSQL when HOURGLASS_TEST_POSTGRES_URL is set), bounded fuzzing of the input parsers,
+# then browser tests against the real server
 # in Debian's Chromium. Installs whatever is missing first. Usage: scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
@@ -43,6 +44,9 @@ if [ -n "$postgres_url" ]; then
 else
   say "HOURGLASS_TEST_POSTGRES_URL is not set: skipping the PostgreSQL pass"
 fi
+
+say "Fuzzing the input parsers (10 s per target)"
+bash scripts/fuzz.sh 10
 
 build_site debug
 
