@@ -49,12 +49,18 @@ pub fn build_app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// `GET /healthz`: 200 when the database answers, 503 otherwise.
+/// `GET /healthz`: 200 when the database answers, 503 otherwise; `scheduler` says whether this
+/// replica holds the scheduler lease (`leader`) or serves pages and API only (`follower`).
 async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
+    let scheduler = if state.runtime.is_leader() {
+        "leader"
+    } else {
+        "follower"
+    };
     match sqlx::query("select 1").execute(&state.pool).await {
         Ok(_) => (
             StatusCode::OK,
-            Json(serde_json::json!({ "status": "ok", "database": "ok" })),
+            Json(serde_json::json!({ "status": "ok", "database": "ok", "scheduler": scheduler })),
         ),
         Err(error) => {
             tracing::error!(%error, "health check: database unreachable");

@@ -59,6 +59,9 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    if let Err(error) = runtime.release().await {
+        tracing::warn!(%error, "could not release the scheduler lease");
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod config;
+pub mod lease;
 pub mod ledger;
 pub mod reasons;
 pub mod snapshot;
@@ -29,6 +30,8 @@ struct Inner {
     wake: Notify,
     /// Bumped whenever assignments change, so agents' long polls answer at once.
     assignments: watch::Sender<u64>,
+    /// Whether this replica holds the scheduler lease (see [`lease`]).
+    standing: lease::Standing,
 }
 
 /// What one pass did.
@@ -48,6 +51,7 @@ impl Runtime {
                 config: RwLock::new(config),
                 wake: Notify::new(),
                 assignments,
+                standing: lease::Standing::default(),
             }),
         }
     }
@@ -71,9 +75,33 @@ impl Runtime {
         self.wake();
     }
 
-    /// Asks for a decision soon (a submission, a cancel, a completion, a heartbeat change…).
+    /// Asks for a decision soon (a submission, a cancel, a completion, a heartbeat change…). On a
+    /// follower replica the wake-up is forwarded to the leader through the database.
     pub fn wake(&self) {
         self.inner.wake.notify_one();
+        if !self.is_leader() && self.inner.standing.begin_wake() {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                let runtime = self.clone();
+                handle.spawn(async move {
+                    if let Err(error) = lease::bump_wake(&runtime.inner.pool).await {
+                        tracing::warn!(%error, "could not forward a wake-up to the leader");
+                    }
+                    runtime.inner.standing.end_wake();
+                });
+            } else {
+                self.inner.standing.end_wake();
+            }
+        }
+    }
+
+    /// Whether this replica holds the scheduler lease and so runs the decisions.
+    pub fn is_leader(&self) -> bool {
+        self.inner.standing.is_leader()
+    }
+
+    /// Gives up the scheduler lease (at shutdown) so another replica takes over at once.
+    pub async fn release(&self) -> Result<(), ServerError> {
+        lease::release(&self.inner.pool, &self.inner.standing).await
     }
 
     pub fn assignments(&self) -> watch::Receiver<u64> {
@@ -85,10 +113,15 @@ impl Runtime {
         self.inner.assignments.send_modify(|v| *v += 1);
     }
 
-    /// Runs the decision loop until the process ends.
+    /// Runs the decision loop until the process ends. The leader passes on every wake-up, at the
+    /// engine's next event and at least every [`lease::RENEW_MS`] (renewing the lease); a follower
+    /// tries to claim the lease as often. Both watch the replicas' counters four times a second:
+    /// the leader for wake-ups forwarded by followers, followers for changed assignments (to
+    /// answer their agents' long polls).
     pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
         let runtime = self.clone();
         tokio::spawn(async move {
+            let (mut seen_wake, mut seen_assign) = (0, 0);
             loop {
                 let started = now();
                 let next = match runtime.pass(started).await {
@@ -98,13 +131,36 @@ impl Runtime {
                         None
                     }
                 };
-                let tick = Duration::from_millis(runtime.config().safety_tick_ms);
+                let tick =
+                    Duration::from_millis(runtime.config().safety_tick_ms.min(lease::RENEW_MS));
                 let until_next = next
                     .map(|t| Duration::from_secs((t - now()).max(0) as u64).min(tick))
                     .unwrap_or(tick);
-                tokio::select! {
-                    _ = runtime.inner.wake.notified() => {}
-                    _ = tokio::time::sleep(until_next) => {}
+                let deadline = tokio::time::Instant::now() + until_next;
+                loop {
+                    let slice = deadline
+                        .saturating_duration_since(tokio::time::Instant::now())
+                        .min(Duration::from_millis(250));
+                    tokio::select! {
+                        _ = runtime.inner.wake.notified() => break,
+                        _ = tokio::time::sleep(slice) => {}
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        break;
+                    }
+                    let Ok((wake, assign)) = lease::counters(&runtime.inner.pool).await else {
+                        continue;
+                    };
+                    if assign != seen_assign {
+                        seen_assign = assign;
+                        runtime.announce();
+                    }
+                    if wake != seen_wake {
+                        seen_wake = wake;
+                        if runtime.is_leader() {
+                            break;
+                        }
+                    }
                 }
             }
         })
@@ -115,6 +171,11 @@ impl Runtime {
     pub async fn pass(&self, now: i64) -> Result<PassOutcome, ServerError> {
         let config = &self.config();
         let mut tx = crate::db::begin_write(&self.inner.pool).await?;
+        if !lease::claim(&mut tx, &self.inner.standing).await? {
+            // Another replica decides; nothing here may change the cluster.
+            tx.rollback().await?;
+            return Ok(PassOutcome::default());
+        }
         node_repo::mark_silent_nodes_down(&mut *tx, now - config.heartbeat_deadline, now).await?;
         ledger::accrue(&mut tx, now).await?;
         crate::reports::rollup::keep_up(&mut tx, now).await?;
@@ -140,6 +201,9 @@ impl Runtime {
             if applied.requeued == 0 {
                 break;
             }
+        }
+        if outcome.started + outcome.stopped > 0 {
+            lease::bump_assign(&mut tx).await?;
         }
         tx.commit().await?;
         if outcome.started + outcome.stopped > 0 {

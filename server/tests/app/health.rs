@@ -7,6 +7,17 @@ async fn health_check_answers_ok_when_the_database_is_reachable() {
     let response = app.get("/healthz", None).await;
     assert_eq!(response.status, StatusCode::OK);
     assert_eq!(response.json()["database"], "ok");
+    assert_eq!(
+        response.json()["scheduler"],
+        "follower",
+        "no decision pass has claimed the lease yet"
+    );
+    app.runtime
+        .pass(server::users::service::now())
+        .await
+        .unwrap();
+    let response = app.get("/healthz", None).await;
+    assert_eq!(response.json()["scheduler"], "leader");
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ mod governance;
 mod health;
 mod lab;
 mod live;
+mod replicas;
 mod reports;
 mod restart;
 mod runtime;

@@ -15,7 +15,7 @@ use crate::support::{fake_site, free_port, TestDb};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
 
-fn serve(database: &str, site: &std::path::Path, port: u16) -> Child {
+pub(crate) fn serve(database: &str, site: &std::path::Path, port: u16) -> Child {
     Command::new(BIN)
         .args([
             "serve",
@@ -36,7 +36,7 @@ fn serve(database: &str, site: &std::path::Path, port: u16) -> Child {
         .expect("start the server")
 }
 
-async fn healthy(http: &reqwest::Client, url: &str) {
+pub(crate) async fn healthy(http: &reqwest::Client, url: &str) {
     for _ in 0..100 {
         if http
             .get(format!("{url}/healthz"))
@@ -51,7 +51,12 @@ async fn healthy(http: &reqwest::Client, url: &str) {
     panic!("the server did not come up");
 }
 
-async fn state_of(http: &reqwest::Client, url: &str, token: &str, id: i64) -> serde_json::Value {
+pub(crate) async fn state_of(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    id: i64,
+) -> serde_json::Value {
     http.get(format!("{url}/api/v1/workloads/{id}"))
         .bearer_auth(token)
         .send()
@@ -62,7 +67,7 @@ async fn state_of(http: &reqwest::Client, url: &str, token: &str, id: i64) -> se
         .unwrap()
 }
 
-async fn wait_for(http: &reqwest::Client, url: &str, token: &str, id: i64, state: &str) {
+pub(crate) async fn wait_for(http: &reqwest::Client, url: &str, token: &str, id: i64, state: &str) {
     for _ in 0..300 {
         if state_of(http, url, token, id).await["state"] == state {
             return;
