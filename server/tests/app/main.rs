@@ -5,6 +5,7 @@
 mod api;
 mod auth;
 mod demo;
+mod faults;
 mod governance;
 mod health;
 mod lab;
