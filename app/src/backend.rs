@@ -11,7 +11,7 @@ mod ssr {
         error::AppError,
         model::{CurrentUser, NewUser, UserSummary},
         settings::{SettingsForm, SettingsView},
-        workloads::{NodeView, QueueRow, SubmitForm, TokenView, WorkloadDetail, WorkloadView},
+        workloads::{NodeView, QueueView, SubmitForm, TokenView, WorkloadDetail, WorkloadView},
     };
     use leptos::prelude::*;
     use std::sync::Arc;
@@ -55,7 +55,7 @@ mod ssr {
             actor: &CurrentUser,
             id: i64,
         ) -> Result<WorkloadView, AppError>;
-        async fn queue(&self, actor: &CurrentUser) -> Result<Vec<QueueRow>, AppError>;
+        async fn queue(&self, actor: &CurrentUser, limit: usize) -> Result<QueueView, AppError>;
         async fn nodes(&self, actor: &CurrentUser) -> Result<Vec<NodeView>, AppError>;
         async fn node_action(
             &self,

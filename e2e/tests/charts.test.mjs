@@ -72,12 +72,23 @@ describe('charts', () => {
       assert.match(await allocation.locator('figcaption').textContent(), /Delivered by child: /);
       await overview.getByText('Loading chart…').waitFor({ state: 'hidden' });
 
+      // The cluster activity: queue depth, waits and preemptions, per day, then per week.
+      const activity = page.getByRole('region', { name: 'Cluster activity' });
+      await waitForChart(page, activity.getByRole('img', { name: /^Workloads waiting per day/ }));
+      await waitForChart(page, activity.getByRole('img', { name: /^Wait before the first start per day/ }));
+      await activity.getByRole('img', { name: /^(Preemptions and drains by reason|No preemptions or drains)/ }).waitFor();
+      await activity.getByLabel('Per', { exact: true }).selectOption('week');
+      await waitForChart(page, activity.getByRole('img', { name: /^Workloads waiting per week/ }));
+      // The allocation chart states the chosen node's usage ratio beside it.
+      await allocation.getByText(/^Pick a program or project to see its usage ratio\.$/).waitFor();
+
       // Pick a program in the node picker: its chart replaces the cluster's.
       const program = await page.getByLabel('Node', { exact: true }).locator('option').nth(1).getAttribute('value');
       await page.getByLabel('Node', { exact: true }).selectOption(program);
       const name = program.split('/').pop();
       const programChart = allocation.getByRole('img', { name: new RegExp(`^GPU-hours per day for ${name},`) });
       await waitForChart(page, programChart);
+      await allocation.getByText(new RegExp(`^(Usage ratio of ${name} over the lookback window: \\d|${name} has no allocated time)`)).waitFor();
 
       // Clicking a row's node charts it too.
       const leafRow = page.locator('table.review tbody tr').last();

@@ -137,18 +137,25 @@ async fn main() {
     }
 
     println!(
-        "\n{:<34} {:>9} {:>9} {:>9} {:>10}",
+        "\n{:<46} {:>9} {:>9} {:>9} {:>10}",
         "phase", "requests", "p50 ms", "p99 ms", "per second"
     );
-    for page in ["/workloads", "/queue"] {
+    // Each session loads the page, reads it for 1–3 s (people do), and loads it again; the last
+    // phase drops the reading time to find the most the server can serve.
+    for (page, think) in [("/workloads", true), ("/queue", true), ("/queue", false)] {
         let latencies = Arc::new(Mutex::new(Vec::new()));
         let deadline = Instant::now() + Duration::from_secs(seconds);
         let started = Instant::now();
         let mut tasks = Vec::new();
-        for cookie in cookies.clone() {
+        for (k, cookie) in cookies.clone().into_iter().enumerate() {
             let (http, base, latencies) = (http.clone(), base.clone(), latencies.clone());
             tasks.push(tokio::spawn(async move {
                 let mut mine = Vec::new();
+                let mut seed = 0x2545_f491_4f6c_dd1d_u64 ^ (k as u64 + 1);
+                if think {
+                    // Sessions arrive spread over the first 2 s.
+                    tokio::time::sleep(Duration::from_millis(seed % 2_000)).await;
+                }
                 while Instant::now() < deadline {
                     let t = Instant::now();
                     let response = http
@@ -164,6 +171,12 @@ async fn main() {
                     );
                     let _ = response.bytes().await.unwrap();
                     mine.push(t.elapsed());
+                    if think {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        tokio::time::sleep(Duration::from_millis(1_000 + seed % 2_000)).await;
+                    }
                 }
                 latencies.lock().await.extend(mine);
             }));
@@ -173,8 +186,9 @@ async fn main() {
         }
         let elapsed = started.elapsed();
         let latencies = latencies.lock().await.clone();
+        let how = if think { "reading 1-3 s" } else { "no pause" };
         report(
-            &format!("GET {page}, {SESSIONS} sessions"),
+            &format!("GET {page}, {SESSIONS} sessions, {how}"),
             latencies,
             elapsed,
         );
@@ -250,7 +264,7 @@ fn report(phase: &str, mut latencies: Vec<Duration>, elapsed: Duration) {
         latencies[((p * n as f64).ceil() as usize).clamp(1, n) - 1].as_secs_f64() * 1e3
     };
     println!(
-        "{phase:<34} {:>9} {:>9.1} {:>9.1} {:>10.1}",
+        "{phase:<46} {:>9} {:>9.1} {:>9.1} {:>10.1}",
         latencies.len(),
         pick(0.50),
         pick(0.99),

@@ -17,7 +17,8 @@ use app::{
     model::{CurrentUser, NewUser, UserSummary},
     settings::{SettingsForm, SettingsView},
     workloads::{
-        GpuHolder, GpuSlot, NodeView, QueueRow, SubmitForm, TokenView, WorkloadDetail, WorkloadView,
+        GpuHolder, GpuSlot, NodeView, QueueView, SubmitForm, TokenView, WorkloadDetail,
+        WorkloadView,
     },
 };
 use sqlx::AnyPool;
@@ -195,8 +196,12 @@ impl Backend for ServerBackend {
         Ok(workloads::cancel(&self.pool, &self.runtime, actor, id).await?)
     }
 
-    async fn queue(&self, _actor: &CurrentUser) -> Result<Vec<QueueRow>, AppError> {
-        Ok(workloads::queue(&self.pool, &self.runtime).await?)
+    async fn queue(&self, _actor: &CurrentUser, limit: usize) -> Result<QueueView, AppError> {
+        let rows = workloads::queue(&self.pool, &self.runtime).await?;
+        Ok(QueueView {
+            total: rows.len(),
+            rows: rows.iter().take(limit).cloned().collect(),
+        })
     }
 
     async fn nodes(&self, _actor: &CurrentUser) -> Result<Vec<NodeView>, AppError> {

@@ -11,7 +11,8 @@ use leptos_meta::Title;
 #[component]
 pub fn QueuePage() -> impl IntoView {
     let live = use_live_updates();
-    let rows = Resource::new(move || live.get(), |_| queue());
+    let all = RwSignal::new(false);
+    let rows = Resource::new(move || (live.get(), all.get()), |(_, all)| queue(all));
     view! {
         <Title text="Queue" />
         <h1>"Queue"</h1>
@@ -24,10 +25,24 @@ pub fn QueuePage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let now = now_s();
                 match rows.await {
-                    Ok(rows) if rows.is_empty() => view! {
+                    Ok(view) if view.rows.is_empty() => view! {
                         <section class="card empty"><p>"Nothing is waiting: every submitted workload is running."</p></section>
                     }.into_any(),
-                    Ok(rows) => view! {
+                    Ok(view) => {
+                        let (shown, total) = (view.rows.len(), view.total);
+                        let rows = view.rows;
+                        view! {
+                        <p class="queue-count" role="status">
+                            {if shown < total {
+                                format!("Showing the first {shown} of {total} waiting workloads.")
+                            } else {
+                                format!("{total} waiting workloads.")
+                            }}
+                            " "
+                            {(shown < total).then(|| view! {
+                                <button type="button" class="button-quiet" on:click=move |_| all.set(true)>"Show all"</button>
+                            })}
+                        </p>
                         <div class="card table-wrap">
                             <table class="table">
                                 <caption class="visually-hidden">"Queue in scheduler order"</caption>
@@ -68,7 +83,8 @@ pub fn QueuePage() -> impl IntoView {
                                 </tbody>
                             </table>
                         </div>
-                    }.into_any(),
+                    }.into_any()
+                    }
                     Err(error) => view! { <p class="form-error" role="alert">{error.to_string()}</p> }.into_any(),
                 }
             })}

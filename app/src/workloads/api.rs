@@ -1,7 +1,7 @@
 //! Server functions of the workload, queue, node and token pages. Authorization lives in the
 //! backend's services, shared with the JSON API.
 
-use super::{NodeView, QueueRow, TokenView, WorkloadDetail, WorkloadView};
+use super::{NodeView, QueueView, TokenView, WorkloadDetail, WorkloadView};
 use crate::error::AppError;
 use leptos::prelude::*;
 
@@ -62,11 +62,16 @@ pub async fn cancel_workload(id: i64) -> Result<WorkloadView, AppError> {
     with_status(async { backend()?.cancel_workload(&require_user()?, id).await }.await)
 }
 
+/// The queue in scheduler order: its first [`QUEUE_PAGE`] rows, or every row when `all`.
 #[server(prefix = "/api", endpoint = "queue")]
-pub async fn queue() -> Result<Vec<QueueRow>, AppError> {
+pub async fn queue(#[server(default)] all: bool) -> Result<QueueView, AppError> {
     use crate::backend::*;
-    with_status(async { backend()?.queue(&require_user()?).await }.await)
+    let limit = if all { usize::MAX } else { QUEUE_PAGE };
+    with_status(async { backend()?.queue(&require_user()?, limit).await }.await)
 }
+
+/// Rows the Queue page shows before "Show all".
+pub const QUEUE_PAGE: usize = 200;
 
 #[server(prefix = "/api", endpoint = "nodes/list")]
 pub async fn list_nodes() -> Result<Vec<NodeView>, AppError> {

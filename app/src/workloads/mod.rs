@@ -98,6 +98,13 @@ pub struct QueueRow {
     pub leaf_ratio: Option<f64>,
 }
 
+/// The Queue page: the first rows in scheduler order, and how many wait in all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueView {
+    pub rows: Vec<QueueRow>,
+    pub total: usize,
+}
+
 /// The Submit form's fields, as typed (the server validates).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SubmitForm {

@@ -5,6 +5,7 @@ pub mod apply;
 pub mod config;
 pub mod lease;
 pub mod ledger;
+pub mod queue_cache;
 pub mod reasons;
 pub mod snapshot;
 
@@ -32,6 +33,7 @@ struct Inner {
     assignments: watch::Sender<u64>,
     /// Whether this replica holds the scheduler lease (see [`lease`]).
     standing: lease::Standing,
+    queue: queue_cache::QueueCache,
 }
 
 /// What one pass did.
@@ -52,6 +54,7 @@ impl Runtime {
                 wake: Notify::new(),
                 assignments,
                 standing: lease::Standing::default(),
+                queue: queue_cache::QueueCache::default(),
             }),
         }
     }
@@ -78,6 +81,7 @@ impl Runtime {
     /// Asks for a decision soon (a submission, a cancel, a completion, a heartbeat change…). On a
     /// follower replica the wake-up is forwarded to the leader through the database.
     pub fn wake(&self) {
+        self.inner.queue.invalidate();
         self.inner.wake.notify_one();
         if !self.is_leader() && self.inner.standing.begin_wake() {
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -108,8 +112,14 @@ impl Runtime {
         self.inner.assignments.subscribe()
     }
 
+    /// The Queue page's shared list.
+    pub fn queue_cache(&self) -> &queue_cache::QueueCache {
+        &self.inner.queue
+    }
+
     /// Tells waiting agents that assignments may have changed.
     pub fn announce(&self) {
+        self.inner.queue.invalidate();
         self.inner.assignments.send_modify(|v| *v += 1);
     }
 

@@ -18,6 +18,7 @@ use app::workloads::{
 use scheduler::{NodeGpus, WaitReason, WorkloadId};
 use serde_json::{json, Value};
 use sqlx::AnyPool;
+use std::sync::Arc;
 
 pub async fn submit(
     pool: &AnyPool,
@@ -287,7 +288,25 @@ async fn explain(
 }
 
 /// The global queue in scheduler order, with each workload's leaf rank and ratio.
-pub async fn queue(pool: &AnyPool, runtime: &Runtime) -> Result<Vec<QueueRow>, ServerError> {
+/// The queue in scheduler order. Many people watch it at once, so the list is computed once and
+/// shared until anything changes (the runtime drops it on every wake-up and assignment change)
+/// or a second has passed; one request computes while the others wait for its result.
+pub async fn queue(pool: &AnyPool, runtime: &Runtime) -> Result<Arc<Vec<QueueRow>>, ServerError> {
+    let cache = runtime.queue_cache();
+    if let Some(rows) = cache.fresh() {
+        return Ok(rows);
+    }
+    let _computing = cache.computing.lock().await;
+    if let Some(rows) = cache.fresh() {
+        return Ok(rows);
+    }
+    let generation = cache.generation();
+    let rows = Arc::new(compute_queue(pool, runtime).await?);
+    cache.store(generation, rows.clone());
+    Ok(rows)
+}
+
+async fn compute_queue(pool: &AnyPool, runtime: &Runtime) -> Result<Vec<QueueRow>, ServerError> {
     let now = now();
     let mut db = pool.acquire().await?;
     let Some(snap) = snapshot::load(&mut db, &runtime.config(), now).await? else {
@@ -308,9 +327,15 @@ pub async fn queue(pool: &AnyPool, runtime: &Runtime) -> Result<Vec<QueueRow>, S
         })
         .collect();
     order.sort();
+    let mut views: std::collections::HashMap<i64, _> =
+        repo::list_workloads(&mut *db, None, Some("queued"), i64::MAX)
+            .await?
+            .into_iter()
+            .map(|w| (w.id, w))
+            .collect();
     let mut rows = Vec::with_capacity(order.len());
     for (i, (free, rank, _, _, id)) in order.into_iter().enumerate() {
-        let Some(workload) = repo::find_workload(&mut *db, id).await? else {
+        let Some(workload) = views.remove(&id) else {
             continue;
         };
         let leaf = snap.tree.engine_id(snap.workloads[&id].budget_node_id);
