@@ -1,10 +1,11 @@
 //! The fair-share decision pass (DESIGN §4).
 //!
-//! The queue is bucketed by (allocated?, leaf rank) in O(n); a bucket is sorted by priority and
-//! submit time only when the scan reaches it, and whole buckets are skipped when counters show no
-//! member could start; failed searches are remembered (see `memo`). Allocated work may take idle
-//! GPUs or preempt; unallocated work only takes idle GPUs, after all allocated work. A blocked
-//! allocated workload near the head reserves the GPUs it could have earliest (DESIGN §4.8).
+//! Allocated work is bucketed by leaf rank in O(n); a bucket is sorted by priority and submit time
+//! only when the scan reaches it, and whole buckets are skipped when counters show no member could
+//! start; failed searches are remembered (see `memo`). Allocated work may take idle GPUs or
+//! preempt; unallocated work only takes idle GPUs, after all allocated work, and is sorted only as
+//! far as the idle GPUs last (see `queue::FreeQueue`). A blocked allocated workload near the head
+//! reserves the GPUs it could have earliest (DESIGN §4.8).
 
 use std::rc::Rc;
 
@@ -16,16 +17,13 @@ use crate::ids::{NodeId, Time, WorkloadId};
 use crate::memo::{bits_of, Failure, Failures};
 use crate::placement::{Choice, Rules};
 use crate::pool::{Held, Pool, Run};
-use crate::queue::{Queue, QueueKey};
+use crate::queue::{FreeQueue, Queue, QueueKey};
 use crate::ranking::Standings;
 use crate::reasons::{
     Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection, Reservation,
 };
 use crate::snapshot::{ClusterState, WorkloadSpec};
 use crate::tree::BudgetTree;
-
-/// Below this many idle GPUs, free work is picked from its bucket one by one instead of sorted.
-const FEW_IDLE: usize = 8;
 
 pub(crate) fn fair_share(
     engine: &Engine,
@@ -35,7 +33,14 @@ pub(crate) fn fair_share(
 ) -> (Decision, Option<WaitReason>) {
     let standings = engine.standings(now);
     let ranks = standings.leaf_count();
-    let pool = Pool::new(state, now, ranks, |leaf| standings.leaf_rank(leaf));
+    // Allocated work preempts unallocated work, and allocated work out of its protection.
+    let pool = Pool::new(
+        state,
+        now,
+        ranks,
+        |leaf| standings.leaf_rank(leaf),
+        |r, now| !r.spec.is_allocated() || !r.is_protected(now),
+    );
     let mut pass = Pass {
         tree: engine.tree(),
         standings: &standings,
@@ -52,6 +57,7 @@ pub(crate) fn fair_share(
         leftover_after_block: false,
         attempts: 0,
         failures: Failures::new(ranks),
+        nodes: Vec::new(),
         watch,
         watched: None,
     };
@@ -64,7 +70,7 @@ pub(crate) fn fair_share(
     pass.wake_at(drain_wake);
     let mut queue = Queue::fair_share(state.queued, &standings);
     pass.scan_allocated(&mut queue);
-    pass.scan_unallocated(&mut queue);
+    pass.scan_unallocated();
     pass.finish()
 }
 
@@ -76,6 +82,8 @@ struct Group {
     /// The same as a bit set, to compare with other leaves'.
     bits: Rc<[u64]>,
     reach: Option<(u64, u32)>,
+    /// Its eligibility is already in `wake_for`.
+    noted: bool,
 }
 
 struct Pass<'a> {
@@ -96,6 +104,8 @@ struct Pass<'a> {
     /// Blocked workloads that were offered a reservation (DESIGN §4.8), best-ranked first.
     attempts: usize,
     failures: Failures,
+    /// Scratch: the hosts a covered request searches.
+    nodes: Vec<usize>,
     watch: Option<WorkloadId>,
     watched: Option<WaitReason>,
 }
@@ -113,7 +123,7 @@ impl Pass<'_> {
         loop {
             self.leftover_after_block = false;
             for rank in 0..queue.ranks() {
-                if queue.group(0, rank).is_empty() {
+                if queue.group(rank).is_empty() {
                     continue;
                 }
                 let leaf = self.standings.leaves()[rank];
@@ -123,14 +133,15 @@ impl Pass<'_> {
                     bits: bits_of(&eligible),
                     eligible,
                     reach: None,
+                    noted: false,
                 };
                 let watched_here = self.watch.is_some_and(|w| {
                     queue
-                        .group(0, rank)
+                        .group(rank)
                         .iter()
                         .any(|&q| self.queued[q as usize].id == w)
                 });
-                let min_gpus = queue.min_gpus(0, rank);
+                let min_gpus = queue.min_gpus(rank);
                 if self.attempts >= self.max_reservations
                     && !watched_here
                     && !self.pool.idle_could_fit(min_gpus)
@@ -139,7 +150,7 @@ impl Pass<'_> {
                     self.note_blocked(&group.eligible);
                     continue;
                 }
-                for &q in queue.sorted_group(0, rank, self.queued) {
+                for &q in queue.sorted_group(rank, self.queued) {
                     if !self.started[q as usize] {
                         self.try_allocated(q, &mut group);
                     }
@@ -151,40 +162,15 @@ impl Pass<'_> {
         }
     }
 
-    fn scan_unallocated(&mut self, queue: &mut Queue) {
-        for rank in 0..queue.ranks() {
-            if self.pool.idle_total == 0 {
-                break;
-            }
-            if queue.group(1, rank).is_empty() || !self.pool.idle_could_fit(queue.min_gpus(1, rank))
-            {
-                continue;
-            }
-            let members = queue.group(1, rank);
-            if (self.pool.idle_total as usize) < FEW_IDLE && members.len() > 4 * FEW_IDLE {
-                // Each start takes at least one idle GPU, and idle GPUs only get fewer here: with
-                // few of them, picking the best fitting member again and again is cheaper than
-                // sorting the whole bucket, and starts the same workloads in the same order.
-                let mut left: Vec<u32> = members.to_vec();
-                while self.pool.idle_total > 0 {
-                    let best = left
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, &q)| self.pool.idle_could_fit(self.queued[q as usize].gpus))
-                        .min_by_key(|(_, &q)| {
-                            QueueKey::fair_share(&self.queued[q as usize], rank as u32)
-                        })
-                        .map(|(i, &q)| (i, q));
-                    let Some((i, q)) = best else { break };
-                    left.swap_remove(i);
-                    self.try_idle_only(q, rank as u32);
-                }
-                continue;
-            }
-            for &q in queue.sorted_group(1, rank, self.queued) {
-                if self.pool.idle_could_fit(self.queued[q as usize].gpus) {
-                    self.try_idle_only(q, rank as u32);
-                }
+    /// Unallocated work on the idle GPUs allocated work left, in queue order.
+    fn scan_unallocated(&mut self) {
+        if self.pool.idle_total > 0 {
+            let mut free = FreeQueue::new(self.queued, self.standings);
+            while self.pool.idle_total > 0 {
+                let Some((q, rank)) = free.next(self.pool.idle_fit(), self.pool.idle_total) else {
+                    break;
+                };
+                self.try_idle_only(q, rank);
             }
         }
         if let Some(id) = self.watch {
@@ -242,7 +228,7 @@ impl Pass<'_> {
             || key < held.key
             || !w.is_allocated()
             || (self.now + w.min_runtime <= held.at
-                && self.standings.may_preempt(held.leaf, w.leaf, self.margin))
+                && held.may_preempt[self.standings.leaf_rank(w.leaf) as usize])
     }
 
     fn try_allocated(&mut self, q: u32, group: &mut Group) {
@@ -254,8 +240,11 @@ impl Pass<'_> {
             .failures
             .latest_covering(group.rank, &group.bits, gang, w.gpus)
             .filter(|_| self.watch != Some(w.id));
-        let only = known.map(|f| {
-            let mut nodes = self.pool.loosened_since(f.at);
+        // The hosts worth searching when a failure covers this request; reused across attempts.
+        let mut nodes = std::mem::take(&mut self.nodes);
+        nodes.clear();
+        if let Some(f) = known {
+            self.pool.loosened_since(f.at, &mut nodes);
             let before = nodes.len();
             for h in self.pool.held.iter().filter(|h| h.live) {
                 if self.may_backfill(h, &w, key) && !self.may_backfill(h, &f.spec, f.key) {
@@ -266,75 +255,54 @@ impl Pass<'_> {
                 nodes.sort_unstable();
                 nodes.dedup();
             }
-            nodes
-        });
+        }
         // A gang can only gain the hosts that got easier since.
-        let gang_reach = known.zip(only.as_ref()).map(|(f, nodes)| {
-            f.reach
-                + nodes
-                    .iter()
-                    .map(|&n| self.pool.slots[n].all.count())
-                    .sum::<u32>()
-        });
+        let gang_reach =
+            known.map(|f| f.reach + nodes.iter().map(|&n| self.pool.slots[n].size).sum::<u32>());
         let hopeless = if gang {
             gang_reach.is_some_and(|reach| reach < w.gpus)
         } else {
-            only.as_ref().is_some_and(|nodes| nodes.is_empty())
+            known.is_some() && nodes.is_empty()
         };
-        let mut reach_found = 0;
         let choice = if hopeless {
-            None
+            // A failure on record rules this request out, and no host loosened since it (else
+            // a single-host request would search those hosts): recording this one as well would
+            // add nothing, and would push older, more general failures out of the memo.
+            Err(None)
         } else {
-            let reach = self.reachable(group);
-            let eligible = &group.eligible;
-            let backfill = |h: &Held| self.may_backfill(h, &w, key);
-            let victim = |r: &Run| {
-                !r.spec.is_allocated() || (!r.is_protected(now) && eligible[r.rank as usize])
-            };
-            let only = if gang { None } else { only.as_deref() };
-            let idle = Rules {
-                may_backfill: &backfill,
-                victim: None,
-                only,
-            };
-            let preempting = Rules {
-                may_backfill: &backfill,
-                victim: Some(&victim),
-                only,
-            };
-            let on_idle = if self.pool.idle_could_fit(w.gpus) {
-                self.pool.find(w.gpus, &idle)
-            } else {
-                None
-            };
-            on_idle.or_else(|| {
-                if reach < w.gpus {
-                    reach_found = reach;
-                    return None;
-                }
-                self.pool
-                    .find_or_reach(w.gpus, &preempting)
-                    .map_err(|r| reach_found = r)
-                    .ok()
-            })
+            let only = (known.is_some() && !gang).then_some(nodes.as_slice());
+            self.search(&w, key, group, only)
         };
-        if let Some(choice) = choice {
-            self.start(q, group.rank, choice);
-            return;
+        self.nodes = nodes;
+        let found = match choice {
+            Ok(choice) => {
+                self.start(q, group.rank, choice);
+                return;
+            }
+            Err(found) => found,
+        };
+        if let Some((reach, everywhere)) = found {
+            // A single-host search of only the loosened hosts learned nothing about the others,
+            // which the covering failure still rules out from its own `from` on.
+            let from = match known {
+                Some(f) if !everywhere => (reach + 1).max(f.from),
+                _ => reach + 1,
+            };
+            let failure = Failure {
+                spec: w,
+                key,
+                gang,
+                at: self.pool.changes,
+                from: from.min(w.gpus),
+                reach: if gang { reach } else { 0 },
+            };
+            self.failures.record(group.rank, failure, &group.bits);
         }
-        let failure = Failure {
-            spec: w,
-            key,
-            gang,
-            at: self.pool.changes,
-            reach: if hopeless {
-                gang_reach.unwrap_or(0)
-            } else {
-                reach_found
-            },
-        };
-        self.failures.record(group.rank, failure, &group.bits);
-        self.note_blocked(&group.eligible);
+        // Once per group is enough: noting it again would OR the same leaves into `wake_for`.
+        if !group.noted {
+            group.noted = true;
+            self.note_blocked(&group.eligible);
+        }
         if self.attempts < self.max_reservations
             && !self.pool.held.iter().any(|h| h.live && h.workload == w.id)
         {
@@ -346,7 +314,8 @@ impl Pass<'_> {
                 .earliest(w.gpus, &eventually)
                 .filter(|(at, _)| *at > now)
             {
-                self.pool.reserve(w.id, w.leaf, key, at, parts);
+                let may_preempt = group.eligible.clone();
+                self.pool.reserve(w.id, key, at, parts, may_preempt);
                 self.wake_at(Some(at));
             }
         }
@@ -356,6 +325,46 @@ impl Pass<'_> {
             });
             self.watched = Some(reason);
         }
+    }
+
+    /// Idle GPUs first, then preemption, on `only` hosts if given. When nothing fits: an upper
+    /// bound on the GPUs the request could gather on one host (see [`Failure::from`]), or for a
+    /// gang on all the hosts it could use, and whether that bound holds for every host rather than
+    /// only for those searched.
+    fn search(
+        &self,
+        w: &WorkloadSpec,
+        key: QueueKey,
+        group: &mut Group,
+        only: Option<&[usize]>,
+    ) -> Result<Choice, Option<(u32, bool)>> {
+        let now = self.now;
+        let reach = self.reachable(group);
+        let eligible = &group.eligible;
+        let backfill = |h: &Held| self.may_backfill(h, w, key);
+        let victim =
+            |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && eligible[r.rank as usize]);
+        let idle = Rules {
+            may_backfill: &backfill,
+            victim: None,
+            only,
+        };
+        if self.pool.idle_could_fit(w.gpus) {
+            if let Some(choice) = self.pool.find(w.gpus, &idle) {
+                return Ok(choice);
+            }
+        }
+        if reach < w.gpus {
+            return Err(Some((reach, true)));
+        }
+        let preempting = Rules {
+            may_backfill: &backfill,
+            victim: Some(&victim),
+            only,
+        };
+        self.pool
+            .find_or_reach(w.gpus, &preempting)
+            .map_err(|reach| Some((reach, only.is_none())))
     }
 
     fn start(&mut self, q: u32, rank: u32, choice: Choice) {

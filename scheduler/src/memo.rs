@@ -2,22 +2,28 @@
 //! turned away without searching. Sound because, within a pass, only two things make placement
 //! easier — a preemption leaving idle GPUs behind, a reservation being dropped — and the pool logs
 //! the hosts where either happened; everything else (starts, fresh protected work, new
-//! reservations) only makes it harder.
+//! reservations) only makes it harder. A failure also rules out smaller requests when its search
+//! showed no host could gather that many GPUs (`Failure::from`). What is remembered changes only
+//! how much is searched, never what is found.
 
 use std::rc::Rc;
 
 use crate::queue::QueueKey;
 use crate::snapshot::WorkloadSpec;
 
-/// A request that found no placement at pool version `at`. A later request at least as large, whose
-/// leaf may preempt no more than this one's, can only succeed on hosts that got easier since, or on
-/// reserved hosts it may backfill and this one could not.
+/// A request that found no placement at pool version `at`. A later request of at least `from` GPUs,
+/// whose leaf may preempt no more than this one's, can only succeed on hosts that got easier since,
+/// or on reserved hosts it may backfill and this one could not.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Failure {
     pub spec: WorkloadSpec,
     pub key: QueueKey,
     pub gang: bool,
     pub at: u64,
+    /// The smallest request this failure rules out: at most `spec.gpus`, less when the search
+    /// showed that no host could gather more than `from - 1` GPUs for it. Every host's reach only
+    /// shrinks until it is loosened, so a request of `from` GPUs fails wherever this one did.
+    pub from: u32,
     /// For a gang: GPUs on the hosts it could have used (idle or preemptible throughout).
     pub reach: u32,
 }
@@ -58,7 +64,7 @@ impl Failures {
         self.by_rank[rank as usize]
             .iter()
             .chain(other_leaves)
-            .filter(|f| f.gang == gang && gpus >= f.spec.gpus)
+            .filter(|f| f.gang == gang && gpus >= f.from)
             .max_by_key(|f| f.at)
             .copied()
     }
@@ -78,11 +84,17 @@ impl Failures {
 
 /// A leaf's preemptible leaves (indexed by rank) as a bit set.
 pub(crate) fn bits_of(eligible: &[bool]) -> Rc<[u64]> {
-    let mut bits = vec![0u64; eligible.len().div_ceil(64)];
-    for (i, _) in eligible.iter().enumerate().filter(|(_, &e)| e) {
-        bits[i / 64] |= 1 << (i % 64);
-    }
-    bits.into()
+    eligible
+        .chunks(64)
+        .map(|chunk| {
+            let bit = |(i, &e): (usize, &bool)| u64::from(e) << i;
+            chunk
+                .iter()
+                .enumerate()
+                .map(bit)
+                .fold(0, |bits, b| bits | b)
+        })
+        .collect()
 }
 
 fn is_subset(small: &[u64], big: &[u64]) -> bool {

@@ -27,18 +27,22 @@ impl Pool {
         self.find_or_reach(gpus, rules).ok()
     }
 
-    /// As [`Pool::find`]; a gang that does not fit reports how many GPUs its usable hosts hold.
+    /// As [`Pool::find`]; when nothing fits, how many GPUs the request could have gathered: for a
+    /// gang, on all its usable hosts together; for a single host, on the best host it looked at.
     pub(crate) fn find_or_reach(&self, gpus: u32, rules: &Rules<'_>) -> Result<Choice, u32> {
         if gpus <= self.node_size {
-            self.find_single(gpus, rules).ok_or(0)
+            self.find_single(gpus, rules)
         } else {
             self.find_gang(gpus, rules)
         }
     }
 
-    /// Best fit on one host: least cost, then fewest idle GPUs left over, then lowest host.
-    fn find_single(&self, gpus: u32, rules: &Rules<'_>) -> Option<Choice> {
-        let mut best: Option<(Cost, u32, usize, GpuSet, Vec<u32>)> = None;
+    /// Best fit on one host: least cost, then fewest idle GPUs left over, then lowest host. When
+    /// none fits, the most GPUs any host looked at could have given (a host too small to be
+    /// searched counts as its size), which bounds what a smaller request could find there.
+    fn find_single(&self, gpus: u32, rules: &Rules<'_>) -> Result<Choice, u32> {
+        let mut best: Option<(Cost, u32, usize, GpuSet, u64)> = None;
+        let mut most = 0;
         let mut items: Vec<(u32, Cost, u32, GpuSet)> = Vec::new();
         let everywhere = 0..self.slots.len();
         let nodes: &mut dyn Iterator<Item = usize> = match rules.only {
@@ -47,18 +51,23 @@ impl Pool {
         };
         for node in nodes {
             let slot = &self.slots[node];
-            if !slot.schedulable() || slot.all.count() < gpus {
+            if !slot.schedulable() {
+                continue;
+            }
+            if slot.size < gpus {
+                most = most.max(slot.size);
                 continue;
             }
             let usable = self.usable(node, rules.may_backfill);
             let free = slot.free.intersection(usable);
-            if free.count() >= gpus {
-                let leftover = free.count() - gpus;
+            let idle = free.count();
+            if idle >= gpus {
+                let leftover = idle - gpus;
                 if best
                     .as_ref()
                     .is_none_or(|b| (Cost::ZERO, leftover) < (b.0, b.1))
                 {
-                    best = Some((Cost::ZERO, leftover, node, free.lowest(gpus), Vec::new()));
+                    best = Some((Cost::ZERO, leftover, node, free, 0));
                     if leftover == 0 {
                         break;
                     }
@@ -66,39 +75,84 @@ impl Pool {
                 continue;
             }
             let Some(victim_ok) = rules.victim else {
+                most = most.max(idle);
                 continue;
             };
+            // The host's bounds (see `VictimBound`): too few GPUs even if every possible victim
+            // were preempted, or no way to beat the best choice so far.
+            let bound = self.victim_bound(node);
+            let at_most = free.union(bound.gpus).count();
+            if at_most < gpus {
+                most = most.max(at_most);
+                continue;
+            }
+            if let (Some(b), Some(c)) = (&best, bound.cheapest) {
+                if c > b.0 {
+                    continue;
+                }
+            }
             items.clear();
-            let mut reachable = free.count();
+            let mut reachable = idle;
+            // Every subset's cost is at least its cheapest member's (costs add field by field).
+            let mut cheapest = None;
             for &(run, held) in self.slot_runs(node) {
                 let r = &self.runs[run as usize];
                 let gain = held.intersection(usable);
                 if r.alive && !r.fresh && !gain.is_empty() && victim_ok(r) {
-                    reachable += gain.count();
-                    items.push((gain.count(), r.cost, run, gain));
+                    let count = gain.count();
+                    reachable += count;
+                    items.push((count, r.cost, run, gain));
+                    cheapest = Some(cheapest.map_or(r.cost, |c: Cost| c.min(r.cost)));
                 }
             }
+            most = most.max(reachable);
             if reachable < gpus {
                 continue;
             }
-            let Some((cost, chosen)) = cheapest_subset(&items, gpus - free.count()) else {
+            // A host whose cheapest victim alone costs more than the best choice so far cannot
+            // beat it: skip the knapsack.
+            let Some(cheapest) = cheapest else {
+                continue;
+            };
+            if best.as_ref().is_some_and(|b| cheapest > b.0) {
+                continue;
+            }
+            let Some((cost, chosen)) = cheapest_subset(&items, cheapest, gpus - idle) else {
                 continue;
             };
             let mut gained = free;
-            let mut victims = Vec::new();
             for (k, item) in items.iter().enumerate() {
                 if chosen & (1u64 << k) != 0 {
                     gained = gained.union(item.3);
-                    victims.push(item.2);
                 }
             }
             let leftover = gained.count() - gpus;
             if best.as_ref().is_none_or(|b| (cost, leftover) < (b.0, b.1)) {
-                best = Some((cost, leftover, node, gained.lowest(gpus), victims));
+                best = Some((cost, leftover, node, gained, chosen));
             }
         }
-        best.map(|(_, _, node, gpus, victims)| Choice {
-            placement: Placement::on(Pool::node_id(node), gpus),
+        let Some((_, _, node, gained, chosen)) = best else {
+            return Err(most);
+        };
+        // The victims are the chosen items of the best host, in its run order.
+        let victims = if chosen == 0 {
+            Vec::new()
+        } else {
+            let usable = self.usable(node, rules.may_backfill);
+            let victim_ok = rules.victim.expect("victims only when preempting");
+            self.slot_runs(node)
+                .iter()
+                .filter(|&&(run, held)| {
+                    let r = &self.runs[run as usize];
+                    r.alive && !r.fresh && !held.intersection(usable).is_empty() && victim_ok(r)
+                })
+                .enumerate()
+                .filter(|(k, _)| chosen & (1u64 << k) != 0)
+                .map(|(_, &(run, _))| run)
+                .collect()
+        };
+        Ok(Choice {
+            placement: Placement::on(Pool::node_id(node), gained.lowest(gpus)),
             victims,
         })
     }
@@ -128,7 +182,7 @@ impl Pool {
                 None
             };
             if let Some(cost) = cost {
-                reachable += slot.all.count();
+                reachable += slot.size;
                 hosts.push((cost, node));
             }
         }
@@ -144,7 +198,7 @@ impl Pool {
                 break;
             }
             let slot = &self.slots[node];
-            total += slot.all.count();
+            total += slot.size;
             placement.parts.push(NodeGpus {
                 node: Pool::node_id(node),
                 gpus: slot.all,
@@ -164,23 +218,28 @@ impl Pool {
 
     /// The earliest moment `gpus` could start on hosts no one has reserved, if every live run
     /// `eventually` says yes to were preempted as soon as its protection ends. `None` if never.
+    ///
+    /// On one host, a request takes the GPUs that come free first, lowest index first among those
+    /// freed at the same moment. GPUs are grouped by that moment (idle ones now, each run's when
+    /// its protection ends), so a host costs a sort of its few distinct moments, not of its GPUs.
     pub(crate) fn earliest(
         &self,
         gpus: u32,
         eventually: &dyn Fn(&Run) -> bool,
     ) -> Option<(Time, Vec<NodeGpus>)> {
         let mut hosts: Vec<(Time, usize, GpuSet)> = Vec::new();
-        let mut times: Vec<(Time, u32)> = Vec::new();
+        let mut moments: Vec<(Time, GpuSet)> = Vec::new();
         let single = gpus <= self.node_size;
+        // A single-host request takes the first host by (moment, host): no need to sort them all.
+        let mut first: Option<(Time, usize, GpuSet)> = None;
         for (node, slot) in self.slots.iter().enumerate() {
-            if !slot.schedulable()
-                || slot.reservation.is_some()
-                || (single && slot.all.count() < gpus)
-            {
+            if !slot.schedulable() || slot.reservation.is_some() || (single && slot.size < gpus) {
                 continue;
             }
-            times.clear();
-            times.extend(slot.free.indices().map(|g| (self.now, g)));
+            moments.clear();
+            if !slot.free.is_empty() {
+                moments.push((self.now, slot.free));
+            }
             let mut blocked = GpuSet::EMPTY;
             for &(run, held) in self.slot_runs(node) {
                 let r = &self.runs[run as usize];
@@ -188,24 +247,34 @@ impl Pool {
                     continue;
                 }
                 if eventually(r) {
-                    let at = r.protected_until.unwrap_or(self.now).max(self.now);
-                    times.extend(held.indices().map(|g| (at, g)));
+                    if !held.is_empty() {
+                        let at = r.protected_until.unwrap_or(self.now).max(self.now);
+                        moments.push((at, held));
+                    }
                 } else {
                     blocked = blocked.union(held);
                 }
             }
             if single {
-                if (times.len() as u32) < gpus {
+                let Some((at, mask)) = first_to_free(&mut moments, gpus) else {
                     continue;
+                };
+                if first.is_none_or(|f| at < f.0) {
+                    first = Some((at, node, mask));
                 }
-                times.sort_unstable();
-                let chosen = &times[..gpus as usize];
-                let mask = GpuSet::of(&chosen.iter().map(|t| t.1).collect::<Vec<_>>());
-                hosts.push((chosen[chosen.len() - 1].0, node, mask));
             } else if blocked.is_empty() {
-                let at = times.iter().map(|t| t.0).max().unwrap_or(self.now);
+                let at = moments.iter().map(|m| m.0).max().unwrap_or(self.now);
                 hosts.push((at, node, slot.all));
             }
+        }
+        if single {
+            return first.map(|(at, node, gpus)| {
+                let part = NodeGpus {
+                    node: Pool::node_id(node),
+                    gpus,
+                };
+                (at, vec![part])
+            });
         }
         hosts.sort_unstable_by_key(|h| (h.0, h.2.count(), h.1));
         let mut parts = Vec::new();
@@ -230,13 +299,55 @@ impl Pool {
     }
 }
 
+/// The `gpus` GPUs of one host that come free first, lowest index first among those freed at the
+/// same moment, and when the last of them does; `None` if the host has fewer. `moments` holds
+/// disjoint sets of GPUs and when each comes free.
+fn first_to_free(moments: &mut [(Time, GpuSet)], gpus: u32) -> Option<(Time, GpuSet)> {
+    if moments.iter().map(|m| m.1.count()).sum::<u32>() < gpus {
+        return None;
+    }
+    moments.sort_unstable_by_key(|m| m.0);
+    let mut chosen = GpuSet::EMPTY;
+    let mut k = 0;
+    loop {
+        // All GPUs freed at this moment, whichever run holds them.
+        let at = moments[k].0;
+        let mut same = GpuSet::EMPTY;
+        while k < moments.len() && moments[k].0 == at {
+            same = same.union(moments[k].1);
+            k += 1;
+        }
+        let need = gpus - chosen.count();
+        chosen = chosen.union(same.lowest(need));
+        if chosen.count() == gpus {
+            return Some((at, chosen));
+        }
+    }
+}
+
 /// The cheapest subset of `items` (gain, cost, ..) whose gains reach `need`, as a bit mask over
 /// `items`. A 0/1 knapsack over gains capped at `need`: O(items × need), items ≤ 64.
-fn cheapest_subset(items: &[(u32, Cost, u32, GpuSet)], need: u32) -> Option<(Cost, u64)> {
+///
+/// Ties go to fewer items, then to the lower mask. So when the cheapest item alone is enough, it is
+/// the answer (a subset costs at least each of its members, costs being sums of non-negative
+/// fields), and the knapsack is skipped: the common case of a small request on a busy host.
+/// `cheapest` is the least cost among `items` (or less: then the shortcut finds nothing).
+fn cheapest_subset(
+    items: &[(u32, Cost, u32, GpuSet)],
+    cheapest: Cost,
+    need: u32,
+) -> Option<(Cost, u64)> {
+    let items = &items[..items.len().min(64)];
+    if need == 0 {
+        return Some((Cost::ZERO, 0));
+    }
+    if let Some(k) = items.iter().position(|i| i.1 == cheapest && i.0 >= need) {
+        return Some((cheapest, 1u64 << k));
+    }
     let need = need as usize;
     let mut best: [Option<(Cost, u32, u64)>; 65] = [None; 65];
     best[0] = Some((Cost::ZERO, 0, 0));
-    for (k, &(gain, cost, _, _)) in items.iter().enumerate().take(64) {
+    for (k, &(gain, cost, _, _)) in items.iter().enumerate() {
         for have in (0..=need).rev() {
             let Some((c, n, mask)) = best[have] else {
                 continue;
@@ -262,8 +373,98 @@ mod tests {
             (1, cost(10), 0, GpuSet::of(&[0])),
             (4, cost(20), 1, GpuSet::of(&[1, 2, 3, 4])),
         ];
-        assert_eq!(cheapest_subset(&items, 4), Some((cost(20), 0b10)));
-        assert_eq!(cheapest_subset(&items, 5), Some((cost(30), 0b11)));
-        assert_eq!(cheapest_subset(&items, 6), None);
+        assert_eq!(cheapest_subset(&items, cost(10), 4), Some((cost(20), 0b10)));
+        assert_eq!(cheapest_subset(&items, cost(10), 5), Some((cost(30), 0b11)));
+        assert_eq!(cheapest_subset(&items, cost(10), 6), None);
+    }
+
+    #[test]
+    fn first_to_free_takes_gpus_by_moment_then_index() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..2_000 {
+            // Disjoint sets of GPUs of one 8-GPU host, each freed at one of a few moments.
+            let mut moments: Vec<(Time, GpuSet)> = Vec::new();
+            for g in 0..8 {
+                if next(4) == 0 {
+                    continue;
+                }
+                let at = next(3) as Time * 100;
+                match moments.iter_mut().find(|m| m.0 == at && next(2) == 0) {
+                    Some(m) => m.1 = m.1.union(GpuSet::of(&[g])),
+                    None => moments.push((at, GpuSet::of(&[g]))),
+                }
+            }
+            let gpus = 1 + next(8) as u32;
+            // The reference: one entry per GPU, sorted by (moment, index).
+            let mut each: Vec<(Time, u32)> = moments
+                .iter()
+                .flat_map(|&(at, set)| set.indices().map(move |g| (at, g)))
+                .collect();
+            each.sort_unstable();
+            let expected = (each.len() >= gpus as usize).then(|| {
+                let chosen = &each[..gpus as usize];
+                let mask = GpuSet::of(&chosen.iter().map(|c| c.1).collect::<Vec<_>>());
+                (chosen[chosen.len() - 1].0, mask)
+            });
+            assert_eq!(
+                first_to_free(&mut moments, gpus),
+                expected,
+                "{gpus} of {moments:?}"
+            );
+        }
+    }
+
+    /// Every subset, least (cost, size, mask) first: what the knapsack and its shortcut must find.
+    fn brute_force(items: &[(u32, Cost, u32, GpuSet)], need: u32) -> Option<(Cost, u64)> {
+        (0..1u64 << items.len())
+            .filter(|&m| {
+                let gain: u32 = (0..items.len())
+                    .filter(|k| m & (1 << k) != 0)
+                    .map(|k| items[k].0)
+                    .sum();
+                gain >= need
+            })
+            .map(|m| {
+                let cost = (0..items.len())
+                    .filter(|k| m & (1 << k) != 0)
+                    .fold(Cost::ZERO, |c, k| c.plus(items[k].1));
+                (cost, m.count_ones(), m)
+            })
+            .min()
+            .map(|(cost, _, m)| (cost, m))
+    }
+
+    #[test]
+    fn cheapest_subset_matches_brute_force_with_or_without_its_shortcut() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..2_000 {
+            let len = next(7) as usize;
+            let items: Vec<_> = (0..len)
+                .map(|k| {
+                    // Few distinct costs, so that ties between items are common.
+                    let cost = Cost::free_resumable_for_tests(1 + next(4) as i64);
+                    (1 + next(4) as u32, cost, k as u32, GpuSet::EMPTY)
+                })
+                .collect();
+            let need = next(10) as u32;
+            let cheapest = items.iter().map(|i| i.1).min().unwrap_or(Cost::ZERO);
+            assert_eq!(
+                cheapest_subset(&items, cheapest, need),
+                brute_force(&items, need),
+                "{items:?} need {need}"
+            );
+        }
     }
 }

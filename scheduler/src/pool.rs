@@ -1,6 +1,8 @@
 //! The working state of one decision pass: which GPUs are idle, who holds the rest, what is
 //! reserved, and counters that let the pass skip hopeless work without searching.
 
+use std::cell::Cell;
+
 use crate::cluster::{GpuSet, Health, NodeGpus, Placement};
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::queue::QueueKey;
@@ -82,10 +84,15 @@ impl Run {
 #[derive(Clone, Debug)]
 pub(crate) struct Slot {
     pub all: GpuSet,
+    /// `all.count()`, looked up by every search.
+    pub size: u32,
     pub free: GpuSet,
     pub health: Health,
     pub reservation: Option<u32>,
     pub reserved: GpuSet,
+    /// What preempting here could gain at most, once a search has asked (see
+    /// [`Pool::victim_bound`]).
+    victims: Cell<Option<VictimBound>>,
     /// Where this host's runs start in [`Pool::slot_runs`]' flat list, and how many there are.
     runs_at: u32,
     runs_len: u32,
@@ -97,16 +104,50 @@ impl Slot {
     }
 }
 
+/// Bounds on preempting on one host, from the runs the policy might let anyone preempt in this
+/// pass (`may_be_victim` of [`Pool::new`]) when a search first looked: the GPUs they hold there,
+/// and the cost of the cheapest. From then on starts only add runs no one may preempt and releases
+/// only remove victims, so these stay a superset of the GPUs and a lower bound on the cost of
+/// preempting there, whoever preempts: a search can skip a host they rule out without looking at
+/// its runs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct VictimBound {
+    pub gpus: GpuSet,
+    pub cheapest: Option<Cost>,
+}
+
+/// Which request sizes fit on idle GPUs at one moment (as [`Pool::idle_could_fit`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IdleFit {
+    pub node_size: u32,
+    /// The most idle GPUs on one schedulable host.
+    pub max_idle: u32,
+    /// Idle GPUs on wholly idle schedulable hosts.
+    pub whole_idle: u32,
+}
+
+impl IdleFit {
+    pub(crate) fn fits(self, gpus: u32) -> bool {
+        if gpus <= self.node_size {
+            gpus <= self.max_idle
+        } else {
+            gpus <= self.whole_idle
+        }
+    }
+}
+
 /// A reservation as the pass sees it.
 #[derive(Clone, Debug)]
 pub(crate) struct Held {
     pub workload: WorkloadId,
-    pub leaf: BudgetId,
     /// The holder's queue position: work ahead of it may use its GPUs.
     pub key: QueueKey,
     pub at: Time,
     pub parts: Vec<NodeGpus>,
     pub live: bool,
+    /// By leaf rank: whose unprotected work the holder's leaf may preempt (as
+    /// `Standings::preemptible_by`), looked up for every request that meets the reservation.
+    pub may_preempt: Vec<bool>,
 }
 
 pub(crate) struct Pool {
@@ -129,6 +170,7 @@ pub(crate) struct Pool {
     pub unprotected_by_rank: Vec<u32>,
     /// Live GPUs the baseline may preempt (not `baseline_protected`) on schedulable hosts.
     pub baseline_preemptible_gpus: u32,
+    may_be_victim: fn(&Run, Time) -> bool,
     /// Bumped by every change, so callers can cache what they learned about the pool.
     pub changes: u64,
     /// `(changes, host)` for every host where something got easier: a preemption left idle GPUs
@@ -139,11 +181,14 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
+    /// The pool for a pass at `now`. `may_be_victim` must say yes, at `now`, to every run any
+    /// search of the pass may preempt (and may say yes to more).
     pub(crate) fn new(
         state: &ClusterState<'_>,
         now: Time,
         ranks: usize,
         rank_of: impl Fn(BudgetId) -> u32,
+        may_be_victim: fn(&Run, Time) -> bool,
     ) -> Pool {
         // Size every vector once: a pass runs at every event, so regrowth would dominate.
         let mut per_node = vec![0usize; state.nodes.len()];
@@ -166,12 +211,14 @@ impl Pool {
                     room += count as u32 + n.gpus;
                     Slot {
                         all: GpuSet::first(n.gpus),
+                        size: n.gpus,
                         free: GpuSet::first(n.gpus),
                         health: n.health,
                         reservation: None,
                         reserved: GpuSet::EMPTY,
                         runs_at,
                         runs_len: 0,
+                        victims: Cell::new(None),
                     }
                 })
                 .collect(),
@@ -186,6 +233,7 @@ impl Pool {
             free_work_gpus: 0,
             unprotected_by_rank: vec![0; ranks.max(1)],
             baseline_preemptible_gpus: 0,
+            may_be_victim,
             changes: 0,
             loosened: Vec::new(),
         };
@@ -236,6 +284,28 @@ impl Pool {
             .sum()
     }
 
+    /// The bounds on preempting on host `node` (see [`VictimBound`]), worked out the first time a
+    /// search asks: a pass that preempts nowhere never pays for them.
+    pub(crate) fn victim_bound(&self, node: usize) -> VictimBound {
+        let slot = &self.slots[node];
+        if let Some(bound) = slot.victims.get() {
+            return bound;
+        }
+        let mut bound = VictimBound {
+            gpus: GpuSet::EMPTY,
+            cheapest: None,
+        };
+        for &(run, held) in self.slot_runs(node) {
+            let r = &self.runs[run as usize];
+            if r.alive && !r.fresh && (self.may_be_victim)(r, self.now) {
+                bound.gpus = bound.gpus.union(held);
+                bound.cheapest = Some(bound.cheapest.map_or(r.cost, |c| c.min(r.cost)));
+            }
+        }
+        slot.victims.set(Some(bound));
+        bound
+    }
+
     /// Live and finished runs touching host `node`, with the GPUs they hold there, by workload id
     /// (snapshot runs), then in start order (runs started by this pass).
     pub(crate) fn slot_runs(&self, node: usize) -> &[(u32, GpuSet)] {
@@ -255,11 +325,7 @@ impl Pool {
             return;
         }
         let idle = slot.free.count();
-        let whole = if slot.free == slot.all {
-            slot.all.count()
-        } else {
-            0
-        };
+        let whole = if slot.free == slot.all { slot.size } else { 0 };
         let apply = |v: &mut u32, by: u32| {
             *v = if sign > 0 { *v + by } else { *v - by };
         };
@@ -299,6 +365,15 @@ impl Pool {
             self.max_idle() >= gpus
         } else {
             self.whole_idle_gpus >= gpus
+        }
+    }
+
+    /// [`Pool::idle_could_fit`] for every size at once, as of now.
+    pub(crate) fn idle_fit(&self) -> IdleFit {
+        IdleFit {
+            node_size: self.node_size,
+            max_idle: self.max_idle(),
+            whole_idle: self.whole_idle_gpus,
         }
     }
 
@@ -364,10 +439,10 @@ impl Pool {
     pub(crate) fn reserve(
         &mut self,
         workload: WorkloadId,
-        leaf: BudgetId,
         key: QueueKey,
         at: Time,
         parts: Vec<NodeGpus>,
+        may_preempt: Vec<bool>,
     ) {
         self.changes += 1;
         let index = self.held.len() as u32;
@@ -378,11 +453,11 @@ impl Pool {
         }
         self.held.push(Held {
             workload,
-            leaf,
             key,
             at,
             parts,
             live: true,
+            may_preempt,
         });
     }
 
@@ -413,16 +488,18 @@ impl Pool {
         self.loosened.push((self.changes, node.0));
     }
 
-    /// Hosts where placement got easier after version `since`, ascending.
-    pub(crate) fn loosened_since(&self, since: u64) -> Vec<usize> {
+    /// Appends to `nodes` (empty) the hosts where placement got easier after version `since`,
+    /// ascending. Most failed searches are looked up again before anything loosened, so that case
+    /// returns before searching or sorting.
+    pub(crate) fn loosened_since(&self, since: u64, nodes: &mut Vec<usize>) {
+        debug_assert!(nodes.is_empty());
+        if self.loosened.last().is_none_or(|&(v, _)| v <= since) {
+            return;
+        }
         let from = self.loosened.partition_point(|&(v, _)| v <= since);
-        let mut nodes: Vec<usize> = self.loosened[from..]
-            .iter()
-            .map(|&(_, n)| n as usize)
-            .collect();
+        nodes.extend(self.loosened[from..].iter().map(|&(_, n)| n as usize));
         nodes.sort_unstable();
         nodes.dedup();
-        nodes
     }
 
     /// GPUs of `node` a workload may use, given a test of whether it may backfill a reservation.

@@ -21,7 +21,7 @@ pub(crate) fn baseline(
     watch: Option<WorkloadId>,
 ) -> (Decision, Option<WaitReason>) {
     let standings = engine.standings(now);
-    let mut pool = Pool::new(state, now, 1, |_| 0);
+    let mut pool = Pool::new(state, now, 1, |_| 0, |r, _| !r.baseline_protected);
     let mut actions = Vec::new();
     drain_hosts(
         &mut pool,

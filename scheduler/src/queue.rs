@@ -1,8 +1,11 @@
 //! Queue order (DESIGN §4.4): allocated work by leaf rank, then priority, then submit time; then
-//! unallocated work ordered the same way. Bucketed by (class, leaf rank) in O(n); each bucket is
-//! sorted only when a scan reaches it.
+//! unallocated work ordered the same way. Allocated work is bucketed by leaf rank in O(n), each
+//! bucket sorted only when a scan reaches it; unallocated work is sorted a batch at a time.
+
+use std::collections::BinaryHeap;
 
 use crate::ids::{Time, WorkloadId};
+use crate::pool::IdleFit;
 use crate::ranking::Standings;
 use crate::snapshot::WorkloadSpec;
 
@@ -26,6 +29,11 @@ impl QueueKey {
         }
     }
 
+    /// The leaf rank it was built with (0 for the baseline).
+    pub(crate) fn rank(&self) -> u32 {
+        self.class_rank as u32
+    }
+
     /// The baseline's order: global priority, then age.
     pub(crate) fn baseline(w: &WorkloadSpec) -> QueueKey {
         QueueKey {
@@ -37,9 +45,9 @@ impl QueueKey {
     }
 }
 
+/// Allocated work in buckets by leaf rank, each sorted only when the scan reaches it.
 pub(crate) struct Queue {
-    ranks: usize,
-    /// Queue indices grouped by `class * ranks + rank`.
+    /// Queue indices grouped by rank.
     order: Vec<u32>,
     start: Vec<u32>,
     min_gpus: Vec<u32>,
@@ -47,74 +55,142 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
+    /// Buckets the allocated workloads: O(n).
     pub(crate) fn fair_share(queued: &[WorkloadSpec], standings: &Standings) -> Queue {
         let ranks = standings.leaf_count();
-        let groups = 2 * ranks;
-        let group_of = |w: &WorkloadSpec| {
-            let class = usize::from(!w.is_allocated());
-            class * ranks + standings.leaf_rank(w.leaf) as usize
-        };
-        let mut start = vec![0u32; groups + 1];
-        let mut min_gpus = vec![u32::MAX; groups];
-        let group: Vec<u32> = queued
-            .iter()
-            .map(|w| {
-                let g = group_of(w);
-                start[g + 1] += 1;
-                min_gpus[g] = min_gpus[g].min(w.gpus);
-                g as u32
-            })
-            .collect();
-        for g in 0..groups {
-            start[g + 1] += start[g];
+        let mut start = vec![0u32; ranks + 1];
+        let mut min_gpus = vec![u32::MAX; ranks];
+        let mut members: Vec<(u32, u32)> = Vec::new();
+        for (i, w) in queued.iter().enumerate() {
+            if w.is_allocated() {
+                let rank = standings.leaf_rank(w.leaf);
+                start[rank as usize + 1] += 1;
+                min_gpus[rank as usize] = min_gpus[rank as usize].min(w.gpus);
+                members.push((i as u32, rank));
+            }
+        }
+        for r in 0..ranks {
+            start[r + 1] += start[r];
         }
         let mut fill = start.clone();
-        let mut order = vec![0u32; queued.len()];
-        for (i, &g) in group.iter().enumerate() {
-            order[fill[g as usize] as usize] = i as u32;
-            fill[g as usize] += 1;
+        let mut order = vec![0u32; members.len()];
+        for &(i, rank) in &members {
+            order[fill[rank as usize] as usize] = i;
+            fill[rank as usize] += 1;
         }
         Queue {
-            ranks,
             order,
             start,
             min_gpus,
-            sorted: vec![false; groups],
+            sorted: vec![false; ranks],
         }
     }
 
     pub(crate) fn ranks(&self) -> usize {
-        self.ranks
-    }
-
-    fn index(&self, class: usize, rank: usize) -> usize {
-        class * self.ranks + rank
+        self.sorted.len()
     }
 
     /// Members of a bucket, in no particular order.
-    pub(crate) fn group(&self, class: usize, rank: usize) -> &[u32] {
-        let g = self.index(class, rank);
-        &self.order[self.start[g] as usize..self.start[g + 1] as usize]
+    pub(crate) fn group(&self, rank: usize) -> &[u32] {
+        &self.order[self.start[rank] as usize..self.start[rank + 1] as usize]
     }
 
-    pub(crate) fn min_gpus(&self, class: usize, rank: usize) -> u32 {
-        self.min_gpus[self.index(class, rank)]
+    pub(crate) fn min_gpus(&self, rank: usize) -> u32 {
+        self.min_gpus[rank]
     }
 
     /// Members of a bucket in queue order.
-    pub(crate) fn sorted_group(
-        &mut self,
-        class: usize,
-        rank: usize,
-        queued: &[WorkloadSpec],
-    ) -> &[u32] {
-        let g = self.index(class, rank);
-        let range = self.start[g] as usize..self.start[g + 1] as usize;
-        if !self.sorted[g] {
+    pub(crate) fn sorted_group(&mut self, rank: usize, queued: &[WorkloadSpec]) -> &[u32] {
+        let range = self.start[rank] as usize..self.start[rank + 1] as usize;
+        if !self.sorted[rank] {
             self.order[range.clone()]
                 .sort_unstable_by_key(|&q| QueueKey::fair_share(&queued[q as usize], rank as u32));
-            self.sorted[g] = true;
+            self.sorted[rank] = true;
         }
         &self.order[range]
+    }
+}
+
+/// Unallocated work in queue order, picked a batch at a time as it is taken.
+///
+/// Unallocated work only takes idle GPUs, after all allocated work. Idle GPUs only get fewer from
+/// then on, so a workload that cannot fit when this scan begins never starts, and is left out;
+/// and since every start takes a GPU, a scan stops after at most as many starts as there are idle
+/// GPUs. So each batch is the first candidates in queue order after the previous batch that still
+/// fit, one per idle GPU, picked in one pass with a bounded heap and then sorted. A long free queue
+/// waiting for a few idle GPUs costs a pass over it, not a sort of all of it.
+pub(crate) struct FreeQueue<'a> {
+    queued: &'a [WorkloadSpec],
+    standings: &'a Standings,
+    /// The current batch in queue order, and how many of it were taken.
+    batch: Vec<(QueueKey, u32)>,
+    taken: usize,
+    /// No candidate is left after the current batch.
+    last: bool,
+}
+
+/// The most candidates per batch.
+const MAX_BATCH: usize = 64;
+
+impl<'a> FreeQueue<'a> {
+    pub(crate) fn new(queued: &'a [WorkloadSpec], standings: &'a Standings) -> FreeQueue<'a> {
+        FreeQueue {
+            queued,
+            standings,
+            batch: Vec::new(),
+            taken: 0,
+            last: false,
+        }
+    }
+
+    /// The next candidate in queue order that fits idle GPUs as they are now, and its leaf rank.
+    /// `fits` may only have shrunk since the last call; `idle` is the idle GPUs left.
+    pub(crate) fn next(&mut self, fits: IdleFit, idle: u32) -> Option<(u32, u32)> {
+        loop {
+            if self.taken == self.batch.len() {
+                if self.last {
+                    return None;
+                }
+                let after = self.batch.last().map(|b| b.0);
+                self.pick(after, fits, (idle as usize).clamp(1, MAX_BATCH));
+            }
+            let (key, q) = *self.batch.get(self.taken)?;
+            self.taken += 1;
+            if fits.fits(self.queued[q as usize].gpus) {
+                return Some((q, key.rank()));
+            }
+        }
+    }
+
+    /// The first `size` candidates after key `after` that `fits`, in queue order.
+    fn pick(&mut self, after: Option<QueueKey>, fits: IdleFit, size: usize) {
+        let mut heap: BinaryHeap<(QueueKey, u32)> = BinaryHeap::with_capacity(size);
+        let mut more = false;
+        for (i, w) in self.queued.iter().enumerate() {
+            if w.is_allocated() || !fits.fits(w.gpus) {
+                continue;
+            }
+            let rank = self.standings.leaf_rank(w.leaf);
+            // A full batch only takes better-ranked work; most of a long queue stops here.
+            if heap.len() == size && heap.peek().is_some_and(|top| rank > top.0.rank()) {
+                more = true;
+                continue;
+            }
+            let key = QueueKey::fair_share(w, rank);
+            if after.is_some_and(|a| key <= a) {
+                continue;
+            }
+            if heap.len() < size {
+                heap.push((key, i as u32));
+            } else {
+                more = true;
+                if let Some(mut top) = heap.peek_mut().filter(|top| key < top.0) {
+                    *top = (key, i as u32);
+                }
+            }
+        }
+        self.batch = heap.into_sorted_vec();
+        self.taken = 0;
+        self.last = !more;
     }
 }

@@ -6,6 +6,7 @@ mod fair_share;
 mod health;
 mod placement;
 mod properties;
+mod shortcuts;
 mod simulator;
 mod support;
 mod validation;

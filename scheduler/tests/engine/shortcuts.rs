@@ -1,0 +1,118 @@
+//! The decision pass's shortcuts at their edges (DESIGN §4.8): each case fails if a shortcut rules
+//! out a placement that exists, or skips a host that would have been the better choice.
+
+use scheduler::*;
+
+use crate::support::{preempted, starts, World};
+
+const TWO_TEAMS: &[(&str, f64)] = &[("a", 1.0), ("b", 1.0)];
+
+/// Free work of `path`, resumable, started at `started_at` on `gpus` of `node`.
+fn free_work(w: &mut World, path: &str, started_at: Time, node: u32, gpus: &[u32]) -> WorkloadId {
+    w.running(path, 0, started_at, node, gpus)
+}
+
+#[test]
+fn a_failed_search_rules_out_only_requests_larger_than_any_host_could_gather() {
+    // Node 0 has 3 idle GPUs, node 1 has 2; everything else is a's own protected work.
+    let mut w = World::new(TWO_TEAMS, 2, 8);
+    w.running("a", HOUR, 0, 0, &[0, 1, 2, 3, 4]);
+    w.running("a", HOUR, 0, 1, &[0, 1, 2, 3, 4, 5]);
+    let mut ask = |gpus, priority| {
+        let mut spec = w.spec("a", gpus, HOUR);
+        spec.priority = priority;
+        w.submit_spec(spec)
+    };
+    // In queue order: 5 and 4 cannot fit anywhere (the failed 5 shows at most 3 fit on a host);
+    // 3 fits on node 0, exactly; the next 3 no longer fits; 2 fits on node 1.
+    ask(5, 4);
+    ask(4, 3);
+    let three = ask(3, 2);
+    ask(3, 1);
+    let two = ask(2, 0);
+    let decision = w.decide();
+    assert_eq!(
+        starts(&decision),
+        [
+            (three, &Placement::on(NodeId(0), GpuSet::of(&[5, 6, 7]))),
+            (two, &Placement::on(NodeId(1), GpuSet::of(&[6, 7]))),
+        ]
+    );
+}
+
+#[test]
+fn equal_preemption_costs_go_to_the_host_left_with_fewer_idle_gpus() {
+    // Both hosts offer one free-work victim losing 1,200 GPU-seconds. Node 0 would be left with 4
+    // idle GPUs, node 1 with none: node 1 wins although node 0 is searched first.
+    let mut w = World::new(TWO_TEAMS, 2, 8);
+    w.now = 1_000;
+    free_work(&mut w, "b", 800, 0, &[0, 1, 2, 3, 4, 5]);
+    let victim = free_work(&mut w, "b", 700, 1, &[0, 1, 2, 3]);
+    w.running("b", HOUR, 990, 1, &[4, 5, 6, 7]);
+    let four = w.submit("a", 4, HOUR);
+    let decision = w.decide();
+    assert_eq!(preempted(&decision), [victim]);
+    assert_eq!(
+        starts(&decision),
+        [(four, &Placement::on(NodeId(1), GpuSet::of(&[0, 1, 2, 3])))]
+    );
+}
+
+#[test]
+fn free_work_takes_idle_gpus_in_queue_order_as_larger_requests_stop_fitting() {
+    // 4 idle GPUs: 2 on node 0, 1 each on nodes 1 and 2, under a's protected work.
+    let mut w = World::new(TWO_TEAMS, 3, 8);
+    w.running("a", HOUR, 0, 0, &[0, 1, 2, 3, 4, 5]);
+    w.running("a", HOUR, 0, 1, &[0, 1, 2, 3, 4, 5, 6]);
+    w.running("a", HOUR, 0, 2, &[0, 1, 2, 3, 4, 5, 6]);
+    let mut free = |path: &str, gpus, priority| {
+        let mut spec = w.spec(path, gpus, 0);
+        spec.priority = priority;
+        w.submit_spec(spec)
+    };
+    // b's free work in queue order: four 2-GPU requests, then three 1-GPU ones.
+    let first = free("b", 2, 9);
+    for priority in [8, 7, 6] {
+        free("b", 2, priority);
+    }
+    let small = free("b", 1, 5);
+    free("b", 1, 4);
+    free("b", 1, 3);
+    // a ranks ahead of b (equal shares, equal use, then by name): its free work goes first.
+    let a = free("a", 1, 0);
+    w.queued.reverse();
+    let decision = w.decide();
+    assert_eq!(
+        starts(&decision),
+        [
+            (a, &Placement::on(NodeId(1), GpuSet::of(&[7]))),
+            (first, &Placement::on(NodeId(0), GpuSet::of(&[6, 7]))),
+            (small, &Placement::on(NodeId(2), GpuSet::of(&[7]))),
+        ]
+    );
+}
+
+#[test]
+fn free_work_that_fits_starts_even_when_smaller_free_work_of_its_leaf_fits_nowhere() {
+    // One 8-GPU host, busy but for one GPU, and three idle 4-GPU hosts. An 8-GPU request fits on
+    // no single host, but a 12-GPU gang fits on the three small ones: the scan must not give up on
+    // the leaf because its smallest request does not fit (an earlier bucket skip did).
+    let mut w = World::new(TWO_TEAMS, 4, 8);
+    for node in &mut w.nodes[1..] {
+        node.gpus = 4;
+    }
+    w.running("a", HOUR, 0, 0, &[0, 1, 2, 3, 4, 5, 6]);
+    let mut eight = w.spec("b", 8, 0);
+    eight.priority = 1;
+    w.submit_spec(eight);
+    let gang = w.submit("b", 12, 0);
+    let decision = w.decide();
+    let whole = |node| NodeGpus {
+        node: NodeId(node),
+        gpus: GpuSet::first(4),
+    };
+    let placement = Placement {
+        parts: vec![whole(1), whole(2), whole(3)],
+    };
+    assert_eq!(starts(&decision), [(gang, &placement)]);
+}
