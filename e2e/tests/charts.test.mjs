@@ -80,7 +80,7 @@ describe('charts', () => {
       await activity.getByLabel('Per', { exact: true }).selectOption('week');
       await waitForChart(page, activity.getByRole('img', { name: /^Workloads waiting per week/ }));
       // The allocation chart states the chosen node's usage ratio beside it.
-      await allocation.getByText(/^Pick a program or project to see its usage ratio\.$/).waitFor();
+      await allocation.getByText(/^Usage ratio of cluster over the lookback window: \d/).waitFor();
 
       // Pick a program in the node picker: its chart replaces the cluster's.
       const program = await page.getByLabel('Node', { exact: true }).locator('option').nth(1).getAttribute('value');

@@ -85,7 +85,8 @@ describe('simulator lab', () => {
       await page.getByRole('button', { name: 'Whole run' }).click();
       await page.getByRole('img', { name: new RegExp(`d0 00:00 to ${whole[1]}`) }).waitFor();
       await page.getByLabel('Policy').selectOption('priority');
-      await page.getByRole('img', { name: /under the priority baseline/ }).waitFor();
+      await page.getByText(/^Runs on the first 32 GPUs under the priority baseline, /).waitFor();
+      assert.ok((await page.locator('figure.gantt g.gantt-bar').count()) > 0, 'the baseline has bars too');
     });
   });
 });

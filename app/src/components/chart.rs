@@ -690,7 +690,7 @@ mod activity_charts {
             .legend(Legend::new().top(0))
             .grid(
                 Grid::new()
-                    .left(8)
+                    .left(24)
                     .right(16)
                     .top(40)
                     .bottom(8)
