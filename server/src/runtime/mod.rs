@@ -36,6 +36,18 @@ struct Inner {
     queue: queue_cache::QueueCache,
 }
 
+/// Fault injection for tests (`HOURGLASS_FAULT_PAUSE_BEFORE_COMMIT_MS`): a pass that changes the
+/// cluster waits this long before committing, so a test can kill the process mid-decision.
+fn fault_pause_before_commit() -> Option<Duration> {
+    static PAUSE: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    *PAUSE.get_or_init(|| {
+        std::env::var("HOURGLASS_FAULT_PAUSE_BEFORE_COMMIT_MS")
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map(Duration::from_millis)
+    })
+}
+
 /// What one pass did.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PassOutcome {
@@ -214,6 +226,13 @@ impl Runtime {
         }
         if outcome.started + outcome.stopped > 0 {
             lease::bump_assign(&mut tx).await?;
+            if let Some(pause) = fault_pause_before_commit() {
+                tracing::warn!(
+                    ?pause,
+                    "fault injection: pausing before committing a decision"
+                );
+                tokio::time::sleep(pause).await;
+            }
         }
         tx.commit().await?;
         if outcome.started + outcome.stopped > 0 {

@@ -8,11 +8,14 @@ use std::time::{Duration, Instant};
 /// The longest a computed queue is shown without recomputing it.
 pub const MAX_AGE: Duration = Duration::from_secs(1);
 
+/// A computed list: its generation, when it was computed, the rows.
+type Computed = (u64, Instant, Arc<Vec<QueueRow>>);
+
 #[derive(Default)]
 pub struct QueueCache {
     /// Bumped on every change; a list computed under an older generation is not stored.
     generation: AtomicU64,
-    rows: Mutex<Option<(u64, Instant, Arc<Vec<QueueRow>>)>>,
+    rows: Mutex<Option<Computed>>,
     /// Held while one request computes, so concurrent requests share its result.
     pub computing: tokio::sync::Mutex<()>,
 }

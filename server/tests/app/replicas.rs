@@ -2,7 +2,7 @@
 //! the lease to the other within 10 s, and no decision is applied twice.
 
 use crate::live::{job, ORG};
-use crate::restart::{healthy, serve, state_of, wait_for};
+use crate::restart::{healthy, serve, serve_with, state_of, wait_for};
 use crate::support::{fake_site, free_port, TestDb};
 use server::{
     api::tokens,
@@ -37,8 +37,17 @@ async fn becomes(http: &reqwest::Client, url: &str, role: &str, within: Duration
     panic!("{url} did not become {role} within {within:?}");
 }
 
-#[tokio::test]
-async fn killing_the_leader_hands_the_lease_to_the_other_replica_within_ten_seconds() {
+struct Setup {
+    _test_db: TestDb,
+    database: String,
+    site: std::path::PathBuf,
+    pool: sqlx::AnyPool,
+    node_token: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+async fn setup() -> Setup {
     let test_db = TestDb::new().await;
     let database = test_db.url.clone();
     let site = fake_site(test_db.dir.path());
@@ -61,6 +70,95 @@ async fn killing_the_leader_hands_the_lease_to_the_other_replica_within_ten_seco
         .unwrap();
     let http = crate::live::client();
 
+    Setup {
+        _test_db: test_db,
+        database,
+        site,
+        pool,
+        node_token,
+        token,
+        http,
+    }
+}
+
+async fn agent_on(
+    url: &str,
+    node_token: &str,
+    http: &reqwest::Client,
+    token: &str,
+) -> tokio::process::Child {
+    let agent = Command::new(BIN)
+        .args([
+            "agent", "--server", url, "--name", "n1", "--gpus", "2", "--token", node_token,
+        ])
+        .env("HOURGLASS_LOG", "error")
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        let nodes: serde_json::Value = http
+            .get(format!("{url}/api/v1/nodes"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if nodes["nodes"][0]["state"] == "healthy" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    agent
+}
+
+async fn submit(http: &reqwest::Client, url: &str, token: &str, name: &str, command: &str) -> i64 {
+    let response = http
+        .post(format!("{url}/api/v1/workloads"))
+        .bearer_auth(token)
+        .json(&job("ai/olmo", name, command, 1, 900, true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::CREATED);
+    response.json::<serde_json::Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap()
+}
+
+/// Each workload has exactly one run and one `started` event.
+async fn started_once(pool: &sqlx::AnyPool, ids: &[i64]) {
+    for id in ids {
+        let runs: i64 =
+            sqlx::query_scalar("select count(*) from workload_run where workload_id = $1")
+                .bind(id)
+                .fetch_one(pool)
+                .await
+                .unwrap();
+        let starts: i64 = sqlx::query_scalar(
+            "select count(*) from workload_event where workload_id = $1 and kind = 'started'",
+        )
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        assert_eq!((runs, starts), (1, 1), "workload {id} started exactly once");
+    }
+}
+
+#[tokio::test]
+async fn killing_the_leader_hands_the_lease_to_the_other_replica_within_ten_seconds() {
+    // `_keep` holds the temporary folder (the database, the site) until the test ends.
+    let Setup {
+        _test_db: _keep,
+        database,
+        site,
+        pool,
+        node_token,
+        token,
+        http,
+    } = setup().await;
     let (port_a, port_b) = (free_port(), free_port());
     let (url_a, url_b) = (
         format!("http://127.0.0.1:{port_a}"),
@@ -77,54 +175,8 @@ async fn killing_the_leader_hands_the_lease_to_the_other_replica_within_ten_seco
     }
 
     // The agent and the researcher talk only to the follower.
-    let _agent = Command::new(BIN)
-        .args([
-            "agent",
-            "--server",
-            &url_b,
-            "--name",
-            "n1",
-            "--gpus",
-            "2",
-            "--token",
-            &node_token,
-        ])
-        .env("HOURGLASS_LOG", "error")
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let submit = |name: &'static str, command: &'static str| {
-        let (http, url, token) = (http.clone(), url_b.clone(), token.clone());
-        async move {
-            let response = http
-                .post(format!("{url}/api/v1/workloads"))
-                .bearer_auth(&token)
-                .json(&job("ai/olmo", name, command, 1, 900, true))
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(response.status(), reqwest::StatusCode::CREATED);
-            response.json::<serde_json::Value>().await.unwrap()["id"]
-                .as_i64()
-                .unwrap()
-        }
-    };
-    for _ in 0..100 {
-        let nodes: serde_json::Value = http
-            .get(format!("{url_b}/api/v1/nodes"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if nodes["nodes"][0]["state"] == "healthy" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let first = submit("long", "sleep 60").await;
+    let _agent = agent_on(&url_b, &node_token, &http, &token).await;
+    let first = submit(&http, &url_b, &token, "long", "sleep 60").await;
     wait_for(&http, &url_b, &token, first, "running").await;
 
     a.start_kill().unwrap();
@@ -132,33 +184,65 @@ async fn killing_the_leader_hands_the_lease_to_the_other_replica_within_ten_seco
     let handover = becomes(&http, &url_b, "leader", Duration::from_secs(10)).await;
     eprintln!("lease handed over {handover:?} after the leader was killed");
 
-    let second = submit("short", "true").await;
+    let second = submit(&http, &url_b, &token, "short", "true").await;
     wait_for(&http, &url_b, &token, second, "succeeded").await;
     assert_eq!(
         state_of(&http, &url_b, &token, first).await["state"],
         "running"
     );
-
-    for id in [first, second] {
-        let runs: i64 =
-            sqlx::query_scalar("select count(*) from workload_run where workload_id = $1")
-                .bind(id)
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-        let starts: i64 = sqlx::query_scalar(
-            "select count(*) from workload_event where workload_id = $1 and kind = 'started'",
-        )
-        .bind(id)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-        assert_eq!((runs, starts), (1, 1), "workload {id} started exactly once");
-    }
+    started_once(&pool, &[first, second]).await;
     let (epoch, holder): (i64, String) =
         sqlx::query_as("select epoch, holder from scheduler_lease where name = 'scheduler'")
             .fetch_one(&pool)
             .await
             .unwrap();
     assert_eq!(epoch, 2, "two holders so far: {holder}");
+}
+
+#[tokio::test]
+async fn a_leader_killed_mid_decision_commits_nothing_and_the_next_leader_decides_once() {
+    // `_keep` holds the temporary folder (the database, the site) until the test ends.
+    let Setup {
+        _test_db: _keep,
+        database,
+        site,
+        pool,
+        node_token,
+        token,
+        http,
+    } = setup().await;
+    let (port_a, port_b) = (free_port(), free_port());
+    let (url_a, url_b) = (
+        format!("http://127.0.0.1:{port_a}"),
+        format!("http://127.0.0.1:{port_b}"),
+    );
+    // A pauses 4 s inside every pass that starts or stops work, before committing.
+    let mut a = serve_with(
+        &database,
+        &site,
+        port_a,
+        &[("HOURGLASS_FAULT_PAUSE_BEFORE_COMMIT_MS", "4000")],
+    );
+    healthy(&http, &url_a).await;
+    becomes(&http, &url_a, "leader", Duration::from_secs(5)).await;
+    let _b = serve(&database, &site, port_b);
+    healthy(&http, &url_b).await;
+    let _agent = agent_on(&url_b, &node_token, &http, &token).await;
+
+    let id = submit(&http, &url_b, &token, "decided-once", "sleep 2").await;
+    // A takes the wake-up within a quarter second and sits in its decision, uncommitted.
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    // Read the database directly: through the API, the token bookkeeping would wait for A's lock.
+    let state: String = sqlx::query_scalar("select state from workload where workload_id = $1")
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "queued", "A has decided but not committed");
+    a.start_kill().unwrap();
+    a.wait().await.unwrap();
+
+    becomes(&http, &url_b, "leader", Duration::from_secs(10)).await;
+    wait_for(&http, &url_b, &token, id, "succeeded").await;
+    started_once(&pool, &[id]).await;
 }

@@ -16,7 +16,17 @@ use crate::support::{fake_site, free_port, TestDb};
 const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
 
 pub(crate) fn serve(database: &str, site: &std::path::Path, port: u16) -> Child {
+    serve_with(database, site, port, &[])
+}
+
+pub(crate) fn serve_with(
+    database: &str,
+    site: &std::path::Path,
+    port: u16,
+    env: &[(&str, &str)],
+) -> Child {
     Command::new(BIN)
+        .envs(env.iter().copied())
         .args([
             "serve",
             "--addr",

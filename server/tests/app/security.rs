@@ -165,6 +165,9 @@ async fn pages_carry_a_nonce_content_security_policy_and_security_headers() {
     }
 }
 
+/// A mutation's endpoint, its form, and the status expected for anonymous, ada, lee and root.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, [u16; 4]);
+
 /// Every mutation's server function against every role: the status each gets. 401: not signed
 /// in; 403: signed in without the right; anything else got past authorization (and may then be
 /// refused as invalid input or a missing record).
@@ -200,7 +203,7 @@ async fn every_mutation_is_authorized_on_the_server_for_every_role() {
         ("priority", "0"),
     ];
     // (endpoint, form, expected status for anonymous, ada, lee, root)
-    let matrix: Vec<(&str, Vec<(&str, &str)>, [u16; 4])> = vec![
+    let matrix: Vec<Case> = vec![
         (
             "/api/users/create",
             vec![("role", "researcher"), ("password", PASSWORD)],
