@@ -2,16 +2,10 @@
 //! back, and a full disk under SQLite. In each, every workload ends in a known state and the
 //! ledger charges exactly the run segments' GPU-seconds: nothing twice, nothing lost.
 
-use crate::live::{client, job, Live, ORG};
+use crate::live::{client, job, Live};
 use crate::restart::wait_for;
-use crate::support::{fake_site, free_port, postgres_url, TestDb};
-use server::{
-    api::tokens,
-    budget::{import::import_org, org_file::OrgFile},
-    db,
-    nodes::service as node_service,
-    users::service,
-};
+use crate::support::{fake_site, free_port, postgres_url, seed_org, TestDb};
+use server::{db, nodes::service as node_service};
 use sqlx::AnyPool;
 use std::sync::{
     atomic::{AtomicBool, Ordering},
@@ -164,20 +158,7 @@ struct Cluster {
 
 async fn cluster(database_for_server: &str, database: &str, dir: &std::path::Path) -> Cluster {
     let pool = db::open(database).await.unwrap();
-    for name in ["root", "pat", "ada", "bob"] {
-        service::create_user(&pool, name, "researcher", "long enough 1".into())
-            .await
-            .unwrap();
-    }
-    import_org(&pool, &OrgFile::parse(ORG).unwrap(), service::now())
-        .await
-        .unwrap();
-    let (_, node_token) = node_service::register_node(&pool, "n1").await.unwrap();
-    let ada = server::users::repo::find_user_by_username(&pool, "ada")
-        .await
-        .unwrap()
-        .unwrap();
-    let token = tokens::create_token(&pool, ada.user_id, "t").await.unwrap();
+    let (node_token, token) = seed_org(&pool).await;
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let server = Command::new(BIN)

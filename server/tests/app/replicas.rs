@@ -1,16 +1,10 @@
 //! Two `hourglass serve` replicas on one database: one holds the scheduler lease; killing it hands
 //! the lease to the other within 10 s, and no decision is applied twice.
 
-use crate::live::{job, ORG};
+use crate::live::job;
 use crate::restart::{healthy, serve, serve_with, state_of, wait_for};
-use crate::support::{fake_site, free_port, TestDb};
-use server::{
-    api::tokens,
-    budget::{import::import_org, org_file::OrgFile},
-    db,
-    nodes::service as node_service,
-    users::service,
-};
+use crate::support::{fake_site, free_port, seed_org, TestDb};
+use server::db;
 use std::time::{Duration, Instant};
 use tokio::process::Command;
 
@@ -52,22 +46,7 @@ async fn setup() -> Setup {
     let database = test_db.url.clone();
     let site = fake_site(test_db.dir.path());
     let pool = db::open(&database).await.unwrap();
-    for name in ["root", "pat", "ada", "bob"] {
-        service::create_user(&pool, name, "researcher", "long enough 1".into())
-            .await
-            .unwrap();
-    }
-    import_org(&pool, &OrgFile::parse(ORG).unwrap(), service::now())
-        .await
-        .unwrap();
-    let (_, node_token) = node_service::register_node(&pool, "n1").await.unwrap();
-    let ada = server::users::repo::find_user_by_username(&pool, "ada")
-        .await
-        .unwrap()
-        .unwrap();
-    let token = tokens::create_token(&pool, ada.user_id, "test")
-        .await
-        .unwrap();
+    let (node_token, token) = seed_org(&pool).await;
     let http = crate::live::client();
 
     Setup {
@@ -81,7 +60,8 @@ async fn setup() -> Setup {
     }
 }
 
-async fn agent_on(
+/// Starts agent `n1` (2 GPUs) against `url` and waits until the server sees it healthy.
+pub(crate) async fn agent_on(
     url: &str,
     node_token: &str,
     http: &reqwest::Client,

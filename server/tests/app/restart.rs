@@ -1,17 +1,11 @@
 //! The server killed with SIGKILL mid-run comes back and neither loses nor double-charges time.
 
-use crate::live::{job, ORG};
-use server::{
-    api::tokens,
-    budget::{import::import_org, org_file::OrgFile},
-    db,
-    nodes::service as node_service,
-    users::service,
-};
+use crate::live::job;
+use server::db;
 use std::{process::Stdio, time::Duration};
 use tokio::process::{Child, Command};
 
-use crate::support::{fake_site, free_port, TestDb};
+use crate::support::{fake_site, free_port, seed_org, TestDb};
 
 const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
 
@@ -97,60 +91,14 @@ async fn a_server_killed_mid_run_restarts_without_losing_or_double_charging_time
     let database = test_db.url.clone();
     let site = fake_site(dir.path());
     let pool = db::open(&database).await.unwrap();
-    for name in ["root", "pat", "ada", "bob"] {
-        service::create_user(&pool, name, "researcher", "long enough 1".into())
-            .await
-            .unwrap();
-    }
-    import_org(&pool, &OrgFile::parse(ORG).unwrap(), service::now())
-        .await
-        .unwrap();
-    let (_, node_token) = node_service::register_node(&pool, "n1").await.unwrap();
-    let ada = server::users::repo::find_user_by_username(&pool, "ada")
-        .await
-        .unwrap()
-        .unwrap();
-    let token = tokens::create_token(&pool, ada.user_id, "test")
-        .await
-        .unwrap();
+    let (node_token, token) = seed_org(&pool).await;
 
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
     let http = crate::live::client();
     let mut server = serve(&database, &site, port);
     healthy(&http, &url).await;
-    let _agent = Command::new(BIN)
-        .args([
-            "agent",
-            "--server",
-            &url,
-            "--name",
-            "n1",
-            "--gpus",
-            "2",
-            "--token",
-            &node_token,
-        ])
-        .env("HOURGLASS_LOG", "error")
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-
-    for _ in 0..100 {
-        let nodes: serde_json::Value = http
-            .get(format!("{url}/api/v1/nodes"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if nodes["nodes"][0]["state"] == "healthy" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let _agent = crate::replicas::agent_on(&url, &node_token, &http, &token).await;
     let submitted = http
         .post(format!("{url}/api/v1/workloads"))
         .bearer_auth(&token)

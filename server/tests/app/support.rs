@@ -331,3 +331,32 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// The org of [`crate::live::ORG`] with its people (root, pat, ada, bob; password "long enough 1")
+/// and node `n1` registered. Returns the node's agent token and an API token of ada's.
+pub async fn seed_org(pool: &AnyPool) -> (String, String) {
+    use server::{api::tokens, budget::import::import_org, budget::org_file::OrgFile};
+    for name in ["root", "pat", "ada", "bob"] {
+        service::create_user(pool, name, "researcher", "long enough 1".into())
+            .await
+            .unwrap();
+    }
+    import_org(
+        pool,
+        &OrgFile::parse(crate::live::ORG).unwrap(),
+        service::now(),
+    )
+    .await
+    .unwrap();
+    let (_, node_token) = server::nodes::service::register_node(pool, "n1")
+        .await
+        .unwrap();
+    let ada = server::users::repo::find_user_by_username(pool, "ada")
+        .await
+        .unwrap()
+        .unwrap();
+    let token = tokens::create_token(pool, ada.user_id, "test")
+        .await
+        .unwrap();
+    (node_token, token)
+}
