@@ -127,53 +127,60 @@ async fn started_once(pool: &sqlx::AnyPool, ids: &[i64]) {
     }
 }
 
-#[tokio::test]
-async fn killing_the_leader_hands_the_lease_to_the_other_replica_within_ten_seconds() {
-    // `_keep` holds the temporary folder (the database, the site) until the test ends.
-    let Setup {
-        _test_db: _keep,
-        database,
-        site,
-        pool,
-        node_token,
-        token,
-        http,
-    } = setup().await;
+/// Replica A (the leader, with `env_a`) and replica B on the setup's database, both answering.
+async fn replicas(
+    s: &Setup,
+    env_a: &[(&str, &str)],
+) -> (tokio::process::Child, tokio::process::Child, String, String) {
     let (port_a, port_b) = (free_port(), free_port());
     let (url_a, url_b) = (
         format!("http://127.0.0.1:{port_a}"),
         format!("http://127.0.0.1:{port_b}"),
     );
-    let mut a = serve(&database, &site, port_a);
-    healthy(&http, &url_a).await;
-    becomes(&http, &url_a, "leader", Duration::from_secs(5)).await;
-    let _b = serve(&database, &site, port_b);
-    healthy(&http, &url_b).await;
+    let a = serve_with(&s.database, &s.site, port_a, env_a);
+    healthy(&s.http, &url_a).await;
+    becomes(&s.http, &url_a, "leader", Duration::from_secs(5)).await;
+    let b = serve(&s.database, &s.site, port_b);
+    healthy(&s.http, &url_b).await;
+    (a, b, url_a, url_b)
+}
+
+#[tokio::test]
+async fn killing_the_leader_hands_the_lease_to_the_other_replica_within_ten_seconds() {
+    let setup = setup().await;
+    let (mut a, _b, _url_a, url_b) = replicas(&setup, &[]).await;
+    let Setup {
+        pool,
+        node_token,
+        token,
+        http,
+        ..
+    } = &setup;
     for _ in 0..3 {
-        assert_eq!(scheduler(&http, &url_b).await, "follower");
+        assert_eq!(scheduler(http, &url_b).await, "follower");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 
     // The agent and the researcher talk only to the follower.
-    let _agent = agent_on(&url_b, &node_token, &http, &token).await;
-    let first = submit(&http, &url_b, &token, "long", "sleep 60").await;
-    wait_for(&http, &url_b, &token, first, "running").await;
+    let _agent = agent_on(&url_b, node_token, http, token).await;
+    let first = submit(http, &url_b, token, "long", "sleep 60").await;
+    wait_for(http, &url_b, token, first, "running").await;
 
     a.start_kill().unwrap();
     a.wait().await.unwrap();
-    let handover = becomes(&http, &url_b, "leader", Duration::from_secs(10)).await;
+    let handover = becomes(http, &url_b, "leader", Duration::from_secs(10)).await;
     eprintln!("lease handed over {handover:?} after the leader was killed");
 
-    let second = submit(&http, &url_b, &token, "short", "true").await;
-    wait_for(&http, &url_b, &token, second, "succeeded").await;
+    let second = submit(http, &url_b, token, "short", "true").await;
+    wait_for(http, &url_b, token, second, "succeeded").await;
     assert_eq!(
-        state_of(&http, &url_b, &token, first).await["state"],
+        state_of(http, &url_b, token, first).await["state"],
         "running"
     );
-    started_once(&pool, &[first, second]).await;
+    started_once(pool, &[first, second]).await;
     let (epoch, holder): (i64, String) =
         sqlx::query_as("select epoch, holder from scheduler_lease where name = 'scheduler'")
-            .fetch_one(&pool)
+            .fetch_one(pool)
             .await
             .unwrap();
     assert_eq!(epoch, 2, "two holders so far: {holder}");
@@ -181,48 +188,33 @@ async fn killing_the_leader_hands_the_lease_to_the_other_replica_within_ten_seco
 
 #[tokio::test]
 async fn a_leader_killed_mid_decision_commits_nothing_and_the_next_leader_decides_once() {
-    // `_keep` holds the temporary folder (the database, the site) until the test ends.
+    let setup = setup().await;
+    // A pauses 4 s inside every pass that starts or stops work, before committing.
+    let pause = [("HOURGLASS_FAULT_PAUSE_BEFORE_COMMIT_MS", "4000")];
+    let (mut a, _b, _url_a, url_b) = replicas(&setup, &pause).await;
     let Setup {
-        _test_db: _keep,
-        database,
-        site,
         pool,
         node_token,
         token,
         http,
-    } = setup().await;
-    let (port_a, port_b) = (free_port(), free_port());
-    let (url_a, url_b) = (
-        format!("http://127.0.0.1:{port_a}"),
-        format!("http://127.0.0.1:{port_b}"),
-    );
-    // A pauses 4 s inside every pass that starts or stops work, before committing.
-    let mut a = serve_with(
-        &database,
-        &site,
-        port_a,
-        &[("HOURGLASS_FAULT_PAUSE_BEFORE_COMMIT_MS", "4000")],
-    );
-    healthy(&http, &url_a).await;
-    becomes(&http, &url_a, "leader", Duration::from_secs(5)).await;
-    let _b = serve(&database, &site, port_b);
-    healthy(&http, &url_b).await;
-    let _agent = agent_on(&url_b, &node_token, &http, &token).await;
+        ..
+    } = &setup;
+    let _agent = agent_on(&url_b, node_token, http, token).await;
 
-    let id = submit(&http, &url_b, &token, "decided-once", "sleep 2").await;
+    let id = submit(http, &url_b, token, "decided-once", "sleep 2").await;
     // A takes the wake-up within a quarter second and sits in its decision, uncommitted.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     // Read the database directly: through the API, the token bookkeeping would wait for A's lock.
     let state: String = sqlx::query_scalar("select state from workload where workload_id = $1")
         .bind(id)
-        .fetch_one(&pool)
+        .fetch_one(pool)
         .await
         .unwrap();
     assert_eq!(state, "queued", "A has decided but not committed");
     a.start_kill().unwrap();
     a.wait().await.unwrap();
 
-    becomes(&http, &url_b, "leader", Duration::from_secs(10)).await;
-    wait_for(&http, &url_b, &token, id, "succeeded").await;
-    started_once(&pool, &[id]).await;
+    becomes(http, &url_b, "leader", Duration::from_secs(10)).await;
+    wait_for(http, &url_b, token, id, "succeeded").await;
+    started_once(pool, &[id]).await;
 }
