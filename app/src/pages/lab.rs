@@ -121,16 +121,15 @@ fn LabFormView(philly: bool, philly_note: String) -> impl IntoView {
                 <legend>"Input"</legend>
                 <label class="choice">
                     <input type="radio" name="source" value="reference" checked=true on:change=move |_| source.set("reference".into()) />
-                    "Reference-like scenario: 1,024 GPUs, 15 teams under three programs, demand 2–3× capacity"
+                    <span>"Reference-like scenario: 1,024 GPUs, 15 teams under three programs, demand 2–3× capacity"</span>
                 </label>
                 <label class="choice">
                     <input type="radio" name="source" value="philly" disabled=!philly on:change=move |_| source.set("philly".into()) />
-                    "Philly trace (Microsoft, 2017)"
-                    <span class="hint">{philly_note}</span>
+                    <span>"Philly trace (Microsoft, 2017)" <span class="hint">{philly_note}</span></span>
                 </label>
                 <label class="choice">
                     <input type="radio" name="source" value="upload" on:change=move |_| source.set("upload".into()) />
-                    "Upload a tree, a cluster and a trace (the formats of hourglass simulate)"
+                    <span>"Upload a tree, a cluster and a trace (the formats of hourglass simulate)"</span>
                 </label>
             </fieldset>
             <FieldError id="source-error" field="source" error />
@@ -162,7 +161,7 @@ fn LabFormView(philly: bool, philly_note: String) -> impl IntoView {
                 <div>
                     <label for="window">"Usage lookback window"</label>
                     <input id="window" prop:value=window on:input=move |ev| window.set(event_target_value(&ev))
-                        aria-describedby=move || describe("window", "window-error")().unwrap_or("window-hint") />
+                        aria-describedby=describe("window", "window-error") />
                     <p id="window-hint" class="hint">"How far back usage counts, e.g. 7d."</p>
                     <FieldError id="window-error" field="window" error />
                 </div>
