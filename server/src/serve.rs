@@ -34,7 +34,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         runtime: runtime.clone(),
         lab: crate::lab::Lab::new(args.philly_trace.clone()),
     };
-    runtime.spawn();
+    let scheduler = runtime.spawn();
 
     tokio::spawn(async move {
         if let Err(error) = sessions
@@ -59,6 +59,8 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    // Stop deciding before giving the lease up, or the next pass would take it back.
+    scheduler.abort();
     if let Err(error) = runtime.release().await {
         tracing::warn!(%error, "could not release the scheduler lease");
     }

@@ -4,6 +4,7 @@
 //! [`ChartScript`] on pages with charts) is there. The server never depends on charming.
 
 use crate::lab::{TeamRow, WaitRow};
+use crate::pages::users::{civil_date, format_date};
 use crate::reports::{ClusterActivity, UsageSeries};
 use leptos::prelude::*;
 use leptos_meta::Script;
@@ -319,9 +320,7 @@ fn usage(plot: &Plot, series: &UsageSeries) -> charming::Chart {
 
 /// An activity chart in words.
 fn activity_summary(a: &ClusterActivity, kind: &str) -> String {
-    let (y1, m1, d1) = civil(a.from);
-    let (y2, m2, d2) = civil(a.to - 1);
-    let period = format!("{y1}-{m1:02}-{d1:02} to {y2}-{m2:02}-{d2:02}");
+    let period = span(a.from, a.to);
     match kind {
         "queue" => {
             let peak = a.queue_depth.iter().copied().fold(0.0, f64::max);
@@ -445,7 +444,7 @@ fn labels(buckets: &[i64], granularity: &str) -> Vec<String> {
     buckets
         .iter()
         .map(|b| {
-            let (y, m, d) = civil(*b);
+            let (y, m, d) = civil_date(*b);
             if hourly {
                 format!("{m:02}-{d:02} {:02}:00", b.rem_euclid(86_400) / 3_600)
             } else {
@@ -455,23 +454,13 @@ fn labels(buckets: &[i64], granularity: &str) -> Vec<String> {
         .collect()
 }
 
-/// Year, month and day of an epoch time (UTC), by Howard Hinnant's algorithm.
-fn civil(epoch: i64) -> (i64, i64, i64) {
-    let z = epoch.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
+/// `2026-10-01 to 2026-12-31` for `[from, to)`.
+fn span(from: i64, to: i64) -> String {
+    format!("{} to {}", format_date(from), format_date(to - 1))
 }
 
 fn period(series: &UsageSeries) -> String {
-    let (y1, m1, d1) = civil(series.from);
-    let (y2, m2, d2) = civil(series.to - 1);
-    format!("{y1}-{m1:02}-{d1:02} to {y2}-{m2:02}-{d2:02}")
+    span(series.from, series.to)
 }
 
 /// The allocation chart in words: the node's totals and what each child drew.

@@ -309,8 +309,15 @@ fn RunView(run: LabRunView) -> impl IntoView {
 
 #[component]
 fn ResultView(id: u64, result: LabResult) -> impl IntoView {
-    let waits = result.waits.clone();
-    let teams = result.teams.clone();
+    let LabResult {
+        gpus,
+        hosts,
+        horizon_s,
+        workloads,
+        measures,
+        waits,
+        teams,
+    } = result;
     let pct = |x: Option<f64>| {
         x.map(|v| format!("{:.1}%", v * 100.0))
             .unwrap_or_else(|| "—".into())
@@ -319,14 +326,14 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
     view! {
         <p>{format!(
             "{} workloads on {} GPUs in {} hosts over {}.",
-            result.workloads, result.gpus, result.hosts, duration(result.horizon_s)
+            workloads, gpus, hosts, duration(horizon_s)
         )}</p>
         <div class="card table-wrap">
             <table class="table lab-summary">
                 <caption>"Summary: the measures of DESIGN §5 under each policy"</caption>
                 <thead><tr><th scope="col">"Measure"</th><th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Priority baseline"</th></tr></thead>
                 <tbody>
-                    {result.measures.into_iter().map(|m| view! {
+                    {measures.into_iter().map(|m| view! {
                         <tr class:detail=m.detail>
                             <th scope="row">{m.label}</th>
                             <td class="num">{m.fair_share}</td>
@@ -377,7 +384,7 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
         </div>
         <section class="card" aria-labelledby="gantt-heading">
             <h2 id="gantt-heading">"Runs per GPU"</h2>
-            <GanttChart id horizon_s=result.horizon_s gpus=result.gpus />
+            <GanttChart id horizon_s gpus />
         </section>
     }
 }

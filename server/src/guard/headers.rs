@@ -10,6 +10,11 @@ use axum::{
     response::Response,
 };
 
+/// The policy for responses that are not pages (no inline script at all), built once.
+static WITHOUT_NONCE: std::sync::LazyLock<HeaderValue> = std::sync::LazyLock::new(|| {
+    HeaderValue::from_str(&app::CSP.replace(" 'nonce-{nonce}'", "")).expect("a valid header value")
+});
+
 pub async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
@@ -26,11 +31,7 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
     );
     // Pages set their own policy with their nonce; everything else gets the policy without one.
     if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
-        headers.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_str(&app::CSP.replace(" 'nonce-{nonce}'", ""))
-                .expect("a valid header value"),
-        );
+        headers.insert(header::CONTENT_SECURITY_POLICY, WITHOUT_NONCE.clone());
     }
     response
 }

@@ -59,9 +59,12 @@ impl SignInThrottle {
             f.addresses.entry(a).or_default().push_back(now);
         }
         // Keep memory bounded under a spray of made-up usernames.
+        let live = |t: &mut VecDeque<i64>| t.back().is_some_and(|t| *t > now - WINDOW_S);
         if f.accounts.len() > 100_000 {
-            f.accounts
-                .retain(|_, t| t.back().is_some_and(|t| *t > now - WINDOW_S));
+            f.accounts.retain(|_, t| live(t));
+        }
+        if f.addresses.len() > 100_000 {
+            f.addresses.retain(|_, t| live(t));
         }
     }
 

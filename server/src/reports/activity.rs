@@ -5,7 +5,7 @@
 use super::usage::Granularity;
 use crate::ServerError;
 use app::reports::{ClusterActivity, ReasonSeries, WaitSeries};
-use scheduler::sim::WaitStats;
+use scheduler::sim::{WaitStats, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 use scheduler::DAY;
 use sqlx::AnyPool;
 use std::collections::{BTreeMap, HashMap};
@@ -90,7 +90,7 @@ pub async fn activity(
         let (mut t, b) = (a.max(from), b.min(end));
         while t < b {
             let bucket = granularity.bucket(t);
-            let edge = next_bucket(granularity, bucket).min(b);
+            let edge = granularity.next(bucket).min(b);
             if let Some(&i) = index.get(&bucket) {
                 waited[i] += (edge - t) as f64;
                 waited_gpus[i] += gpus * (edge - t) as f64;
@@ -98,7 +98,8 @@ pub async fn activity(
             t = edge;
         }
     };
-    let mut started: Vec<Vec<(i64, &'static str)>> = vec![Vec::new(); buckets.len()];
+    // Per bucket, the waits of the workloads that first started in it: all, debug, large.
+    let mut started: Vec<[Vec<i64>; 3]> = vec![Default::default(); buckets.len()];
     for w in &workloads {
         let gpus = w.gpus as f64;
         let mut queued_since = Some(w.submitted_at);
@@ -125,12 +126,16 @@ pub async fn activity(
             if first >= from && first < to {
                 if let Some(&i) = index.get(&granularity.bucket(first)) {
                     let wait = first - w.submitted_at;
-                    started[i].push((wait, "all"));
-                    if w.min_runtime_s > 0 && w.min_runtime_s <= 15 * 60 && w.gpus <= 8 {
-                        started[i].push((wait, "debug"));
+                    let [all, debug, large] = &mut started[i];
+                    all.push(wait);
+                    if w.min_runtime_s > 0
+                        && w.min_runtime_s <= DEBUG_MAX_MIN_RUNTIME
+                        && w.gpus <= i64::from(DEBUG_MAX_GPUS)
+                    {
+                        debug.push(wait);
                     }
                     if w.gpus > host_size {
-                        started[i].push((wait, "large"));
+                        large.push(wait);
                     }
                 }
             }
@@ -139,7 +144,7 @@ pub async fn activity(
 
     let elapsed: Vec<f64> = buckets
         .iter()
-        .map(|b| ((next_bucket(granularity, *b).min(end) - (*b).max(from)).max(0)) as f64)
+        .map(|b| ((granularity.next(*b).min(end) - (*b).max(from)).max(0)) as f64)
         .collect();
     let per = |v: &[f64]| -> Vec<f64> {
         v.iter()
@@ -148,20 +153,18 @@ pub async fn activity(
             .collect()
     };
 
+    for bucket in &mut started {
+        for waits in bucket.iter_mut() {
+            waits.sort_unstable();
+        }
+    }
     let waits = ["all", "debug", "large"]
         .into_iter()
-        .map(|class| {
+        .enumerate()
+        .map(|(k, class)| {
             let stats: Vec<WaitStats> = started
                 .iter()
-                .map(|b| {
-                    let mut v: Vec<i64> = b
-                        .iter()
-                        .filter(|(_, c)| *c == class)
-                        .map(|(w, _)| *w)
-                        .collect();
-                    v.sort_unstable();
-                    WaitStats::of_sorted(&v)
-                })
+                .map(|b| WaitStats::of_sorted(&b[k]))
                 .collect();
             WaitSeries {
                 class: class.to_string(),
@@ -200,21 +203,13 @@ pub async fn activity(
     })
 }
 
-fn next_bucket(granularity: Granularity, bucket: i64) -> i64 {
-    match granularity {
-        Granularity::Hour => bucket + scheduler::HOUR,
-        Granularity::Day => bucket + DAY,
-        Granularity::Week => bucket + 7 * DAY,
-    }
-}
-
 /// The starts of the buckets that overlap `[from, to)`.
 pub fn bucket_starts(granularity: Granularity, from: i64, to: i64) -> Vec<i64> {
     let mut out = Vec::new();
     let mut b = granularity.bucket(from);
     while b < to {
         out.push(b);
-        b = next_bucket(granularity, b);
+        b = granularity.next(b);
     }
     out
 }

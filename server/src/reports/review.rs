@@ -4,7 +4,10 @@
 use super::rollup::{self, NodeTotals};
 use crate::{budget::snapshot as tree_snapshot, users::service::now, ServerError};
 use app::reports::{Headline, Review, ReviewRow};
-use scheduler::{sim::WaitStats, BudgetId, HOUR};
+use scheduler::{
+    sim::{WaitStats, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME},
+    BudgetId, HOUR,
+};
 use sqlx::AnyPool;
 
 #[derive(sqlx::FromRow)]
@@ -109,7 +112,11 @@ pub async fn review(
         .collect();
     let mut debug: Vec<i64> = submitted
         .iter()
-        .filter(|s| s.min_runtime_s > 0 && s.min_runtime_s <= 15 * 60 && s.gpus <= 8)
+        .filter(|s| {
+            s.min_runtime_s > 0
+                && s.min_runtime_s <= DEBUG_MAX_MIN_RUNTIME
+                && s.gpus <= i64::from(DEBUG_MAX_GPUS)
+        })
         .map(wait_of)
         .collect();
     debug.sort_unstable();

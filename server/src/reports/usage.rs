@@ -39,6 +39,15 @@ impl Granularity {
         }
     }
 
+    /// The start of the bucket after the one starting at `bucket`.
+    pub fn next(self, bucket: i64) -> i64 {
+        match self {
+            Granularity::Hour => bucket + HOUR,
+            Granularity::Day => bucket + DAY,
+            Granularity::Week => bucket + 7 * DAY,
+        }
+    }
+
     /// The start of the bucket holding `t`.
     pub fn bucket(self, t: i64) -> i64 {
         // 1970-01-05, the first Monday after the epoch.

@@ -136,46 +136,60 @@ impl Runtime {
     }
 
     /// Runs the decision loop until the process ends. The leader passes on every wake-up, at the
-    /// engine's next event and at least every [`lease::RENEW_MS`] (renewing the lease); a follower
-    /// tries to claim the lease as often. Both watch the replicas' counters four times a second:
-    /// the leader for wake-ups forwarded by followers, followers for changed assignments (to
-    /// answer their agents' long polls).
+    /// engine's next event and at least every safety tick, and renews the lease in between every
+    /// [`lease::RENEW_MS`] with one small write; a follower tries to claim the lease as often. Both
+    /// watch the replicas' counters four times a second: the leader for wake-ups forwarded by
+    /// followers, followers for changed assignments (to answer their agents' long polls).
     pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
         let runtime = self.clone();
         tokio::spawn(async move {
             let (mut seen_wake, mut seen_assign) = (0, 0);
+            let renew_every = Duration::from_millis(lease::RENEW_MS);
             loop {
-                let started = now();
-                let next = match runtime.pass(started).await {
+                let next = match runtime.pass(now()).await {
                     Ok(outcome) => outcome.next_wake,
                     Err(error) => {
                         tracing::error!(%error, "scheduler pass failed");
                         None
                     }
                 };
-                let tick =
-                    Duration::from_millis(runtime.config().safety_tick_ms.min(lease::RENEW_MS));
+                let mut claimed = tokio::time::Instant::now();
+                let tick = if runtime.is_leader() {
+                    Duration::from_millis(runtime.config().safety_tick_ms)
+                } else {
+                    renew_every
+                };
                 let until_next = next
                     .map(|t| Duration::from_secs((t - now()).max(0) as u64).min(tick))
                     .unwrap_or(tick);
-                let deadline = tokio::time::Instant::now() + until_next;
+                let deadline = claimed + until_next;
                 loop {
                     let slice = deadline
                         .saturating_duration_since(tokio::time::Instant::now())
                         .min(Duration::from_millis(250));
                     tokio::select! {
-                        _ = runtime.inner.wake.notified() => break,
+                        // A follower's own wake-ups are forwarded by `wake`; only the leader passes.
+                        _ = runtime.inner.wake.notified() => if runtime.is_leader() { break },
                         _ = tokio::time::sleep(slice) => {}
                     }
                     if tokio::time::Instant::now() >= deadline {
                         break;
                     }
+                    if runtime.is_leader() && claimed.elapsed() >= renew_every {
+                        claimed = tokio::time::Instant::now();
+                        if !matches!(runtime.renew().await, Ok(true)) {
+                            break;
+                        }
+                    }
                     let Ok((wake, assign)) = lease::counters(&runtime.inner.pool).await else {
                         continue;
                     };
+                    // The leader announced its own changes when it made them.
                     if assign != seen_assign {
                         seen_assign = assign;
-                        runtime.announce();
+                        if !runtime.is_leader() {
+                            runtime.announce();
+                        }
                     }
                     if wake != seen_wake {
                         seen_wake = wake;
@@ -186,6 +200,14 @@ impl Runtime {
                 }
             }
         })
+    }
+
+    /// Renews (or claims) the scheduler lease in a write transaction of its own.
+    async fn renew(&self) -> Result<bool, ServerError> {
+        let mut tx = crate::db::begin_write(&self.inner.pool).await?;
+        let held = lease::claim(&mut tx, &self.inner.standing).await?;
+        tx.commit().await?;
+        Ok(held)
     }
 
     /// One decision at `now`: mark silent nodes down, book usage, decide, apply — in one

@@ -172,13 +172,7 @@ async fn cluster(database_for_server: &str, database: &str, dir: &std::path::Pat
         .spawn()
         .unwrap();
     crate::restart::healthy(&client(), &url).await;
-    let agent = Command::new(BIN)
-        .args(["agent", "--server", &url, "--name", "n1", "--gpus", "2"])
-        .args(["--token", &node_token])
-        .env("HOURGLASS_LOG", "error")
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let agent = crate::replicas::agent_on(&url, &node_token, &client(), &token).await;
     Cluster {
         url,
         token,
@@ -189,24 +183,17 @@ async fn cluster(database_for_server: &str, database: &str, dir: &std::path::Pat
 }
 
 async fn submit(c: &Cluster, command: &str) -> i64 {
-    let http = client();
-    for _ in 0..100 {
-        let response = http
-            .post(format!("{}/api/v1/workloads", c.url))
-            .bearer_auth(&c.token)
-            .json(&job("ai/olmo", "w", command, 2, 900, true))
-            .send()
-            .await
-            .unwrap();
-        if response.status() == reqwest::StatusCode::CREATED {
-            return response.json::<serde_json::Value>().await.unwrap()["id"]
-                .as_i64()
-                .unwrap();
-        }
-        // The agent may not have reported its GPUs yet.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the submission was never accepted");
+    let response = client()
+        .post(format!("{}/api/v1/workloads", c.url))
+        .bearer_auth(&c.token)
+        .json(&job("ai/olmo", "w", command, 2, 900, true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::CREATED);
+    response.json::<serde_json::Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap()
 }
 
 #[tokio::test]

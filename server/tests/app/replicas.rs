@@ -86,11 +86,11 @@ pub(crate) async fn agent_on(
             .await
             .unwrap();
         if nodes["nodes"][0]["state"] == "healthy" {
-            break;
+            return agent;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    agent
+    panic!("node n1 never became healthy on {url}");
 }
 
 async fn submit(http: &reqwest::Client, url: &str, token: &str, name: &str, command: &str) -> i64 {
