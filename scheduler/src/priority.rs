@@ -10,16 +10,23 @@
 //! preempt: 14 of 15 teams put 35–78% of their funded GPU time into gangs larger than their whole
 //! cap, which only ever run preemptible, so their protected GPUs average 15–43% of the cap.
 
-use crate::decide::party;
+use std::cell::OnceCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::cluster::Health;
 use crate::engine::Engine;
 use crate::explain::WaitReason;
 use crate::health::drain_hosts;
-use crate::ids::{Time, WorkloadId};
+use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::placement::Rules;
-use crate::pool::{Held, Pool, Run};
+use crate::pool::{Held, IdleFit, Pool, Run};
 use crate::queue::QueueKey;
-use crate::reasons::{Action, AfterStop, Decision, PreemptReason, PreemptRule, Protection};
-use crate::snapshot::ClusterState;
+use crate::ranking;
+use crate::reasons::{
+    Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection,
+};
+use crate::snapshot::{ClusterState, WorkloadSpec};
 
 pub(crate) fn baseline(
     engine: &Engine,
@@ -27,15 +34,34 @@ pub(crate) fn baseline(
     now: Time,
     watch: Option<WorkloadId>,
 ) -> (Decision, Option<WaitReason>) {
-    let standings = engine.standings(now);
+    // Ratios only go into preemption and drain reasons: most passes need none, and a
+    // preemption needs two leaves', not the whole tree ranked.
+    let standings = OnceCell::new();
+    let standings = || standings.get_or_init(|| engine.standings(now));
+    let allocated = OnceCell::new();
+    let party = |spec: &WorkloadSpec| {
+        let allocated = allocated.get_or_init(|| engine.ledger().allocated_all(engine.tree(), now));
+        Party {
+            workload: spec.id,
+            leaf: spec.leaf,
+            ratio: ranking::ratio(
+                engine.ledger().usage(spec.leaf, now),
+                allocated[spec.leaf.index()],
+                engine.tree().version_at(now).fraction(spec.leaf),
+            ),
+            priority: spec.priority,
+        }
+    };
     let mut pool = Pool::new(state, now, 1, |_| 0, |r, _| !r.baseline_protected);
     let mut actions = Vec::new();
-    drain_hosts(
-        &mut pool,
-        &standings,
-        &|r: &Run| r.baseline_protected.then_some(Time::MAX),
-        &mut actions,
-    );
+    if state.nodes.iter().any(|n| n.health != Health::Healthy) {
+        drain_hosts(
+            &mut pool,
+            standings(),
+            &|r: &Run| r.baseline_protected.then_some(Time::MAX),
+            &mut actions,
+        );
+    }
 
     let healthy: u32 = state
         .nodes
@@ -44,7 +70,13 @@ pub(crate) fn baseline(
         .map(|n| n.gpus)
         .sum();
     let shares = engine.tree().version_at(now);
-    let cap = |leaf| (shares.fraction(leaf) * f64::from(healthy) + 1e-9).floor() as u32;
+    let caps: Vec<u32> = (0..engine.tree().len())
+        .map(|i| {
+            let node = BudgetId(i as u32);
+            (shares.fraction(node) * f64::from(healthy) + 1e-9).floor() as u32
+        })
+        .collect();
+    let cap = |leaf: BudgetId| caps[leaf.index()];
     let mut protected_used = vec![0u32; engine.tree().len()];
     for run in 0..pool.runs.len() as u32 {
         let r = &pool.runs[run as usize];
@@ -54,14 +86,31 @@ pub(crate) fn baseline(
         }
     }
 
-    let mut order: Vec<u32> = (0..state.queued.len() as u32).collect();
-    order.sort_unstable_by_key(|&q| QueueKey::baseline(&state.queued[q as usize]));
+    // Preemptible GPUs on hosts that take work, by priority: a protected start can only free
+    // those of no higher priority than its own.
+    let mut preemptible = ByPriority::default();
+    for r in pool.runs.iter().filter(|r| r.alive && !r.baseline_protected) {
+        preemptible.add(r.spec.priority, r.usable_gpus);
+    }
+    // Idle plus preemptible GPUs only shrink during a pass: larger requests cannot start.
+    let reach = pool.idle_total + pool.baseline_preemptible_gpus;
+    let mut order = LazyOrder::new(state.queued, |w| {
+        if watch == Some(w.id) {
+            Turn::Always
+        } else if w.gpus > reach {
+            Turn::Never
+        } else if w.is_allocated() && protected_used[w.leaf.index()] + w.gpus <= cap(w.leaf) {
+            Turn::Always
+        } else {
+            Turn::IfIdleFits
+        }
+    });
     let mut watched = None;
     let everywhere = |_: &Held| true;
     // Searches that found nothing since the last preemption: a later request at least as large,
     // of no higher priority (so with no more victims), fails the same way and is not searched.
     let mut failed: Vec<(bool, u32, i32)> = Vec::new();
-    for q in order {
+    while let Some(q) = order.next(pool.idle_fit()) {
         if pool.idle_total == 0 && pool.baseline_preemptible_gpus == 0 {
             break;
         }
@@ -81,7 +130,7 @@ pub(crate) fn baseline(
             None
         }
         .or_else(|| {
-            let reach = pool.idle_total + pool.baseline_preemptible_gpus;
+            let reach = pool.idle_total + preemptible.up_to(w.priority);
             let gang = w.gpus > pool.node_size;
             let hopeless = failed
                 .iter()
@@ -124,15 +173,19 @@ pub(crate) fn baseline(
                 reason: PreemptReason {
                     rule: PreemptRule::Priority,
                     at: now,
-                    preemptor: party(&standings, &w),
-                    victim: party(&standings, &r.spec),
+                    preemptor: party(&w),
+                    victim: party(&r.spec),
                     victim_started_at: r.started_at,
                     victim_min_runtime: r.spec.min_runtime,
                     victim_protected_until: None,
                 },
                 then: AfterStop::after_preemption(r.spec.resumable),
             });
+            preemptible.add(r.spec.priority, 0u32.wrapping_sub(r.usable_gpus));
             pool.release(v);
+        }
+        if !protect {
+            preemptible.add(w.priority, choice.placement.gpu_count());
         }
         pool.occupy(w, 0, &choice.placement, protect);
         if protect {
@@ -168,4 +221,147 @@ pub(crate) fn baseline(
         next_wake: None,
     };
     (decision, watched)
+}
+
+/// The queue in baseline order (priority, then age), taken lazily.
+///
+/// Only two kinds of workload can start in a pass: one whose leaf had room under its cap when
+/// the pass began (it may start protected, preempting), and one that fits idle GPUs. Protected
+/// room only shrinks during a pass, so the first kind is fixed at the start. The rest are kept
+/// by size: while idle GPUs could not hold a size, its workloads are passed over unseen (they
+/// would be turned away at their turn anyway), and a size's heap is only built once idle GPUs
+/// could hold it. So a pass pays for the workloads that can act, not for sorting a long queue
+/// that waits for GPUs.
+struct LazyOrder {
+    /// May start protected (or is watched), in queue order: each is taken at its turn.
+    first: Vec<(QueueKey, u32)>,
+    taken: usize,
+    /// Idle-only work by GPUs requested, in order of first appearance.
+    by_size: Vec<SizeGroup>,
+    /// The last key taken: idle-only work before it was passed over while it could not fit.
+    last: Option<QueueKey>,
+}
+
+/// Which workloads a pass looks at, decided when it begins.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// At its turn: it may start protected, or it is the one being explained.
+    Always,
+    /// At its turn if idle GPUs could hold it then.
+    IfIdleFits,
+    /// Asks for more GPUs than the pass could ever gather.
+    Never,
+}
+
+enum SizeGroup {
+    Unsorted(u32, Vec<Reverse<(QueueKey, u32)>>),
+    Heap(u32, BinaryHeap<Reverse<(QueueKey, u32)>>),
+}
+
+impl LazyOrder {
+    fn new(queued: &[WorkloadSpec], mut turn: impl FnMut(&WorkloadSpec) -> Turn) -> Self {
+        let turns: Vec<Turn> = queued.iter().map(&mut turn).collect();
+        let mut first = Vec::new();
+        let mut sizes: Vec<(u32, usize)> = Vec::new();
+        for (w, t) in queued.iter().zip(&turns) {
+            if *t != Turn::IfIdleFits {
+                continue;
+            }
+            match sizes.iter_mut().find(|s| s.0 == w.gpus) {
+                Some(s) => s.1 += 1,
+                None => sizes.push((w.gpus, 1)),
+            }
+        }
+        let mut by_size: Vec<SizeGroup> = sizes
+            .iter()
+            .map(|&(gpus, n)| SizeGroup::Unsorted(gpus, Vec::with_capacity(n)))
+            .collect();
+        for (q, (w, t)) in queued.iter().zip(&turns).enumerate() {
+            let item = (QueueKey::baseline(w), q as u32);
+            if *t == Turn::Always {
+                first.push(item);
+            } else if *t == Turn::Never {
+                continue;
+            } else if let Some(SizeGroup::Unsorted(_, items)) = sizes
+                .iter()
+                .position(|s| s.0 == w.gpus)
+                .map(|i| &mut by_size[i])
+            {
+                items.push(Reverse(item));
+            }
+        }
+        first.sort_unstable();
+        LazyOrder {
+            first,
+            taken: 0,
+            by_size,
+            last: None,
+        }
+    }
+
+    /// The next workload in queue order that may act, given what idle GPUs could hold now.
+    fn next(&mut self, fit: IdleFit) -> Option<u32> {
+        // The group whose head comes first: `None` is `first`.
+        let mut best: Option<usize> = None;
+        let mut best_key = self.first.get(self.taken).map(|(k, _)| *k);
+        for (i, group) in self.by_size.iter_mut().enumerate() {
+            let gpus = match group {
+                SizeGroup::Unsorted(gpus, _) | SizeGroup::Heap(gpus, _) => *gpus,
+            };
+            if !fit.fits(gpus) {
+                continue;
+            }
+            if let SizeGroup::Unsorted(_, items) = group {
+                *group = SizeGroup::Heap(gpus, BinaryHeap::from(std::mem::take(items)));
+            }
+            let SizeGroup::Heap(_, heap) = group else {
+                unreachable!("just built");
+            };
+            // Catch up on work passed over while this size could not fit.
+            while heap
+                .peek()
+                .is_some_and(|Reverse((k, _))| self.last.is_some_and(|last| *k < last))
+            {
+                heap.pop();
+            }
+            if let Some(Reverse((k, _))) = heap.peek() {
+                if best_key.is_none_or(|b| *k < b) {
+                    best = Some(i);
+                    best_key = Some(*k);
+                }
+            }
+        }
+        let (key, q) = match best {
+            Some(i) => match &mut self.by_size[i] {
+                SizeGroup::Heap(_, heap) => heap.pop()?.0,
+                SizeGroup::Unsorted(..) => unreachable!("chosen groups are heaps"),
+            },
+            None => {
+                let item = *self.first.get(self.taken)?;
+                self.taken += 1;
+                item
+            }
+        };
+        self.last = Some(key);
+        Some(q)
+    }
+}
+
+/// GPUs per priority level; a pass sees only a few levels.
+#[derive(Default)]
+struct ByPriority(Vec<(i32, u32)>);
+
+impl ByPriority {
+    /// Adds `gpus` (wrapping, so a wrapped negative count takes them away) at `priority`.
+    fn add(&mut self, priority: i32, gpus: u32) {
+        match self.0.iter_mut().find(|p| p.0 == priority) {
+            Some(p) => p.1 = p.1.wrapping_add(gpus),
+            None => self.0.push((priority, gpus)),
+        }
+    }
+
+    /// GPUs at `priority` or below.
+    fn up_to(&self, priority: i32) -> u32 {
+        self.0.iter().filter(|p| p.0 <= priority).map(|p| p.1).sum()
+    }
 }

@@ -186,7 +186,7 @@ impl Standings {
     }
 }
 
-fn ratio(usage: f64, allocated: f64, fraction_now: f64) -> f64 {
+pub(crate) fn ratio(usage: f64, allocated: f64, fraction_now: f64) -> f64 {
     if allocated > 0.0 {
         usage / allocated
     } else if usage <= 0.0 && fraction_now > 0.0 {

@@ -66,9 +66,9 @@ impl ScenarioConfig {
             gpu_model: "H100".into(),
             shares: shares.iter().map(|(p, s)| (p.to_string(), *s)).collect(),
             allocated_load: 0.9,
-            free_load: 0.08,
+            free_load: 0.2,
             squat_load: 0.0,
-            debug_per_day: 700.0,
+            debug_per_day: 1000.0,
             outages_per_day: 1.5,
         }
     }
@@ -215,18 +215,15 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
             duration: duration.max(1),
             min_runtime,
             resumable,
-            priority: if min_runtime == 0 {
-                priority.min(1)
-            } else {
-                priority
-            },
+            priority,
         });
     };
 
     for (t, (team, f)) in leaves.iter().enumerate() {
         let team_gpus = f * gpus;
-        // The largest gang this team runs: about twice its funded GPUs, whole hosts.
-        let max_nodes = ((2.0 * team_gpus / f64::from(node_size)).floor() as i64).clamp(1, 16);
+        // The largest gang this team runs: its funded GPUs in whole hosts, the most it could keep
+        // protected under the old scheduler's cap.
+        let max_nodes = ((team_gpus / f64::from(node_size)).floor() as i64).clamp(1, 16);
         let kinds: &[(Kind, f64)] = if max_nodes >= 2 {
             &[
                 (Kind::Interactive, 0.15),
@@ -318,14 +315,14 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
     }
 
     // Debug workloads: a steady stream, heavier from teams in season.
-    let weights: Vec<f64> = leaves.iter().map(|l| l.1.sqrt()).collect();
+    let weights: Vec<f64> = leaves.iter().map(|l| l.1).collect();
     let per_second = config.debug_per_day * gpus / 1024.0 / DAY as f64;
     let mut at = rng.exp(1.0 / per_second);
     while (at as Time) < horizon {
         let submit = at as Time;
         let t = rng.weighted(&weights);
         let on = seasons[t][(submit / HOUR) as usize];
-        if on || rng.chance(0.4) {
+        if on || rng.chance(0.1) {
             let g = [1, 1, 1, 1, 2, 2, 4, 8][rng.range(0, 7) as usize].min(node_size);
             let min_runtime = [5, 10, 15][rng.range(0, 2) as usize] * 60;
             // Many crash early; the rest run a little past their minimum runtime.
@@ -353,11 +350,11 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
     while sweep_budget > 0.0 {
         let t = rng.weighted(&weights);
         let submit = rng.range(0, horizon - 1);
-        let tasks = rng.range(8, 32);
+        let tasks = rng.range(128, 512);
         let g = if rng.chance(0.7) { 1 } else { 2 };
         let resumable = rng.chance(0.6);
         for _ in 0..tasks {
-            let duration = rng.log_range(20 * 60, 3 * HOUR);
+            let duration = rng.log_range(3 * HOUR, 16 * HOUR);
             sweep_budget -= f64::from(g) * duration as f64;
             push(
                 &mut records,
