@@ -63,7 +63,7 @@ pub(crate) fn fair_share(
     };
     let drain_wake = drain_hosts(
         &mut pass.pool,
-        &standings,
+        &|spec| party(&standings, spec),
         &|r: &Run| r.protected_until.filter(|&t| t > now),
         &mut pass.actions,
     );

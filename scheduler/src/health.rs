@@ -4,14 +4,14 @@
 use crate::cluster::Health;
 use crate::ids::{NodeId, Time};
 use crate::pool::{Pool, Run};
-use crate::ranking::Standings;
+use crate::snapshot::WorkloadSpec;
 use crate::reasons::{Action, AfterStop, DrainReason, DrainRule, Party};
 
 /// Drains what must go now, in workload-id order. Returns the earliest time a protected workload
 /// on a failing host must be drained, if any.
 pub(crate) fn drain_hosts(
     pool: &mut Pool,
-    standings: &Standings,
+    party: &dyn Fn(&WorkloadSpec) -> Party,
     protected_until: &dyn Fn(&Run) -> Option<Time>,
     actions: &mut Vec<Action>,
 ) -> Option<Time> {
@@ -57,12 +57,7 @@ pub(crate) fn drain_hosts(
                 rule,
                 at: pool.now,
                 node,
-                victim: Party {
-                    workload: r.spec.id,
-                    leaf: r.spec.leaf,
-                    ratio: standings.ratio(r.spec.leaf),
-                    priority: r.spec.priority,
-                },
+                victim: party(&r.spec),
                 victim_min_runtime: r.spec.min_runtime,
                 victim_protected_until: r.protected_until,
             },

@@ -21,7 +21,6 @@ use crate::health::drain_hosts;
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::placement::Rules;
 use crate::pool::{Held, IdleFit, Pool, Run};
-use crate::queue::QueueKey;
 use crate::ranking;
 use crate::reasons::{
     Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection,
@@ -36,8 +35,6 @@ pub(crate) fn baseline(
 ) -> (Decision, Option<WaitReason>) {
     // Ratios only go into preemption and drain reasons: most passes need none, and a
     // preemption needs two leaves', not the whole tree ranked.
-    let standings = OnceCell::new();
-    let standings = || standings.get_or_init(|| engine.standings(now));
     let allocated = OnceCell::new();
     let party = |spec: &WorkloadSpec| {
         let allocated = allocated.get_or_init(|| engine.ledger().allocated_all(engine.tree(), now));
@@ -57,7 +54,7 @@ pub(crate) fn baseline(
     if state.nodes.iter().any(|n| n.health != Health::Healthy) {
         drain_hosts(
             &mut pool,
-            standings(),
+            &party,
             &|r: &Run| r.baseline_protected.then_some(Time::MAX),
             &mut actions,
         );
@@ -232,14 +229,30 @@ pub(crate) fn baseline(
 /// would be turned away at their turn anyway), and a size's heap is only built once idle GPUs
 /// could hold it. So a pass pays for the workloads that can act, not for sorting a long queue
 /// that waits for GPUs.
-struct LazyOrder {
+struct LazyOrder<'a> {
+    queued: &'a [WorkloadSpec],
     /// May start protected (or is watched), in queue order: each is taken at its turn.
-    first: Vec<(QueueKey, u32)>,
+    first: Vec<(Key, u32)>,
     taken: usize,
-    /// Idle-only work by GPUs requested, in order of first appearance.
-    by_size: Vec<SizeGroup>,
+    /// Idle-only work, unsorted: a size's heap is drawn from it once idle GPUs could hold it.
+    rest: Vec<u32>,
+    /// Every size asked for in `rest`, with its heap once built.
+    by_size: Vec<(u32, Option<Heap>)>,
     /// The last key taken: idle-only work before it was passed over while it could not fit.
-    last: Option<QueueKey>,
+    last: Option<Key>,
+}
+
+type Heap = BinaryHeap<Reverse<(Key, u32)>>;
+
+/// Baseline queue order packed for fast comparison: higher priority, then earlier submission
+/// (both in the first word, order-preserving), then the workload id.
+type Key = (u128, u64);
+
+fn key(w: &WorkloadSpec) -> Key {
+    const SIGN: u64 = 1 << 63;
+    let priority = (-i64::from(w.priority)) as u64 ^ SIGN;
+    let submitted = w.submitted_at as u64 ^ SIGN;
+    ((u128::from(priority) << 64) | u128::from(submitted), w.id.0)
 }
 
 /// Which workloads a pass looks at, decided when it begins.
@@ -253,47 +266,29 @@ enum Turn {
     Never,
 }
 
-enum SizeGroup {
-    Unsorted(u32, Vec<Reverse<(QueueKey, u32)>>),
-    Heap(u32, BinaryHeap<Reverse<(QueueKey, u32)>>),
-}
-
-impl LazyOrder {
-    fn new(queued: &[WorkloadSpec], mut turn: impl FnMut(&WorkloadSpec) -> Turn) -> Self {
-        let turns: Vec<Turn> = queued.iter().map(&mut turn).collect();
+impl<'a> LazyOrder<'a> {
+    fn new(queued: &'a [WorkloadSpec], mut turn: impl FnMut(&WorkloadSpec) -> Turn) -> Self {
         let mut first = Vec::new();
-        let mut sizes: Vec<(u32, usize)> = Vec::new();
-        for (w, t) in queued.iter().zip(&turns) {
-            if *t != Turn::IfIdleFits {
-                continue;
-            }
-            match sizes.iter_mut().find(|s| s.0 == w.gpus) {
-                Some(s) => s.1 += 1,
-                None => sizes.push((w.gpus, 1)),
-            }
-        }
-        let mut by_size: Vec<SizeGroup> = sizes
-            .iter()
-            .map(|&(gpus, n)| SizeGroup::Unsorted(gpus, Vec::with_capacity(n)))
-            .collect();
-        for (q, (w, t)) in queued.iter().zip(&turns).enumerate() {
-            let item = (QueueKey::baseline(w), q as u32);
-            if *t == Turn::Always {
-                first.push(item);
-            } else if *t == Turn::Never {
-                continue;
-            } else if let Some(SizeGroup::Unsorted(_, items)) = sizes
-                .iter()
-                .position(|s| s.0 == w.gpus)
-                .map(|i| &mut by_size[i])
-            {
-                items.push(Reverse(item));
+        let mut rest = Vec::with_capacity(queued.len());
+        let mut by_size: Vec<(u32, Option<Heap>)> = Vec::new();
+        for (q, w) in queued.iter().enumerate() {
+            match turn(w) {
+                Turn::Always => first.push((key(w), q as u32)),
+                Turn::IfIdleFits => {
+                    rest.push(q as u32);
+                    if !by_size.iter().any(|s| s.0 == w.gpus) {
+                        by_size.push((w.gpus, None));
+                    }
+                }
+                Turn::Never => {}
             }
         }
         first.sort_unstable();
         LazyOrder {
+            queued,
             first,
             taken: 0,
+            rest,
             by_size,
             last: None,
         }
@@ -304,19 +299,18 @@ impl LazyOrder {
         // The group whose head comes first: `None` is `first`.
         let mut best: Option<usize> = None;
         let mut best_key = self.first.get(self.taken).map(|(k, _)| *k);
-        for (i, group) in self.by_size.iter_mut().enumerate() {
-            let gpus = match group {
-                SizeGroup::Unsorted(gpus, _) | SizeGroup::Heap(gpus, _) => *gpus,
-            };
-            if !fit.fits(gpus) {
+        for (i, (gpus, heap)) in self.by_size.iter_mut().enumerate() {
+            if !fit.fits(*gpus) {
                 continue;
             }
-            if let SizeGroup::Unsorted(_, items) = group {
-                *group = SizeGroup::Heap(gpus, BinaryHeap::from(std::mem::take(items)));
-            }
-            let SizeGroup::Heap(_, heap) = group else {
-                unreachable!("just built");
-            };
+            let heap = heap.get_or_insert_with(|| {
+                self.rest
+                    .iter()
+                    .map(|&q| (&self.queued[q as usize], q))
+                    .filter(|(w, _)| w.gpus == *gpus)
+                    .map(|(w, q)| Reverse((key(w), q)))
+                    .collect()
+            });
             // Catch up on work passed over while this size could not fit.
             while heap
                 .peek()
@@ -332,10 +326,7 @@ impl LazyOrder {
             }
         }
         let (key, q) = match best {
-            Some(i) => match &mut self.by_size[i] {
-                SizeGroup::Heap(_, heap) => heap.pop()?.0,
-                SizeGroup::Unsorted(..) => unreachable!("chosen groups are heaps"),
-            },
+            Some(i) => self.by_size[i].1.as_mut()?.pop()?.0,
             None => {
                 let item = *self.first.get(self.taken)?;
                 self.taken += 1;
