@@ -4,8 +4,8 @@
 use crate::cluster::Health;
 use crate::ids::{NodeId, Time};
 use crate::pool::{Pool, Run};
-use crate::snapshot::WorkloadSpec;
 use crate::reasons::{Action, AfterStop, DrainReason, DrainRule, Party};
+use crate::snapshot::WorkloadSpec;
 
 /// Drains what must go now, in workload-id order. Returns the earliest time a protected workload
 /// on a failing host must be drained, if any.

@@ -61,6 +61,7 @@
 //! }
 //! ```
 
+mod baseline_order;
 mod cluster;
 mod decide;
 mod engine;

@@ -3,28 +3,27 @@
 //! healthy cluster; protected work is never preempted; everything else is preemptible at once, and
 //! is preempted by protected starts of equal or higher priority. No reservations: large work waits.
 //!
-//! Measured on the reference scenario (seed 1, 30 days), this contract lets debug workloads start
-//! almost at once (p90 0 s, p99 about an hour), not after the hours the reference measured under
-//! its old scheduler. About half start on idle GPU fragments that the queued whole-host work cannot
-//! use; most of the rest find their leaf well under its cap (median 31 GPUs of headroom) and
-//! preempt: 14 of 15 teams put 35–78% of their funded GPU time into gangs larger than their whole
-//! cap, which only ever run preemptible, so their protected GPUs average 15–43% of the cap.
+//! On the reference scenario this is what makes debug work wait, as it did under the reference's
+//! old scheduler: priorities are inflated (most work says high, sweeps too), so a debug workload
+//! that says normal or low may not preempt the high-priority free sweeps around it, and one
+//! whose leaf is at its cap runs preemptible on idle GPUs only; both wait for idle GPUs behind
+//! every older high-priority workload that fits them (see `sim::scenario::generate`).
+//!
+//! A pass takes the queue lazily (`baseline_order`): the decisions are those of walking the
+//! whole queue in order, without sorting the long tail that can only wait for idle GPUs.
 
 use std::cell::OnceCell;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
+use crate::baseline_order::{LazyOrder, Turn};
 use crate::cluster::Health;
 use crate::engine::Engine;
 use crate::explain::WaitReason;
 use crate::health::drain_hosts;
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::placement::Rules;
-use crate::pool::{Held, IdleFit, Pool, Run};
+use crate::pool::{Held, Pool, Run};
 use crate::ranking;
-use crate::reasons::{
-    Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection,
-};
+use crate::reasons::{Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection};
 use crate::snapshot::{ClusterState, WorkloadSpec};
 
 pub(crate) fn baseline(
@@ -86,20 +85,27 @@ pub(crate) fn baseline(
     // Preemptible GPUs on hosts that take work, by priority: a protected start can only free
     // those of no higher priority than its own.
     let mut preemptible = ByPriority::default();
-    for r in pool.runs.iter().filter(|r| r.alive && !r.baseline_protected) {
+    for r in pool
+        .runs
+        .iter()
+        .filter(|r| r.alive && !r.baseline_protected)
+    {
         preemptible.add(r.spec.priority, r.usable_gpus);
     }
     // Idle plus preemptible GPUs only shrink during a pass: larger requests cannot start.
     let reach = pool.idle_total + pool.baseline_preemptible_gpus;
+    let idle = pool.idle_total;
     let mut order = LazyOrder::new(state.queued, |w| {
         if watch == Some(w.id) {
             Turn::Always
         } else if w.gpus > reach {
             Turn::Never
-        } else if w.is_allocated() && protected_used[w.leaf.index()] + w.gpus <= cap(w.leaf) {
-            Turn::Always
-        } else {
+        } else if !(w.is_allocated() && protected_used[w.leaf.index()] + w.gpus <= cap(w.leaf)) {
             Turn::IfIdleFits
+        } else if w.gpus > idle + preemptible.up_to(w.priority) {
+            Turn::UntilPreemption
+        } else {
+            Turn::Always
         }
     });
     let mut watched = None;
@@ -162,6 +168,7 @@ pub(crate) fn baseline(
         };
         if !choice.victims.is_empty() {
             failed.clear();
+            order.preempted();
         }
         for &v in &choice.victims {
             let r = &pool.runs[v as usize];
@@ -178,7 +185,7 @@ pub(crate) fn baseline(
                 },
                 then: AfterStop::after_preemption(r.spec.resumable),
             });
-            preemptible.add(r.spec.priority, 0u32.wrapping_sub(r.usable_gpus));
+            preemptible.remove(r.spec.priority, r.usable_gpus);
             pool.release(v);
         }
         if !protect {
@@ -220,134 +227,21 @@ pub(crate) fn baseline(
     (decision, watched)
 }
 
-/// The queue in baseline order (priority, then age), taken lazily.
-///
-/// Only two kinds of workload can start in a pass: one whose leaf had room under its cap when
-/// the pass began (it may start protected, preempting), and one that fits idle GPUs. Protected
-/// room only shrinks during a pass, so the first kind is fixed at the start. The rest are kept
-/// by size: while idle GPUs could not hold a size, its workloads are passed over unseen (they
-/// would be turned away at their turn anyway), and a size's heap is only built once idle GPUs
-/// could hold it. So a pass pays for the workloads that can act, not for sorting a long queue
-/// that waits for GPUs.
-struct LazyOrder<'a> {
-    queued: &'a [WorkloadSpec],
-    /// May start protected (or is watched), in queue order: each is taken at its turn.
-    first: Vec<(Key, u32)>,
-    taken: usize,
-    /// Idle-only work, unsorted: a size's heap is drawn from it once idle GPUs could hold it.
-    rest: Vec<u32>,
-    /// Every size asked for in `rest`, with its heap once built.
-    by_size: Vec<(u32, Option<Heap>)>,
-    /// The last key taken: idle-only work before it was passed over while it could not fit.
-    last: Option<Key>,
-}
-
-type Heap = BinaryHeap<Reverse<(Key, u32)>>;
-
-/// Baseline queue order packed for fast comparison: higher priority, then earlier submission
-/// (both in the first word, order-preserving), then the workload id.
-type Key = (u128, u64);
-
-fn key(w: &WorkloadSpec) -> Key {
-    const SIGN: u64 = 1 << 63;
-    let priority = (-i64::from(w.priority)) as u64 ^ SIGN;
-    let submitted = w.submitted_at as u64 ^ SIGN;
-    ((u128::from(priority) << 64) | u128::from(submitted), w.id.0)
-}
-
-/// Which workloads a pass looks at, decided when it begins.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Turn {
-    /// At its turn: it may start protected, or it is the one being explained.
-    Always,
-    /// At its turn if idle GPUs could hold it then.
-    IfIdleFits,
-    /// Asks for more GPUs than the pass could ever gather.
-    Never,
-}
-
-impl<'a> LazyOrder<'a> {
-    fn new(queued: &'a [WorkloadSpec], mut turn: impl FnMut(&WorkloadSpec) -> Turn) -> Self {
-        let mut first = Vec::new();
-        let mut rest = Vec::with_capacity(queued.len());
-        let mut by_size: Vec<(u32, Option<Heap>)> = Vec::new();
-        for (q, w) in queued.iter().enumerate() {
-            match turn(w) {
-                Turn::Always => first.push((key(w), q as u32)),
-                Turn::IfIdleFits => {
-                    rest.push(q as u32);
-                    if !by_size.iter().any(|s| s.0 == w.gpus) {
-                        by_size.push((w.gpus, None));
-                    }
-                }
-                Turn::Never => {}
-            }
-        }
-        first.sort_unstable();
-        LazyOrder {
-            queued,
-            first,
-            taken: 0,
-            rest,
-            by_size,
-            last: None,
-        }
-    }
-
-    /// The next workload in queue order that may act, given what idle GPUs could hold now.
-    fn next(&mut self, fit: IdleFit) -> Option<u32> {
-        // The group whose head comes first: `None` is `first`.
-        let mut best: Option<usize> = None;
-        let mut best_key = self.first.get(self.taken).map(|(k, _)| *k);
-        for (i, (gpus, heap)) in self.by_size.iter_mut().enumerate() {
-            if !fit.fits(*gpus) {
-                continue;
-            }
-            let heap = heap.get_or_insert_with(|| {
-                self.rest
-                    .iter()
-                    .map(|&q| (&self.queued[q as usize], q))
-                    .filter(|(w, _)| w.gpus == *gpus)
-                    .map(|(w, q)| Reverse((key(w), q)))
-                    .collect()
-            });
-            // Catch up on work passed over while this size could not fit.
-            while heap
-                .peek()
-                .is_some_and(|Reverse((k, _))| self.last.is_some_and(|last| *k < last))
-            {
-                heap.pop();
-            }
-            if let Some(Reverse((k, _))) = heap.peek() {
-                if best_key.is_none_or(|b| *k < b) {
-                    best = Some(i);
-                    best_key = Some(*k);
-                }
-            }
-        }
-        let (key, q) = match best {
-            Some(i) => self.by_size[i].1.as_mut()?.pop()?.0,
-            None => {
-                let item = *self.first.get(self.taken)?;
-                self.taken += 1;
-                item
-            }
-        };
-        self.last = Some(key);
-        Some(q)
-    }
-}
-
 /// GPUs per priority level; a pass sees only a few levels.
 #[derive(Default)]
 struct ByPriority(Vec<(i32, u32)>);
 
 impl ByPriority {
-    /// Adds `gpus` (wrapping, so a wrapped negative count takes them away) at `priority`.
     fn add(&mut self, priority: i32, gpus: u32) {
         match self.0.iter_mut().find(|p| p.0 == priority) {
-            Some(p) => p.1 = p.1.wrapping_add(gpus),
+            Some(p) => p.1 += gpus,
             None => self.0.push((priority, gpus)),
+        }
+    }
+
+    fn remove(&mut self, priority: i32, gpus: u32) {
+        if let Some(p) = self.0.iter_mut().find(|p| p.0 == priority) {
+            p.1 = p.1.saturating_sub(gpus);
         }
     }
 

@@ -29,7 +29,7 @@ pub mod input;
 mod measures;
 pub mod philly;
 pub mod report;
-mod rng;
+pub(crate) mod rng;
 mod run;
 pub mod scenario;
 pub mod timeline;

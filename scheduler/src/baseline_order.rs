@@ -1,0 +1,357 @@
+//! The priority baseline's queue order (priority, then age), taken lazily.
+//!
+//! Only two kinds of workload can start in a baseline pass: one whose leaf had room under its
+//! cap when the pass began (it may start protected, preempting), and one that fits idle GPUs.
+//! Protected room only shrinks during a pass, so the first kind is fixed at the start, and so is
+//! whether it could gather its GPUs from idle and preemptible work of no higher priority: until
+//! something is preempted (which may leave GPUs idle) nothing adds to that. The rest are kept by
+//! size: while idle GPUs could not hold a size, its workloads are passed over unseen (they would
+//! be turned away at their turn anyway), and a size is drawn from the queue a batch at a time,
+//! since idle GPUs run out after a few starts. So a pass pays for the workloads that can act,
+//! not for sorting a long queue that waits for GPUs; the decisions are exactly those of walking
+//! the whole queue in order.
+
+use std::collections::BinaryHeap;
+
+use crate::pool::IdleFit;
+use crate::snapshot::WorkloadSpec;
+
+/// Which workloads a pass looks at, decided when it begins.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// At its turn: it may start protected, or it is the one being explained.
+    Always,
+    /// May start protected, but idle and preemptible GPUs it may take are too few: at its turn
+    /// if idle GPUs could hold it, or always once something was preempted.
+    UntilPreemption,
+    /// At its turn if idle GPUs could hold it then.
+    IfIdleFits,
+    /// Asks for more GPUs than the pass could ever gather.
+    Never,
+}
+
+pub(crate) struct LazyOrder<'a> {
+    queued: &'a [WorkloadSpec],
+    /// Taken at their turn, in queue order.
+    first: Vec<(Key, u32)>,
+    taken: usize,
+    /// [`Turn::UntilPreemption`] work, until the first preemption moves it to `first`.
+    waiting: Vec<(Key, u32)>,
+    /// Taken only if idle GPUs could hold them, unsorted: drawn a batch at a time by size.
+    rest: Vec<u32>,
+    /// Every size asked for in `rest`.
+    by_size: Vec<SizeGroup>,
+    /// By GPUs asked for: its place in `by_size` plus one, or 0.
+    size_index: Vec<u32>,
+    /// The last key taken: idle-only work before it was passed over while it could not fit.
+    last: Option<Key>,
+}
+
+/// Idle-only work of one size, drawn from `rest` in queue order a batch at a time.
+struct SizeGroup {
+    gpus: u32,
+    batch: Vec<(Key, u32)>,
+    at: usize,
+    /// Nothing of this size is left after the batch.
+    done: bool,
+}
+
+/// The most workloads drawn per batch.
+const BATCH: usize = 16;
+
+/// Baseline queue order packed for fast comparison: higher priority, then earlier submission
+/// (both in the first word, order-preserving), then the workload id.
+type Key = (u128, u64);
+
+fn key(w: &WorkloadSpec) -> Key {
+    const SIGN: u64 = 1 << 63;
+    let priority = (-i64::from(w.priority)) as u64 ^ SIGN;
+    let submitted = w.submitted_at as u64 ^ SIGN;
+    ((u128::from(priority) << 64) | u128::from(submitted), w.id.0)
+}
+
+impl<'a> LazyOrder<'a> {
+    pub(crate) fn new(
+        queued: &'a [WorkloadSpec],
+        mut turn: impl FnMut(&WorkloadSpec) -> Turn,
+    ) -> Self {
+        let mut order = LazyOrder {
+            queued,
+            first: Vec::new(),
+            taken: 0,
+            waiting: Vec::new(),
+            rest: Vec::with_capacity(queued.len()),
+            by_size: Vec::new(),
+            size_index: Vec::new(),
+            last: None,
+        };
+        for (q, w) in queued.iter().enumerate() {
+            match turn(w) {
+                Turn::Always => order.first.push((key(w), q as u32)),
+                Turn::UntilPreemption => {
+                    order.waiting.push((key(w), q as u32));
+                    order.add_rest(q as u32);
+                }
+                Turn::IfIdleFits => order.add_rest(q as u32),
+                Turn::Never => {}
+            }
+        }
+        order.first.sort_unstable();
+        order
+    }
+
+    fn add_rest(&mut self, q: u32) {
+        self.rest.push(q);
+        let gpus = self.queued[q as usize].gpus;
+        if self.size_index.len() <= gpus as usize {
+            self.size_index.resize(gpus as usize + 1, 0);
+        }
+        if self.size_index[gpus as usize] == 0 {
+            self.size_index[gpus as usize] = self.by_size.len() as u32 + 1;
+            self.by_size.push(SizeGroup {
+                gpus,
+                batch: Vec::new(),
+                at: 0,
+                done: false,
+            });
+        }
+    }
+
+    /// Something was preempted: [`Turn::UntilPreemption`] work not yet passed is taken at its
+    /// turn from now on (and no longer drawn as idle-only work).
+    pub(crate) fn preempted(&mut self) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        let last = self.last;
+        let mut waiting = std::mem::take(&mut self.waiting);
+        waiting.retain(|(k, _)| last.is_none_or(|l| *k > l));
+        waiting.sort_unstable();
+        let mut merged = Vec::with_capacity(self.first.len() - self.taken + waiting.len());
+        let (mut a, mut b) = (self.first[self.taken..].iter().peekable(), waiting.iter());
+        let mut next_b = b.next();
+        while let Some(&x) = a.peek() {
+            match next_b {
+                Some(y) if y < x => {
+                    merged.push(*y);
+                    next_b = b.next();
+                }
+                _ => {
+                    merged.push(*x);
+                    a.next();
+                }
+            }
+        }
+        merged.extend(next_b.into_iter().chain(b).copied());
+        self.first = merged;
+        self.taken = 0;
+        // Redraw idle-only work without them, after what was already taken.
+        let mut moved = vec![false; self.queued.len()];
+        for w in &waiting {
+            moved[w.1 as usize] = true;
+        }
+        self.rest.retain(|&q| !moved[q as usize]);
+        for group in &mut self.by_size {
+            group.batch.clear();
+            group.at = 0;
+            group.done = false;
+        }
+    }
+
+    /// The next workload in queue order that may act, given what idle GPUs could hold now.
+    pub(crate) fn next(&mut self, fit: IdleFit) -> Option<u32> {
+        // The group whose head comes first: `None` is `first`.
+        let mut best: Option<usize> = None;
+        let mut best_key = self.first.get(self.taken).map(|(k, _)| *k);
+        for i in 0..self.by_size.len() {
+            if !fit.fits(self.by_size[i].gpus) {
+                continue;
+            }
+            if let Some(k) = self.head(i) {
+                if best_key.is_none_or(|b| k < b) {
+                    best = Some(i);
+                    best_key = Some(k);
+                }
+            }
+        }
+        let (key, q) = match best {
+            Some(i) => {
+                let group = &mut self.by_size[i];
+                group.at += 1;
+                group.batch[group.at - 1]
+            }
+            None => {
+                let item = *self.first.get(self.taken)?;
+                self.taken += 1;
+                item
+            }
+        };
+        self.last = Some(key);
+        Some(q)
+    }
+
+    /// The first key of group `i` not yet passed, drawing a new batch when needed.
+    fn head(&mut self, i: usize) -> Option<Key> {
+        let last = self.last;
+        loop {
+            let group = &mut self.by_size[i];
+            // Skip work passed over while this size could not fit.
+            while group
+                .batch
+                .get(group.at)
+                .is_some_and(|(k, _)| last.is_some_and(|l| *k < l))
+            {
+                group.at += 1;
+            }
+            if let Some((k, _)) = group.batch.get(group.at) {
+                return Some(*k);
+            }
+            if group.done {
+                return None;
+            }
+            let after = match (group.batch.last().map(|b| b.0), last) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            let gpus = group.gpus;
+            let (batch, done) = self.pick(gpus, after);
+            let group = &mut self.by_size[i];
+            group.batch = batch;
+            group.at = 0;
+            group.done = done;
+        }
+    }
+
+    /// The first [`BATCH`] idle-only workloads of `gpus` GPUs after key `after`, in order, and
+    /// whether they were all that is left.
+    fn pick(&self, gpus: u32, after: Option<Key>) -> (Vec<(Key, u32)>, bool) {
+        let mut heap: BinaryHeap<(Key, u32)> = BinaryHeap::with_capacity(BATCH);
+        let mut more = false;
+        for &q in &self.rest {
+            let w = &self.queued[q as usize];
+            if w.gpus != gpus {
+                continue;
+            }
+            let k = key(w);
+            if after.is_some_and(|a| k <= a) {
+                continue;
+            }
+            if heap.len() < BATCH {
+                heap.push((k, q));
+            } else {
+                more = true;
+                if let Some(mut top) = heap.peek_mut().filter(|top| k < top.0) {
+                    *top = (k, q);
+                }
+            }
+        }
+        (heap.into_sorted_vec(), !more)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{BudgetId, WorkloadId};
+    use crate::sim::rng::Rng;
+
+    /// The order the lazy walk must reproduce: every workload in queue order, each looked at
+    /// under the idle GPUs and preemptions of that moment.
+    fn visits(
+        queued: &[WorkloadSpec],
+        turns: &[Turn],
+        mut at_each: impl FnMut(&mut IdleFit, &mut bool),
+    ) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..queued.len() as u32)
+            .filter(|&q| turns[q as usize] != Turn::Never)
+            .collect();
+        order.sort_by_key(|&q| key(&queued[q as usize]));
+        let (mut fit, mut preempted) = (start_fit(), false);
+        let mut out = Vec::new();
+        for q in order {
+            let fits = fit.fits(queued[q as usize].gpus);
+            let looked_at = match turns[q as usize] {
+                Turn::Always => true,
+                Turn::UntilPreemption => preempted || fits,
+                Turn::IfIdleFits => fits,
+                Turn::Never => false,
+            };
+            if looked_at {
+                out.push(q);
+                at_each(&mut fit, &mut preempted);
+            }
+        }
+        out
+    }
+
+    fn start_fit() -> IdleFit {
+        IdleFit {
+            node_size: 8,
+            max_idle: 2,
+            whole_idle: 0,
+        }
+    }
+
+    #[test]
+    fn the_lazy_walk_looks_at_the_same_workloads_in_the_same_order_as_walking_the_whole_queue() {
+        for case in 0..3000u64 {
+            let mut rng = Rng::new(case);
+            let n = rng.range(0, 60) as usize;
+            let queued: Vec<WorkloadSpec> = (0..n)
+                .map(|i| WorkloadSpec {
+                    id: WorkloadId(rng.range(0, 1_000_000) as u64 * 64 + i as u64),
+                    leaf: BudgetId(1),
+                    gpus: [1, 1, 2, 4, 8, 16, 24][rng.range(0, 6) as usize],
+                    min_runtime: 0,
+                    resumable: true,
+                    priority: rng.range(-1, 2) as i32,
+                    submitted_at: rng.range(0, 20),
+                })
+                .collect();
+            let turns: Vec<Turn> = (0..n)
+                .map(|_| {
+                    [
+                        Turn::Always,
+                        Turn::UntilPreemption,
+                        Turn::IfIdleFits,
+                        Turn::IfIdleFits,
+                        Turn::Never,
+                    ][rng.range(0, 4) as usize]
+                })
+                .collect();
+            // After each look the idle GPUs change at random (mostly shrinking, sometimes
+            // growing) and now and then something is preempted: the same draws for both walks.
+            let seed = rng.next_u64();
+            let change = |rng: &mut Rng, fit: &mut IdleFit, preempted: &mut bool| {
+                fit.max_idle = match rng.range(0, 9) {
+                    0..=4 => fit.max_idle.saturating_sub(1),
+                    5..=6 => fit.max_idle,
+                    _ => (fit.max_idle + rng.range(1, 8) as u32).min(8),
+                };
+                fit.whole_idle = [0, 0, 8, 16, 24][rng.range(0, 4) as usize];
+                if rng.chance(0.1) {
+                    *preempted = true;
+                }
+            };
+            let mut draws = Rng::new(seed);
+            let expected = visits(&queued, &turns, |fit, p| change(&mut draws, fit, p));
+
+            let mut draws = Rng::new(seed);
+            let mut order = LazyOrder::new(&queued, |w| {
+                let q = queued.iter().position(|x| x.id == w.id).expect("queued");
+                turns[q]
+            });
+            let (mut fit, mut preempted) = (start_fit(), false);
+            let mut got = Vec::new();
+            while let Some(q) = order.next(fit) {
+                got.push(q);
+                let was = preempted;
+                change(&mut draws, &mut fit, &mut preempted);
+                if preempted && !was {
+                    order.preempted();
+                }
+            }
+            assert_eq!(got, expected, "case {case}");
+        }
+    }
+}
