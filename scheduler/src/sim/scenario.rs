@@ -129,15 +129,16 @@ enum Kind {
 /// Debug workloads (1–8 GPUs, 5–15 min minimum runtime) arrive as a separate stream, from teams
 /// in proportion to their share and mostly while they are in season (that is when they develop).
 ///
-/// Free sweeps (`min_runtime = 0`) come in batches of 128–512 tasks of 1–2 GPUs and 3–16 h,
-/// submitted together, `free_load` of the cluster's time in all: the work that keeps GPUs busy
-/// whatever the budgets, and most of what makes demand exceed capacity. Priorities are inflated
-/// on everything, sweeps included: four in five workloads say `2` (high), since under the old
-/// scheduler high priority cost nothing. Under the priority baseline that is what makes debug
-/// work wait: a debug workload that says normal or low may not preempt the high sweeps around
-/// it, and one whose team is at its cap runs preemptible on idle GPUs; both queue behind every
-/// older high-priority sweep task for idle GPUs, hours when a large sweep has just arrived. Under
-/// fair share the same sweeps are unallocated, so any funded workload may preempt them.
+/// Free sweeps (`min_runtime = 0`) come in batches of 128–512 tasks per 1,024 GPUs, of 1–2 GPUs
+/// and 3–16 h each, submitted together, `free_load` of the cluster's time in all: the work that
+/// keeps GPUs busy whatever the budgets, and most of what makes demand exceed capacity.
+/// Priorities are inflated on everything, sweeps included: four in five workloads say `2`
+/// (high), since under the old scheduler high priority cost nothing. Under the priority baseline
+/// that is what makes debug work wait: a debug workload that says normal or low may not preempt
+/// the high sweeps around it, and one whose team is at its cap runs preemptible on idle GPUs;
+/// both queue behind every older high-priority sweep task for idle GPUs, hours when a large
+/// sweep has just arrived. Under fair share the same sweeps are unallocated, so any funded
+/// workload may preempt them.
 ///
 /// With `squat_load > 0` (0 in the presets), teams in season also park interactive sessions
 /// (1–8 GPUs, 1–4 days, 8 h minimum runtime, not resumable): the squatting the reference saw
@@ -362,7 +363,8 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
     while sweep_budget > 0.0 {
         let t = rng.weighted(&weights);
         let submit = rng.range(0, horizon - 1);
-        let tasks = rng.range(128, 512);
+        // 128–512 tasks on 1,024 GPUs, fewer on a smaller cluster.
+        let tasks = ((rng.range(128, 512) as f64 * gpus / 1024.0).round() as i64).max(4);
         let g = if rng.chance(0.7) { 1 } else { 2 };
         let resumable = rng.chance(0.6);
         for _ in 0..tasks {

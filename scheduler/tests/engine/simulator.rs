@@ -190,3 +190,33 @@ fn the_demo_sized_scenario_runs_on_the_callers_leaves() {
     assert!(out.report.workloads.completed > 0);
     assert!(out.segments.iter().all(|s| s.start <= s.end));
 }
+
+#[test]
+fn on_ten_days_of_the_reference_scenario_fair_share_starts_debug_work_in_a_minute_where_the_baseline_takes_hours(
+) {
+    let s = generate(&ScenarioConfig::reference(1, 10));
+    let input = SimInput::parse(&s.tree_toml, &s.cluster_toml, &s.trace_csv).expect("valid");
+    let run = |policy| {
+        let config = SimConfig {
+            policy,
+            ..SimConfig::default()
+        };
+        sim::run(&input, &config).report
+    };
+    let (fair, baseline) = (run(Policy::FairShare), run(Policy::Priority));
+    let p90 = |w: &sim::WaitStats| w.p90.expect("some debug work");
+    assert!(fair.wait_s.debug.count > 5_000);
+    assert!(p90(&fair.wait_s.debug) <= 60, "{:?}", fair.wait_s.debug);
+    assert!(
+        p90(&baseline.wait_s.debug) >= 3_600,
+        "{:?}",
+        baseline.wait_s.debug
+    );
+    // Without giving up what fair share is for: every team's owed time, a full cluster, and
+    // large work no slower than under the baseline.
+    let owed = &fair.delivered_over_owed;
+    assert!(owed.overall.expect("owed") >= 0.98, "{owed:?}");
+    assert!(owed.min.expect("owed") >= 0.95, "{owed:?}");
+    assert!(fair.occupancy >= 0.97, "{}", fair.occupancy);
+    assert!(fair.wait_s.large.p90 <= baseline.wait_s.large.p90);
+}
