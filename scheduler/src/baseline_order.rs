@@ -35,6 +35,8 @@ pub(crate) struct LazyOrder<'a> {
     /// Taken at their turn, in queue order.
     first: Vec<(Key, u32)>,
     taken: usize,
+    /// The fewest GPUs asked for by `first[i..]`.
+    fewest_from: Vec<u32>,
     /// [`Turn::UntilPreemption`] work, until the first preemption moves it to `first`.
     waiting: Vec<(Key, u32)>,
     /// Taken only if idle GPUs could hold them, unsorted: drawn a batch at a time by size.
@@ -79,6 +81,7 @@ impl<'a> LazyOrder<'a> {
             queued,
             first: Vec::new(),
             taken: 0,
+            fewest_from: Vec::new(),
             waiting: Vec::new(),
             rest: Vec::with_capacity(queued.len()),
             by_size: Vec::new(),
@@ -97,7 +100,27 @@ impl<'a> LazyOrder<'a> {
             }
         }
         order.first.sort_unstable();
+        order.count_fewest();
         order
+    }
+
+    fn count_fewest(&mut self) {
+        self.fewest_from.clear();
+        self.fewest_from.resize(self.first.len() + 1, u32::MAX);
+        for i in (0..self.first.len()).rev() {
+            let gpus = self.queued[self.first[i].1 as usize].gpus;
+            self.fewest_from[i] = self.fewest_from[i + 1].min(gpus);
+        }
+    }
+
+    /// Whether no workload still to be taken at its turn could gather its GPUs from preemptible
+    /// work, given what work of each priority could preempt (`reach`). The rest come in
+    /// priority order, so none may preempt more than the next one.
+    pub(crate) fn none_could_gather(&self, reach: impl Fn(i32) -> u32) -> bool {
+        match self.first.get(self.taken) {
+            None => true,
+            Some(&(_, q)) => self.fewest_from[self.taken] > reach(self.queued[q as usize].priority),
+        }
     }
 
     fn add_rest(&mut self, q: u32) {
@@ -145,6 +168,7 @@ impl<'a> LazyOrder<'a> {
         merged.extend(next_b.into_iter().chain(b).copied());
         self.first = merged;
         self.taken = 0;
+        self.count_fewest();
         // Redraw idle-only work without them, after what was already taken.
         let mut moved = vec![false; self.queued.len()];
         for w in &waiting {

@@ -113,7 +113,15 @@ pub(crate) fn baseline(
     // Searches that found nothing since the last preemption: a later request at least as large,
     // of no higher priority (so with no more victims), fails the same way and is not searched.
     let mut failed: Vec<(bool, u32, i32)> = Vec::new();
-    while let Some(q) = order.next(pool.idle_fit()) {
+    loop {
+        // With nothing idle, only a protected start that preempts can change anything; once
+        // none of the rest could gather its GPUs, the pass is over.
+        if pool.idle_total == 0 && order.none_could_gather(|p| preemptible.up_to(p)) {
+            break;
+        }
+        let Some(q) = order.next(pool.idle_fit()) else {
+            break;
+        };
         if pool.idle_total == 0 && pool.baseline_preemptible_gpus == 0 {
             break;
         }
