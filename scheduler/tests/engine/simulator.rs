@@ -48,7 +48,9 @@ fn the_same_inputs_give_byte_identical_reports_and_timelines() {
             sim::timeline_csv(&input, &first.segments),
             sim::timeline_csv(&input, &second.segments)
         );
-        assert!(first.report.workloads.submitted > 500);
+        // A run that means something: hundreds of workloads, some preempted.
+        assert!(first.report.workloads.submitted > 300);
+        assert!(first.report.preemptions > 0);
     }
     // The generator is a pure function of its seed.
     let config = ScenarioConfig::reference(5, 1);
