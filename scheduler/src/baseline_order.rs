@@ -39,17 +39,22 @@ pub(crate) struct LazyOrder<'a> {
     fewest_from: Vec<u32>,
     /// [`Turn::UntilPreemption`] work, until the first preemption moves it to `first`.
     waiting: Vec<(Key, u32)>,
-    /// Taken only if idle GPUs could hold them, unsorted: drawn a batch at a time by size.
-    rest: Vec<u32>,
-    /// Every size asked for in `rest`.
+    /// Each queued workload's turn: those taken only if idle GPUs could hold them are drawn
+    /// from the queue a batch at a time by size.
+    turns: Vec<Turn>,
+    /// By queue index: moved to `first` by a preemption.
+    moved: Vec<bool>,
+    /// Every size asked for by idle-only work.
     by_size: Vec<SizeGroup>,
     /// By GPUs asked for: its place in `by_size` plus one, or 0.
     size_index: Vec<u32>,
     /// The last key taken: idle-only work before it was passed over while it could not fit.
     last: Option<Key>,
+    /// How many to draw at a time.
+    batch: usize,
 }
 
-/// Idle-only work of one size, drawn from `rest` in queue order a batch at a time.
+/// Idle-only work of one size, drawn from the queue in order a batch at a time.
 struct SizeGroup {
     gpus: u32,
     batch: Vec<(Key, u32)>,
@@ -58,7 +63,7 @@ struct SizeGroup {
     done: bool,
 }
 
-/// The most workloads drawn per batch.
+/// The fewest workloads drawn per batch.
 const BATCH: usize = 16;
 
 /// Baseline queue order packed for fast comparison: higher priority, then earlier submission
@@ -83,19 +88,23 @@ impl<'a> LazyOrder<'a> {
             taken: 0,
             fewest_from: Vec::new(),
             waiting: Vec::new(),
-            rest: Vec::with_capacity(queued.len()),
+            turns: Vec::with_capacity(queued.len()),
+            moved: Vec::new(),
             by_size: Vec::new(),
             size_index: Vec::new(),
             last: None,
+            batch: BATCH,
         };
         for (q, w) in queued.iter().enumerate() {
-            match turn(w) {
+            let t = turn(w);
+            order.turns.push(t);
+            match t {
                 Turn::Always => order.first.push((key(w), q as u32)),
                 Turn::UntilPreemption => {
                     order.waiting.push((key(w), q as u32));
-                    order.add_rest(q as u32);
+                    order.add_size(w.gpus);
                 }
-                Turn::IfIdleFits => order.add_rest(q as u32),
+                Turn::IfIdleFits => order.add_size(w.gpus),
                 Turn::Never => {}
             }
         }
@@ -123,9 +132,7 @@ impl<'a> LazyOrder<'a> {
         }
     }
 
-    fn add_rest(&mut self, q: u32) {
-        self.rest.push(q);
-        let gpus = self.queued[q as usize].gpus;
+    fn add_size(&mut self, gpus: u32) {
         if self.size_index.len() <= gpus as usize {
             self.size_index.resize(gpus as usize + 1, 0);
         }
@@ -169,21 +176,21 @@ impl<'a> LazyOrder<'a> {
         self.first = merged;
         self.taken = 0;
         self.count_fewest();
-        // Redraw idle-only work without them, after what was already taken.
-        let mut moved = vec![false; self.queued.len()];
+        // Idle-only draws pass over them from now on.
+        self.moved = vec![false; self.queued.len()];
         for w in &waiting {
-            moved[w.1 as usize] = true;
+            self.moved[w.1 as usize] = true;
         }
-        self.rest.retain(|&q| !moved[q as usize]);
-        for group in &mut self.by_size {
-            group.batch.clear();
-            group.at = 0;
-            group.done = false;
-        }
+    }
+
+    fn is_moved(&self, q: u32) -> bool {
+        self.moved.get(q as usize).copied().unwrap_or(false)
     }
 
     /// The next workload in queue order that may act, given what idle GPUs could hold now.
     pub(crate) fn next(&mut self, fit: IdleFit) -> Option<u32> {
+        // Enough per draw for the idle GPUs on the biggest host, so one draw usually does.
+        self.batch = (fit.max_idle as usize).clamp(BATCH, 4 * BATCH);
         // The group whose head comes first: `None` is `first`.
         let mut best: Option<usize> = None;
         let mut best_key = self.first.get(self.taken).map(|(k, _)| *k);
@@ -218,15 +225,15 @@ impl<'a> LazyOrder<'a> {
     fn head(&mut self, i: usize) -> Option<Key> {
         let last = self.last;
         loop {
-            let group = &mut self.by_size[i];
-            // Skip work passed over while this size could not fit.
-            while group
-                .batch
-                .get(group.at)
-                .is_some_and(|(k, _)| last.is_some_and(|l| *k < l))
-            {
-                group.at += 1;
+            // Skip work passed over while this size could not fit, and work moved to `first`.
+            while let Some(&(k, q)) = self.by_size[i].batch.get(self.by_size[i].at) {
+                if last.is_some_and(|l| k < l) || self.is_moved(q) {
+                    self.by_size[i].at += 1;
+                } else {
+                    break;
+                }
             }
+            let group = &mut self.by_size[i];
             if let Some((k, _)) = group.batch.get(group.at) {
                 return Some(*k);
             }
@@ -246,21 +253,22 @@ impl<'a> LazyOrder<'a> {
         }
     }
 
-    /// The first [`BATCH`] idle-only workloads of `gpus` GPUs after key `after`, in order, and
+    /// The first `batch` idle-only workloads of `gpus` GPUs after key `after`, in order, and
     /// whether they were all that is left.
     fn pick(&self, gpus: u32, after: Option<Key>) -> (Vec<(Key, u32)>, bool) {
-        let mut heap: BinaryHeap<(Key, u32)> = BinaryHeap::with_capacity(BATCH);
+        let mut heap: BinaryHeap<(Key, u32)> = BinaryHeap::with_capacity(self.batch);
         let mut more = false;
-        for &q in &self.rest {
-            let w = &self.queued[q as usize];
-            if w.gpus != gpus {
+        for (q, (w, t)) in self.queued.iter().zip(&self.turns).enumerate() {
+            let q = q as u32;
+            let idle_only = matches!(t, Turn::IfIdleFits | Turn::UntilPreemption);
+            if w.gpus != gpus || !idle_only || self.is_moved(q) {
                 continue;
             }
             let k = key(w);
             if after.is_some_and(|a| k <= a) {
                 continue;
             }
-            if heap.len() < BATCH {
+            if heap.len() < self.batch {
                 heap.push((k, q));
             } else {
                 more = true;
