@@ -105,7 +105,7 @@ pub async fn may_propose(
     };
     let member: Option<i64> = sqlx::query_scalar(
         "select 1 from budget_member m join budget_node b on b.budget_node_id = m.budget_node_id
-         where m.user_id = $1 and (b.path = $2 or b.path like $3 || '%') limit 1",
+         where m.user_id = $1 and (b.path = $2 or substr(b.path, 1, length($3)) = $3) limit 1",
     )
     .bind(actor.id)
     .bind(path)
@@ -266,10 +266,10 @@ pub async fn propose(
         if !items.contains_key(name) {
             let active: i64 = sqlx::query_scalar(
                 "select count(*) from workload w join budget_node b on b.budget_node_id = w.budget_node_id
-                 where (b.budget_node_id = $1 or b.path like $2 || '/%') and w.state in ('queued', 'running')",
+                 where (b.budget_node_id = $1 or substr(b.path, 1, length($2)) = $2) and w.state in ('queued', 'running')",
             )
             .bind(child_id)
-            .bind(format!("{prefix}{name}"))
+            .bind(format!("{prefix}{name}/"))
             .fetch_one(&mut *tx)
             .await?;
             let grandchildren = children(&mut tx, *child_id).await?.len();
@@ -304,10 +304,13 @@ pub async fn propose(
     .fetch_one(&mut *tx)
     .await?;
     for item in items.values() {
+        // Not a cached statement: sqlx's Any driver (0.8.6) sends a missing f64 as a float4
+        // null, and PostgreSQL would then read a later share's 8 bytes as a float4.
         sqlx::query(
             "insert into change_request_item (change_request_id, child_name, action, old_share, new_share, new_name)
              values ($1, $2, $3, $4, $5, $6)",
         )
+        .persistent(false)
         .bind(id)
         .bind(&item.child)
         .bind(&item.action)
@@ -542,7 +545,7 @@ async fn apply(
                     let new_path = format!("{prefix}{new_name}");
                     sqlx::query(
                         "update budget_node set path = $2 || substr(path, length($1) + 1)
-                         where path = $1 or path like $1 || '/%'",
+                         where path = $1 or substr(path, 1, length($1) + 1) = $1 || '/'",
                     )
                     .bind(&path)
                     .bind(&new_path)

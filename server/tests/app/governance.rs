@@ -254,3 +254,45 @@ async fn previewing_impact_replays_recent_submissions_with_both_share_sets() {
         assert!(row["p90_wait_now_s"].is_i64(), "{row}");
     }
 }
+
+/// Approves request `id` as `who` and expects it applied.
+async fn approve(live: &Live, who: &str, id: i64) {
+    let (status, body) = live
+        .post(
+            who,
+            &format!("/api/v1/change-requests/{id}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "request {id}: {body}");
+    assert_eq!(body["state"], "applied", "{body}");
+}
+
+#[tokio::test]
+async fn renaming_a_node_with_an_underscore_leaves_a_sibling_that_only_looks_alike_in_place() {
+    let live = Live::start().await;
+    // `_` matches any one character in a SQL LIKE pattern: `ai/a_b` against `ai/axb`. Adding
+    // children beside existing ones also mixes missing and present old shares in one request.
+    let grow = json!({ "node": "ai", "shares": { "ai/olmo": 3, "ai/molmo": 1, "ai/a_b": 1, "ai/axb": 1 }, "justification": "new teams" });
+    let id = propose(&live, "pat", grow).await;
+    approve(&live, "root", id).await;
+    for parent in ["ai/a_b", "ai/axb"] {
+        let split = json!({ "node": parent, "shares": { format!("{parent}/p"): 1 }, "justification": "a project" });
+        let id = propose(&live, "pat", split).await;
+        approve(&live, "root", id).await;
+    }
+    let rename = json!({ "node": "ai", "shares": { "ai/olmo": 3, "ai/molmo": 1, "ai/a_b": 1, "ai/axb": 1 }, "renames": { "ai/a_b": "c" }, "justification": "rename" });
+    let id = propose(&live, "pat", rename).await;
+    approve(&live, "root", id).await;
+
+    let tree = live.get("ada", "/api/v1/tree").await.1;
+    let mut paths: Vec<&str> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["path"].as_str().unwrap())
+        .filter(|p| p.starts_with("ai/") && !p.contains("olmo"))
+        .collect();
+    paths.sort_unstable();
+    assert_eq!(paths, ["ai/axb", "ai/axb/p", "ai/c", "ai/c/p"]);
+}
