@@ -124,6 +124,18 @@ impl Engine {
         Ok(explain::explain(self, state, now, workload))
     }
 
+    /// The priority baseline's pass walking the whole queue in order, as it was before the
+    /// queue was taken lazily: the reference the property tests hold [`Engine::decide`] to.
+    #[doc(hidden)]
+    pub fn baseline_by_full_walk(
+        &self,
+        state: &ClusterState<'_>,
+        now: Time,
+    ) -> Result<Decision, SnapshotError> {
+        state.validate(&self.tree)?;
+        Ok(priority::baseline_walk(self, state, now, None, priority::Walk::Full).0)
+    }
+
     pub(crate) fn run_pass(
         &self,
         state: &ClusterState<'_>,

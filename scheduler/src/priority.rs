@@ -32,6 +32,24 @@ pub(crate) fn baseline(
     now: Time,
     watch: Option<WorkloadId>,
 ) -> (Decision, Option<WaitReason>) {
+    baseline_walk(engine, state, now, watch, Walk::Lazy)
+}
+
+/// How a pass takes the queue: lazily, or every workload at its turn (the reference the
+/// property tests compare the lazy walk with).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Walk {
+    Lazy,
+    Full,
+}
+
+pub(crate) fn baseline_walk(
+    engine: &Engine,
+    state: &ClusterState<'_>,
+    now: Time,
+    watch: Option<WorkloadId>,
+    walk: Walk,
+) -> (Decision, Option<WaitReason>) {
     // Ratios only go into preemption and drain reasons: most passes need none, and a
     // preemption needs two leaves', not the whole tree ranked.
     let allocated = OnceCell::new();
@@ -96,7 +114,7 @@ pub(crate) fn baseline(
     let reach = pool.idle_total + pool.baseline_preemptible_gpus;
     let idle = pool.idle_total;
     let mut order = LazyOrder::new(state.queued, |w| {
-        if watch == Some(w.id) {
+        if watch == Some(w.id) || walk == Walk::Full {
             Turn::Always
         } else if w.gpus > reach {
             Turn::Never
@@ -116,7 +134,10 @@ pub(crate) fn baseline(
     loop {
         // With nothing idle, only a protected start that preempts can change anything; once
         // none of the rest could gather its GPUs, the pass is over.
-        if pool.idle_total == 0 && order.none_could_gather(|p| preemptible.up_to(p)) {
+        if walk == Walk::Lazy
+            && pool.idle_total == 0
+            && order.none_could_gather(|p| preemptible.up_to(p))
+        {
             break;
         }
         let Some(q) = order.next(pool.idle_fit()) else {

@@ -393,6 +393,16 @@ proptest! {
     }
 
     #[test]
+    fn the_baseline_decides_as_if_it_walked_its_whole_queue_in_order(case in case()) {
+        for reservations in [0, case.reservations] {
+            let b = build(&case, Policy::Priority, reservations);
+            let lazy = b.engine.decide(&b.state(), 0).expect("valid snapshot");
+            let full = b.engine.baseline_by_full_walk(&b.state(), 0).expect("valid snapshot");
+            prop_assert_eq!(lazy, full);
+        }
+    }
+
+    #[test]
     fn the_same_input_gives_the_same_actions_in_any_order(case in case()) {
         for policy in [Policy::FairShare, Policy::Priority] {
             let mut b = build(&case, policy, case.reservations);
