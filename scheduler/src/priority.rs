@@ -101,7 +101,8 @@ pub(crate) fn baseline_walk(
     }
 
     // Preemptible GPUs on hosts that take work, by priority: a protected start can only free
-    // those of no higher priority than its own.
+    // those of no higher priority than its own. Work started in this pass is never preempted by
+    // it, so is not counted.
     let mut preemptible = ByPriority::default();
     for r in pool
         .runs
@@ -216,9 +217,6 @@ pub(crate) fn baseline_walk(
             });
             preemptible.remove(r.spec.priority, r.usable_gpus);
             pool.release(v);
-        }
-        if !protect {
-            preemptible.add(w.priority, choice.placement.gpu_count());
         }
         pool.occupy(w, 0, &choice.placement, protect);
         if protect {
