@@ -16,6 +16,11 @@ async fn propose(live: &Live, who: &str, body: Value) -> i64 {
     request["id"].as_i64().unwrap()
 }
 
+async fn approve_as(live: &Live, who: &str, id: i64, body: Value) -> (StatusCode, Value) {
+    live.post(who, &format!("/api/v1/change-requests/{id}/approve"), body)
+        .await
+}
+
 async fn fraction(live: &Live, path: &str) -> f64 {
     let tree = live.get("ada", "/api/v1/tree").await.1;
     tree["nodes"]
@@ -33,23 +38,11 @@ async fn a_researcher_proposes_and_an_owner_approves_and_the_tree_changes() {
     let live = Live::start().await;
     let id = propose(&live, "ada", proposal(1.0, 1.0)).await;
     for who in ["ada", "bob"] {
-        let (status, body) = live
-            .post(
-                who,
-                &format!("/api/v1/change-requests/{id}/approve"),
-                json!({}),
-            )
-            .await;
+        let (status, body) = approve_as(&live, who, id, json!({})).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{who}: {body}");
     }
     assert_eq!(fraction(&live, "ai/olmo").await, 0.75);
-    let (status, body) = live
-        .post(
-            "pat",
-            &format!("/api/v1/change-requests/{id}/approve"),
-            json!({ "comment": "fair" }),
-        )
-        .await;
+    let (status, body) = approve_as(&live, "pat", id, json!({ "comment": "fair" })).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["state"], "applied");
     assert_eq!(body["decided_by"], "pat");
@@ -257,13 +250,7 @@ async fn previewing_impact_replays_recent_submissions_with_both_share_sets() {
 
 /// Approves request `id` as `who` and expects it applied.
 async fn approve(live: &Live, who: &str, id: i64) {
-    let (status, body) = live
-        .post(
-            who,
-            &format!("/api/v1/change-requests/{id}/approve"),
-            json!({}),
-        )
-        .await;
+    let (status, body) = approve_as(live, who, id, json!({})).await;
     assert_eq!(status, StatusCode::OK, "request {id}: {body}");
     assert_eq!(body["state"], "applied", "{body}");
 }
