@@ -365,6 +365,7 @@ fn cheapest_subset(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::rng::Rng;
 
     #[test]
     fn cheapest_subset_prefers_one_big_cheap_victim_over_greedy_small_ones() {
@@ -380,13 +381,8 @@ mod tests {
 
     #[test]
     fn first_to_free_takes_gpus_by_moment_then_index() {
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15u64);
+        let mut next = |n: u64| rng.next_u64() % n;
         for _ in 0..2_000 {
             // Disjoint sets of GPUs of one 8-GPU host, each freed at one of a few moments.
             let mut moments: Vec<(Time, GpuSet)> = Vec::new();
@@ -442,13 +438,8 @@ mod tests {
 
     #[test]
     fn cheapest_subset_matches_brute_force_with_or_without_its_shortcut() {
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut rng = Rng::new(0x2545_F491_4F6C_DD1Du64);
+        let mut next = |n: u64| rng.next_u64() % n;
         for _ in 0..2_000 {
             let len = next(7) as usize;
             let items: Vec<_> = (0..len)

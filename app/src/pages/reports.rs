@@ -157,13 +157,7 @@ fn ReviewCharts(
                             <option value="">"Whole cluster"</option>
                             {paths.into_iter().map(|p| view! { <option value=p.clone()>{p.clone()}</option> }).collect_view()}
                         </select>
-                        <label for="chart-granularity">"Per"</label>
-                        <select id="chart-granularity" prop:value=move || granularity.get()
-                            on:change=move |ev| granularity.set(event_target_value(&ev))>
-                            <option value="day">"day"</option>
-                            <option value="hour">"hour"</option>
-                            <option value="week">"week"</option>
-                        </select>
+                        <GranularitySelect id="chart-granularity" value=granularity />
                     </div>
                 </div>
                 <p class="ratio-note" aria-live="polite">
@@ -185,13 +179,7 @@ fn ReviewCharts(
                 <div class="chart-head">
                     <h2 id="activity-heading">"Cluster activity"</h2>
                     <div class="filters no-print" role="group" aria-label="Choose the activity buckets">
-                        <label for="activity-granularity">"Per"</label>
-                        <select id="activity-granularity" prop:value=move || activity_granularity.get()
-                            on:change=move |ev| activity_granularity.set(event_target_value(&ev))>
-                            <option value="day">"day"</option>
-                            <option value="hour">"hour"</option>
-                            <option value="week">"week"</option>
-                        </select>
+                        <GranularitySelect id="activity-granularity" value=activity_granularity />
                     </div>
                 </div>
                 <Transition fallback=|| view! { <p class="loading">"Loading the activity…"</p> }>
@@ -214,6 +202,20 @@ fn ReviewCharts(
                 </Transition>
             </section>
         </div>
+    }
+}
+
+/// "Per day / hour / week", labelled, bound to `value`.
+#[component]
+fn GranularitySelect(id: &'static str, value: RwSignal<String>) -> impl IntoView {
+    view! {
+        <label for=id>"Per"</label>
+        <select id=id prop:value=move || value.get()
+            on:change=move |ev| value.set(event_target_value(&ev))>
+            <option value="day">"day"</option>
+            <option value="hour">"hour"</option>
+            <option value="week">"week"</option>
+        </select>
     }
 }
 

@@ -44,7 +44,9 @@ use crate::tree::BudgetTree;
 pub use files::{parse_cluster, parse_tree, Cluster, ClusterNode, Outage};
 pub use input::{parse_duration, InputError};
 pub use measures::{DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
-pub use report::{both_json, summary_table, DeliveredOverOwed, Report, WaitStats};
+pub use report::{
+    both_json, preemption_reasons, summary_table, DeliveredOverOwed, Report, WaitStats,
+};
 pub use timeline::{timeline_csv, Segment, SegmentEnd, TIMELINE_HEADER};
 pub use trace::{parse_trace, write_trace, TraceRecord, TraceRow, TRACE_HEADER};
 

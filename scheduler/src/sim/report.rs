@@ -118,6 +118,22 @@ impl Report {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a report always serialises")
     }
+
+    /// This run's preemptions for `reason` (0 if none).
+    pub fn preemptions_for(&self, reason: &str) -> u64 {
+        self.preemptions_by_reason.get(reason).copied().unwrap_or(0)
+    }
+}
+
+/// Every preemption reason any of `reports` saw, sorted, once each.
+pub fn preemption_reasons<'a>(reports: &[&'a Report]) -> Vec<&'a str> {
+    let mut reasons: Vec<&str> = reports
+        .iter()
+        .flat_map(|r| r.preemptions_by_reason.keys().map(String::as_str))
+        .collect();
+    reasons.sort_unstable();
+    reasons.dedup();
+    reasons
 }
 
 /// `{"fair_share": …, "priority": …}` for `--policy both`.
@@ -195,19 +211,9 @@ pub fn summary_table(reports: &[&Report]) -> String {
         });
     }
     row("preemptions", &|r| r.preemptions.to_string());
-    let mut reasons: Vec<&String> = reports
-        .iter()
-        .flat_map(|r| r.preemptions_by_reason.keys())
-        .collect();
-    reasons.sort();
-    reasons.dedup();
-    for reason in reasons {
+    for reason in preemption_reasons(reports) {
         row(&format!("  {reason}"), &|r| {
-            r.preemptions_by_reason
-                .get(reason)
-                .copied()
-                .unwrap_or(0)
-                .to_string()
+            r.preemptions_for(reason).to_string()
         });
     }
     row("lost GPU-hours", &|r| format!("{:.0}", r.lost_gpu_h));

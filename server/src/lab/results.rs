@@ -2,7 +2,7 @@
 //! distributions and what each team was owed and delivered.
 
 use app::lab::{LabResult, MeasureRow, TeamRow, WaitRow};
-use scheduler::sim::{Report, SimInput, WaitStats};
+use scheduler::sim::{preemption_reasons, Report, SimInput, WaitStats};
 
 /// `reports` is fair share, then the priority baseline.
 pub fn summarise(input: &SimInput, reports: [&Report; 2]) -> LabResult {
@@ -41,20 +41,8 @@ pub fn summarise(input: &SimInput, reports: [&Report; 2]) -> LabResult {
         triple(&r.requeue_wait_s)
     });
     row("Preemptions", false, &|r| r.preemptions.to_string());
-    let mut reasons: Vec<&String> = reports
-        .iter()
-        .flat_map(|r| r.preemptions_by_reason.keys())
-        .collect();
-    reasons.sort();
-    reasons.dedup();
-    for reason in reasons {
-        row(reason, true, &|r| {
-            r.preemptions_by_reason
-                .get(reason)
-                .copied()
-                .unwrap_or(0)
-                .to_string()
-        });
+    for reason in preemption_reasons(&reports) {
+        row(reason, true, &|r| r.preemptions_for(reason).to_string());
     }
     row("Workloads completed", false, &|r| {
         format!("{} of {}", r.workloads.completed, r.workloads.submitted)

@@ -91,15 +91,7 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
     assert_eq!(healthy, 4, "four simulated nodes are live");
     assert!(started, "the trickle's first workload started");
 
-    let tree: serde_json::Value = http
-        .get(format!("{url}/api/v1/tree"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tree = crate::live::get_json(&http, &format!("{url}/api/v1/tree"), &token).await;
     let paths: Vec<&str> = tree["nodes"]
         .as_array()
         .unwrap()

@@ -183,17 +183,8 @@ async fn cluster(database_for_server: &str, database: &str, dir: &std::path::Pat
 }
 
 async fn submit(c: &Cluster, command: &str) -> i64 {
-    let response = client()
-        .post(format!("{}/api/v1/workloads", c.url))
-        .bearer_auth(&c.token)
-        .json(&job("ai/olmo", "w", command, 2, 900, true))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), reqwest::StatusCode::CREATED);
-    response.json::<serde_json::Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap()
+    let body = job("ai/olmo", "w", command, 2, 900, true);
+    crate::live::submit_job(&client(), &c.url, &c.token, body).await
 }
 
 #[tokio::test]

@@ -205,6 +205,33 @@ fn app_state_options(app: &TestApp) -> leptos::prelude::LeptosOptions {
     server::serve::leptos_options(&args).unwrap()
 }
 
+/// `GET url` with an API token, as JSON.
+pub async fn get_json(http: &reqwest::Client, url: &str, token: &str) -> Value {
+    http.get(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// Submits `body` (see [`job`]) through the JSON API of the server at `url`: the new workload's id.
+pub async fn submit_job(http: &reqwest::Client, url: &str, token: &str, body: Value) -> i64 {
+    let response = http
+        .post(format!("{url}/api/v1/workloads"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::CREATED);
+    response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap()
+}
+
 pub fn job(
     project: &str,
     name: &str,

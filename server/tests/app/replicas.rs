@@ -76,15 +76,7 @@ pub(crate) async fn agent_on(
         .spawn()
         .unwrap();
     for _ in 0..100 {
-        let nodes: serde_json::Value = http
-            .get(format!("{url}/api/v1/nodes"))
-            .bearer_auth(token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let nodes = crate::live::get_json(http, &format!("{url}/api/v1/nodes"), token).await;
         if nodes["nodes"][0]["state"] == "healthy" {
             return agent;
         }
@@ -94,17 +86,8 @@ pub(crate) async fn agent_on(
 }
 
 async fn submit(http: &reqwest::Client, url: &str, token: &str, name: &str, command: &str) -> i64 {
-    let response = http
-        .post(format!("{url}/api/v1/workloads"))
-        .bearer_auth(token)
-        .json(&job("ai/olmo", name, command, 1, 900, true))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), reqwest::StatusCode::CREATED);
-    response.json::<serde_json::Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap()
+    let body = job("ai/olmo", name, command, 1, 900, true);
+    crate::live::submit_job(http, url, token, body).await
 }
 
 /// Each workload has exactly one run and one `started` event.

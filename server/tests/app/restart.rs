@@ -61,14 +61,7 @@ pub(crate) async fn state_of(
     token: &str,
     id: i64,
 ) -> serde_json::Value {
-    http.get(format!("{url}/api/v1/workloads/{id}"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    crate::live::get_json(http, &format!("{url}/api/v1/workloads/{id}"), token).await
 }
 
 pub(crate) async fn wait_for(http: &reqwest::Client, url: &str, token: &str, id: i64, state: &str) {
