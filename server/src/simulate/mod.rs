@@ -4,6 +4,15 @@
 
 mod args;
 
+/// `println!` that shrugs off a closed standard output (`hourglass simulate … | head`): the
+/// files are written either way, and a broken pipe is no reason to panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub use args::{PolicyChoice, SimulateArgs, SimulateCommand};
 
 use crate::ServerError;
@@ -21,7 +30,7 @@ pub fn run(args: SimulateArgs) -> Result<(), ServerError> {
         }) => {
             let s = scenario::generate(&scenario::ScenarioConfig::reference(seed, days));
             write_inputs(&out_dir, &s)?;
-            println!(
+            say!(
                 "wrote {} workloads over {days} days (seed {seed})",
                 s.trace_csv.lines().count().saturating_sub(1)
             );
@@ -36,7 +45,7 @@ pub fn run(args: SimulateArgs) -> Result<(), ServerError> {
             let c = philly::convert(&text, days)
                 .map_err(|e| ServerError::invalid("input", format!("{}: {e}", input.display())))?;
             write_inputs(&out_dir, &c.scenario)?;
-            println!(
+            say!(
                 "wrote {} jobs of {} teams on {} GPUs ({} skipped: after {days} days or larger than the cluster)",
                 c.jobs, c.teams, c.gpus, c.skipped
             );
@@ -103,7 +112,7 @@ fn simulate(args: &SimulateArgs) -> Result<(), ServerError> {
         outputs.push(out);
     }
     let reports: Vec<&sim::Report> = outputs.iter().map(|o| &o.report).collect();
-    print!("{}", sim::summary_table(&reports));
+    say!("{}", sim::summary_table(&reports).trim_end_matches('\n'));
 
     if let Some(out) = &args.out {
         let json = match reports.as_slice() {
@@ -112,11 +121,11 @@ fn simulate(args: &SimulateArgs) -> Result<(), ServerError> {
             _ => unreachable!("one or two policies"),
         };
         write(out, &json)?;
-        println!("report: {}", out.display());
+        say!("report: {}", out.display());
     }
     if let (Some(path), Some(first)) = (&args.timeline, outputs.first()) {
         write(path, &sim::timeline_csv(&input, &first.segments))?;
-        println!("timeline: {}", path.display());
+        say!("timeline: {}", path.display());
     }
     Ok(())
 }
@@ -131,7 +140,7 @@ fn write_inputs(dir: &Path, s: &scenario::Scenario) -> Result<(), ServerError> {
     ] {
         write(&dir.join(name), text)?;
     }
-    println!(
+    say!(
         "wrote {}/{{tree.toml,cluster.toml,trace.csv}}",
         dir.display()
     );
