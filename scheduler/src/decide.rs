@@ -41,7 +41,22 @@ pub(crate) fn fair_share(
         |leaf| standings.leaf_rank(leaf),
         |r, now| !r.spec.is_allocated() || !r.is_protected(now),
     );
+    // The fast lane's room: its cap on the schedulable GPUs, less what debug work holds already.
+    let schedulable: u32 = state
+        .nodes
+        .iter()
+        .filter(|n| n.health.takes_new_work())
+        .map(|n| n.gpus)
+        .sum();
+    let lane_cap = (engine.config().fast_lane * f64::from(schedulable)).floor() as u32;
+    let debug_running: u32 = state
+        .running
+        .iter()
+        .filter(|r| r.spec.is_debug())
+        .map(|r| r.placement.gpu_count())
+        .sum();
     let mut pass = Pass {
+        lane_room: lane_cap.saturating_sub(debug_running),
         tree: engine.tree(),
         standings: &standings,
         margin: engine.config().damping_margin,
@@ -69,6 +84,7 @@ pub(crate) fn fair_share(
     );
     pass.wake_at(drain_wake);
     let mut queue = Queue::fair_share(state.queued, &standings);
+    pass.scan_lane(queue.debug());
     pass.scan_allocated(&mut queue);
     pass.scan_unallocated();
     pass.finish()
@@ -87,6 +103,8 @@ struct Group {
 }
 
 struct Pass<'a> {
+    /// GPUs debug work may still take through the fast lane in this pass.
+    lane_room: u32,
     tree: &'a BudgetTree,
     standings: &'a Standings,
     margin: f64,
@@ -142,16 +160,24 @@ impl Pass<'_> {
                         .any(|&q| self.queued[q as usize].id == w)
                 });
                 let min_gpus = queue.min_gpus(rank);
-                if self.attempts >= self.max_reservations
-                    && !watched_here
+                // Nothing of this group can start now; only its gangs may still reserve (and,
+                // holding a reservation, take work behind them).
+                let hopeless = !watched_here
                     && !self.pool.idle_could_fit(min_gpus)
-                    && self.reachable(&mut group) < min_gpus
-                {
+                    && self.reachable(&mut group) < min_gpus;
+                if hopeless {
                     self.note_blocked(&group.eligible);
-                    continue;
+                    group.noted = true;
+                    let may_reserve = queue.max_gpus(rank) > self.pool.node_size
+                        && self.attempts < self.max_reservations;
+                    if !may_reserve {
+                        continue;
+                    }
                 }
+                let node_size = self.pool.node_size;
                 for &q in queue.sorted_group(rank, self.queued) {
-                    if !self.started[q as usize] {
+                    let skip = hopeless && self.queued[q as usize].gpus <= node_size;
+                    if !self.started[q as usize] && !skip {
                         self.try_allocated(q, &mut group);
                     }
                 }
@@ -164,7 +190,10 @@ impl Pass<'_> {
 
     /// Unallocated work on the idle GPUs allocated work left, in queue order.
     fn scan_unallocated(&mut self) {
-        if self.pool.idle_total > 0 {
+        // Once this pass has requeued allocated work, the driver decides again at once; free work
+        // waits for that pass rather than start where the requeued work would preempt it within
+        // the same second.
+        if self.pool.idle_total > 0 && !self.pool.requeued_allocated {
             let mut free = FreeQueue::new(self.queued, self.standings);
             while self.pool.idle_total > 0 {
                 let Some((q, rank)) = free.next(self.pool.idle_fit(), self.pool.idle_total) else {
@@ -183,15 +212,80 @@ impl Pass<'_> {
         }
     }
 
-    /// Starts unallocated work on idle GPUs if a placement exists.
+    /// Starts unallocated work on idle GPUs if a placement exists (reserved ones only if it is
+    /// resumable: see [`Pass::may_backfill`]).
     fn try_idle_only(&mut self, q: u32, rank: u32) {
+        let w = self.queued[q as usize];
+        let key = QueueKey::fair_share(&w, rank);
+        let backfill = |h: &Held| self.may_backfill(h, &w, key);
         let rules = Rules {
-            may_backfill: &|_: &Held| true,
+            may_backfill: &backfill,
             victim: None,
             only: None,
         };
-        if let Some(choice) = self.pool.find(self.queued[q as usize].gpus, &rules) {
-            self.start(q, rank, choice);
+        if let Some(choice) = self.pool.find(w.gpus, &rules) {
+            self.start(q, rank, choice, &[], PreemptRule::FreeWork);
+        }
+    }
+
+    /// The fast lane (DESIGN §4.11): debug work, in queue order, on idle GPUs or in place of free
+    /// work and of unprotected resumable work of any leaf (or any unprotected work its leaf may
+    /// preempt by fair share), while the lane has room.
+    fn scan_lane(&mut self, debug: &[u32]) {
+        if self.lane_room == 0 || debug.is_empty() {
+            return;
+        }
+        let mut lane: Vec<(QueueKey, u32)> = debug
+            .iter()
+            .map(|&i| {
+                let w = &self.queued[i as usize];
+                (QueueKey::fair_share(w, self.standings.leaf_rank(w.leaf)), i)
+            })
+            .filter(|(_, i)| self.queued[*i as usize].gpus <= self.pool.node_size)
+            .collect();
+        lane.sort_unstable();
+        // The smallest request that found nothing, as of a pool version: larger ones would not.
+        let mut failed: Option<(u64, u32)> = None;
+        let now = self.now;
+        for (key, q) in lane {
+            let w = self.queued[q as usize];
+            if w.gpus > self.lane_room {
+                continue;
+            }
+            if failed.is_some_and(|(at, gpus)| at == self.pool.changes && w.gpus >= gpus) {
+                continue;
+            }
+            let eligible = self
+                .standings
+                .preemptible_by(w.leaf, self.margin, self.tree);
+            let backfill = |h: &Held| self.may_backfill(h, &w, key);
+            let victim = |r: &Run| {
+                !r.spec.is_allocated()
+                    || (!r.is_protected(now) && (r.spec.resumable || eligible[r.rank as usize]))
+            };
+            let idle = Rules {
+                may_backfill: &backfill,
+                victim: None,
+                only: None,
+            };
+            let preempting = Rules {
+                may_backfill: &backfill,
+                victim: Some(&victim),
+                only: None,
+            };
+            let choice = if self.pool.idle_could_fit(w.gpus) {
+                self.pool.find(w.gpus, &idle)
+            } else {
+                None
+            }
+            .or_else(|| self.pool.find(w.gpus, &preempting));
+            match choice {
+                Some(choice) => {
+                    self.lane_room -= w.gpus;
+                    self.start(q, key.rank(), choice, &eligible, PreemptRule::FastLane);
+                }
+                None => failed = Some((self.pool.changes, w.gpus)),
+            }
         }
     }
 
@@ -223,19 +317,25 @@ impl Pass<'_> {
         }
     }
 
+    /// Whether `w` may start on GPUs reserved by `held` (DESIGN §4.8): work ahead of the holder in
+    /// the queue may; work behind it only if it is resumable and its minimum runtime ends by the
+    /// reservation's time, when the holder may preempt it (rule `Reserved`) without anyone losing
+    /// progress. Free work's minimum runtime is 0.
     fn may_backfill(&self, held: &Held, w: &WorkloadSpec, key: QueueKey) -> bool {
         held.workload == w.id
             || key < held.key
-            || !w.is_allocated()
-            || (self.now + w.min_runtime <= held.at
-                && held.may_preempt[self.standings.leaf_rank(w.leaf) as usize])
+            || (w.resumable && self.now + w.min_runtime <= held.at)
     }
 
     fn try_allocated(&mut self, q: u32, group: &mut Group) {
         let w = self.queued[q as usize];
         let key = QueueKey::fair_share(&w, group.rank);
-        let now = self.now;
         let gang = w.gpus > self.pool.node_size;
+        let holds = self.pool.held.iter().any(|h| h.live && h.workload == w.id);
+        if gang && (holds || self.attempts < self.max_reservations) {
+            self.try_reserving(q, key, group, holds);
+            return;
+        }
         let known = self
             .failures
             .latest_covering(group.rank, &group.bits, gang, w.gpus)
@@ -276,7 +376,8 @@ impl Pass<'_> {
         self.nodes = nodes;
         let found = match choice {
             Ok(choice) => {
-                self.start(q, group.rank, choice);
+                let eligible = group.eligible.clone();
+                self.start(q, group.rank, choice, &eligible, PreemptRule::FreeWork);
                 return;
             }
             Err(found) => found,
@@ -303,28 +404,71 @@ impl Pass<'_> {
             group.noted = true;
             self.note_blocked(&group.eligible);
         }
-        if self.attempts < self.max_reservations
-            && !self.pool.held.iter().any(|h| h.live && h.workload == w.id)
-        {
+        self.explain_blocked(&w, key, group);
+    }
+
+    fn explain_blocked(&mut self, w: &WorkloadSpec, key: QueueKey, group: &Group) {
+        if self.watch == Some(w.id) {
+            let reason = blocked_reason(&self.pool, w, group.rank, &group.eligible, &|h| {
+                self.may_backfill(h, w, key)
+            });
+            self.watched = Some(reason);
+        }
+    }
+
+    /// A multi-host workload among the first blocked ones (DESIGN §4.8). Besides what its leaf
+    /// may preempt by fair share, it may take resumable work behind it in the queue whose
+    /// protection has ended: work that started on its reserved hosts knowing it would be
+    /// preemptible by now. If it cannot start, it reserves the hosts it could have earliest.
+    fn try_reserving(&mut self, q: u32, key: QueueKey, group: &mut Group, holds: bool) {
+        let w = self.queued[q as usize];
+        let now = self.now;
+        let eligible = &group.eligible;
+        let behind = |r: &Run| {
+            r.spec.is_allocated()
+                && (eligible[r.rank as usize]
+                    || (r.spec.resumable && QueueKey::fair_share(&r.spec, r.rank) > key))
+        };
+        let backfill = |h: &Held| self.may_backfill(h, &w, key);
+        let victim = |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && behind(r));
+        let idle = Rules {
+            may_backfill: &backfill,
+            victim: None,
+            only: None,
+        };
+        let preempting = Rules {
+            may_backfill: &backfill,
+            victim: Some(&victim),
+            only: None,
+        };
+        let choice = if self.pool.idle_could_fit(w.gpus) {
+            self.pool.find(w.gpus, &idle)
+        } else {
+            None
+        }
+        .or_else(|| self.pool.find(w.gpus, &preempting));
+        if let Some(choice) = choice {
+            let eligible = group.eligible.clone();
+            self.start(q, group.rank, choice, &eligible, PreemptRule::Reserved);
+            return;
+        }
+        if !group.noted {
+            group.noted = true;
+            self.note_blocked(&group.eligible);
+        }
+        if !holds {
             self.attempts += 1;
-            let eligible = &group.eligible;
-            let eventually = |r: &Run| !r.spec.is_allocated() || eligible[r.rank as usize];
+            let eventually = |r: &Run| !r.spec.is_allocated() || behind(r);
             if let Some((at, parts)) = self
                 .pool
                 .earliest(w.gpus, &eventually)
                 .filter(|(at, _)| *at > now)
             {
-                let may_preempt = group.eligible.clone();
-                self.pool.reserve(w.id, key, at, parts, may_preempt);
+                self.pool.reserve(w.id, key, at, parts);
                 self.wake_at(Some(at));
             }
         }
-        if self.watch == Some(w.id) {
-            let reason = blocked_reason(&self.pool, &w, group.rank, &group.eligible, &|h| {
-                self.may_backfill(h, &w, key)
-            });
-            self.watched = Some(reason);
-        }
+        self.explain_blocked(&w, key, group);
     }
 
     /// Idle GPUs first, then preemption, on `only` hosts if given. When nothing fits: an upper
@@ -367,7 +511,10 @@ impl Pass<'_> {
             .map_err(|reach| Some((reach, only.is_none())))
     }
 
-    fn start(&mut self, q: u32, rank: u32, choice: Choice) {
+    /// Starts queued workload `q`, preempting the choice's victims. Each preemption's rule: free
+    /// work, fair share where the preemptor's leaf may preempt the victim's (`eligible`, by rank),
+    /// else `other` (the fast lane's or a reservation's).
+    fn start(&mut self, q: u32, rank: u32, choice: Choice, eligible: &[bool], other: PreemptRule) {
         let w = self.queued[q as usize];
         let idle_before = self.pool.idle_total;
         let mut touched: Vec<(NodeId, GpuSet)> = Vec::new();
@@ -376,7 +523,9 @@ impl Pass<'_> {
                 touched.push((part.node, self.pool.slots[part.node.index()].free));
             }
             let r = &self.pool.runs[victim as usize];
-            let rule = if r.spec.is_allocated() {
+            let rule = if !r.spec.is_allocated() {
+                PreemptRule::FreeWork
+            } else if eligible.get(r.rank as usize).copied().unwrap_or(false) {
                 PreemptRule::FairShare {
                     split: self
                         .standings
@@ -385,7 +534,11 @@ impl Pass<'_> {
                     margin: self.margin,
                 }
             } else {
-                PreemptRule::FreeWork
+                debug_assert!(matches!(
+                    other,
+                    PreemptRule::FastLane | PreemptRule::Reserved
+                ));
+                other
             };
             self.actions.push(Action::Preempt {
                 workload: r.spec.id,
@@ -469,6 +622,7 @@ impl Pass<'_> {
             actions: self.actions,
             reservations,
             next_wake: self.wake,
+            decide_again: self.pool.decide_again(),
         };
         (decision, self.watched)
     }

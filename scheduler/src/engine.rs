@@ -31,9 +31,13 @@ pub struct Config {
     /// rate: two equally funded, equally busy leaves hand GPUs back and forth at most that often.
     /// 0 disables damping.
     pub damping_margin: f64,
-    /// How many blocked allocated workloads, best-ranked first, may hold a reservation at once
+    /// How many blocked multi-host workloads, best-ranked first, may hold a reservation at once
     /// (DESIGN §4.8). 0 disables reservations and lets large workloads starve.
     pub max_reservations: usize,
+    /// The fast lane (DESIGN §4.11): debug work goes to idle GPUs ahead of other allocated work
+    /// and may preempt unprotected resumable work of any leaf, while running debug work holds
+    /// at most this fraction of the schedulable GPUs. 0 disables the lane.
+    pub fast_lane: f64,
 }
 
 impl Default for Config {
@@ -43,6 +47,7 @@ impl Default for Config {
             ledger: LedgerConfig::default(),
             damping_margin: 0.02,
             max_reservations: 4,
+            fast_lane: 0.1,
         }
     }
 }

@@ -76,6 +76,7 @@ mod priority;
 mod queue;
 mod ranking;
 mod reasons;
+mod settle;
 pub mod sim;
 mod snapshot;
 mod tree;
@@ -90,5 +91,9 @@ pub use reasons::{
     Action, AfterStop, Decision, DrainReason, DrainRule, Party, PreemptReason, PreemptRule,
     Protection, Reservation,
 };
-pub use snapshot::{ClusterState, RunningWorkload, SnapshotError, WorkloadSpec};
+pub use settle::{Settle, MAX_PASSES_PER_MOMENT};
+pub use snapshot::{
+    ClusterState, RunningWorkload, SnapshotError, WorkloadSpec, DEBUG_MAX_GPUS,
+    DEBUG_MAX_MIN_RUNTIME,
+};
 pub use tree::{BudgetTree, NodeLink, ShareVersion, TreeError};

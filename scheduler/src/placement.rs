@@ -276,23 +276,28 @@ impl Pool {
                 (at, vec![part])
             });
         }
-        hosts.sort_unstable_by_key(|h| (h.0, h.2.count(), h.1));
+        // The earliest moment enough whole hosts are ready...
+        hosts.sort_unstable_by_key(|h| (h.0, h.1));
+        let mut total = 0;
+        let at = hosts.iter().find_map(|h| {
+            total += h.2.count();
+            (total >= gpus).then_some(h.0)
+        })?;
+        // ...and, among the hosts ready by then, those that become ready last: hosts idle now
+        // stay with the queue (work whose minimum runtime ends in time may backfill them anyway).
+        hosts.retain(|h| h.0 <= at);
+        hosts.sort_unstable_by_key(|h| (std::cmp::Reverse(h.0), h.1));
         let mut parts = Vec::new();
         let mut total = 0;
-        let mut at = self.now;
-        for &(t, node, mask) in &hosts {
+        for &(_, node, mask) in &hosts {
             if total >= gpus {
                 break;
             }
             total += mask.count();
-            at = at.max(t);
             parts.push(NodeGpus {
                 node: Pool::node_id(node),
                 gpus: mask,
             });
-        }
-        if total < gpus {
-            return None;
         }
         parts.sort_unstable();
         Some((at, parts))

@@ -8,14 +8,19 @@ use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::queue::QueueKey;
 use crate::snapshot::{ClusterState, WorkloadSpec};
 
-/// What preempting a set of workloads costs, compared field by field (DESIGN §4.6): any allocated
-/// non-resumable progress is worse than any allocated resumable progress, which is worse than any
-/// unallocated progress. Each field sums `GPUs × seconds into the current run` (at least 1 s).
+/// What preempting a set of workloads costs, compared field by field (DESIGN §4.6, "non-resumable
+/// work last"): any allocated non-resumable progress lost is worse than any unallocated
+/// non-resumable progress lost, which is worse than stopping any resumable work (it keeps its
+/// progress), allocated before unallocated. Non-resumable and free fields sum `GPUs × seconds into the current run`
+/// (at least 1 s): the progress lost. Resumable allocated work loses no progress, so its field
+/// prefers work that has run longest past its protection: `GPUs × (a week − seconds since its
+/// protection ended)`, at least 1 s — a job just out of its minimum runtime, likely nearly done
+/// if it is short, is the last resumable one taken.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Cost {
     allocated_final: i64,
-    allocated_resumable: i64,
     free_final: i64,
+    allocated_resumable: i64,
     free_resumable: i64,
 }
 
@@ -49,7 +54,10 @@ impl Cost {
         let mut cost = Cost::ZERO;
         match (spec.is_allocated(), spec.resumable) {
             (true, false) => cost.allocated_final = lost,
-            (true, true) => cost.allocated_resumable = lost,
+            (true, true) => {
+                let past = ran - spec.min_runtime;
+                cost.allocated_resumable = i64::from(held) * (7 * crate::ids::DAY - past).max(1);
+            }
             (false, false) => cost.free_final = lost,
             (false, true) => cost.free_resumable = lost,
         }
@@ -145,9 +153,6 @@ pub(crate) struct Held {
     pub at: Time,
     pub parts: Vec<NodeGpus>,
     pub live: bool,
-    /// By leaf rank: whose unprotected work the holder's leaf may preempt (as
-    /// `Standings::preemptible_by`), looked up for every request that meets the reservation.
-    pub may_preempt: Vec<bool>,
 }
 
 pub(crate) struct Pool {
@@ -173,6 +178,10 @@ pub(crate) struct Pool {
     may_be_victim: fn(&Run, Time) -> bool,
     /// Bumped by every change, so callers can cache what they learned about the pool.
     pub changes: u64,
+    /// This pass stopped resumable allocated work (it goes back to the queue).
+    pub requeued_allocated: bool,
+    /// The smallest resumable free workload this pass stopped.
+    requeued_free: Option<u32>,
     /// `(changes, host)` for every host where something got easier: a preemption left idle GPUs
     /// behind, a reservation was dropped. Everything else a pass does only makes placement harder
     /// (a preemptor takes its victims' GPUs, fresh work is never preempted), so a search that
@@ -235,6 +244,8 @@ impl Pool {
             baseline_preemptible_gpus: 0,
             may_be_victim,
             changes: 0,
+            requeued_allocated: false,
+            requeued_free: None,
             loosened: Vec::new(),
         };
         pool.slot_runs = vec![(0, GpuSet::EMPTY); room as usize];
@@ -377,6 +388,12 @@ impl Pool {
         }
     }
 
+    /// Whether the driver must decide again at once (see [`crate::Decision::decide_again`]): this
+    /// pass requeued allocated work, or requeued free work that idle GPUs could take.
+    pub(crate) fn decide_again(&self) -> bool {
+        self.requeued_allocated || self.requeued_free.is_some_and(|g| self.idle_could_fit(g))
+    }
+
     /// Stops a run and frees its GPUs.
     pub(crate) fn release(&mut self, run: u32) {
         let r = run as usize;
@@ -386,6 +403,12 @@ impl Pool {
         self.changes += 1;
         self.count_run(r, -1);
         self.runs[r].alive = false;
+        let spec = self.runs[r].spec;
+        if spec.resumable && spec.is_allocated() {
+            self.requeued_allocated = true;
+        } else if spec.resumable {
+            self.requeued_free = Some(self.requeued_free.map_or(spec.gpus, |g| g.min(spec.gpus)));
+        }
         let (at, len) = self.runs[r].parts;
         for k in at..at + len {
             let part = self.parts[k as usize];
@@ -442,7 +465,6 @@ impl Pool {
         key: QueueKey,
         at: Time,
         parts: Vec<NodeGpus>,
-        may_preempt: Vec<bool>,
     ) {
         self.changes += 1;
         let index = self.held.len() as u32;
@@ -457,7 +479,6 @@ impl Pool {
             at,
             parts,
             live: true,
-            may_preempt,
         });
     }
 

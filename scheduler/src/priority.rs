@@ -250,6 +250,7 @@ pub(crate) fn baseline_walk(
         actions,
         reservations: Vec::new(),
         next_wake: None,
+        decide_again: pool.decide_again(),
     };
     (decision, watched)
 }

@@ -51,7 +51,10 @@ pub(crate) struct Queue {
     order: Vec<u32>,
     start: Vec<u32>,
     min_gpus: Vec<u32>,
+    max_gpus: Vec<u32>,
     sorted: Vec<bool>,
+    /// Debug workloads (the fast lane's), by queue index.
+    debug: Vec<u32>,
 }
 
 impl Queue {
@@ -60,12 +63,18 @@ impl Queue {
         let ranks = standings.leaf_count();
         let mut start = vec![0u32; ranks + 1];
         let mut min_gpus = vec![u32::MAX; ranks];
+        let mut max_gpus = vec![0; ranks];
+        let mut debug = Vec::new();
         let mut members: Vec<(u32, u32)> = Vec::new();
         for (i, w) in queued.iter().enumerate() {
             if w.is_allocated() {
                 let rank = standings.leaf_rank(w.leaf);
                 start[rank as usize + 1] += 1;
                 min_gpus[rank as usize] = min_gpus[rank as usize].min(w.gpus);
+                max_gpus[rank as usize] = max_gpus[rank as usize].max(w.gpus);
+                if w.is_debug() {
+                    debug.push(i as u32);
+                }
                 members.push((i as u32, rank));
             }
         }
@@ -82,7 +91,9 @@ impl Queue {
             order,
             start,
             min_gpus,
+            max_gpus,
             sorted: vec![false; ranks],
+            debug,
         }
     }
 
@@ -97,6 +108,14 @@ impl Queue {
 
     pub(crate) fn min_gpus(&self, rank: usize) -> u32 {
         self.min_gpus[rank]
+    }
+
+    pub(crate) fn debug(&self) -> &[u32] {
+        &self.debug
+    }
+
+    pub(crate) fn max_gpus(&self, rank: usize) -> u32 {
+        self.max_gpus[rank]
     }
 
     /// Members of a bucket in queue order.

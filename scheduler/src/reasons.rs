@@ -17,6 +17,11 @@ pub struct Decision {
     /// Work this decision stops and requeues is not placed again within it: a driver that
     /// requeues anything should decide again at the same `now` once it has applied the actions.
     pub next_wake: Option<Time>,
+    /// Whether a pass at the same `now`, after these actions are applied, could decide anything
+    /// more: this one requeued allocated work (free work waits for that pass rather than start
+    /// where the requeued work would preempt it), or requeued free work that idle GPUs could
+    /// take. Drivers follow it through [`crate::Settle`].
+    pub decide_again: bool,
 }
 
 /// One thing for the driver to do.
@@ -105,6 +110,26 @@ pub enum PreemptRule {
     FairShare { split: LevelComparison, margin: f64 },
     /// The priority baseline: a protected start of equal or higher priority took preemptible work.
     Priority,
+    /// The fast lane (DESIGN §4.11): a debug workload took the GPUs of resumable work whose
+    /// minimum runtime had passed, whatever its leaf; the time is charged to the debug work's leaf.
+    FastLane,
+    /// Reserved GPUs (DESIGN §4.8): a multi-host workload that held a reservation took work behind
+    /// it in the queue whose minimum runtime had passed (work that started there knowing it would
+    /// be preemptible by then).
+    Reserved,
+}
+
+impl PreemptRule {
+    /// The rule's stable name in reports and event details.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PreemptRule::FreeWork => "free-work",
+            PreemptRule::FairShare { .. } => "fair-share",
+            PreemptRule::Priority => "priority",
+            PreemptRule::FastLane => "fast-lane",
+            PreemptRule::Reserved => "reserved",
+        }
+    }
 }
 
 /// Why a workload was preempted: enough for "preempted at 14:02 by olmo-pretrain-7 (project a1,

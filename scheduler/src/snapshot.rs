@@ -27,7 +27,19 @@ impl WorkloadSpec {
     pub fn is_allocated(&self) -> bool {
         self.min_runtime > 0
     }
+
+    /// Debug work (DESIGN §5): allocated, a minimum runtime of at most 15 minutes, at most 8
+    /// GPUs. It may use the fast lane (DESIGN §4.11).
+    pub fn is_debug(&self) -> bool {
+        self.is_allocated()
+            && self.min_runtime <= DEBUG_MAX_MIN_RUNTIME
+            && self.gpus <= DEBUG_MAX_GPUS
+    }
 }
+
+/// Debug workloads: `0 < min_runtime ≤ 15 min` and at most this many GPUs.
+pub const DEBUG_MAX_MIN_RUNTIME: Time = 15 * 60;
+pub const DEBUG_MAX_GPUS: u32 = 8;
 
 /// A workload on its GPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -73,6 +73,14 @@ pub fn stop_reason(kind: &str, detail: &Value) -> String {
         Some("free-work") => format!(
             "Preempted at {at} by {by}: it ran for free (minimum runtime 0), and free work gives way to any funded workload.{then}"
         ),
+        Some("fast-lane") => format!(
+            "Preempted at {at} by {by}: a short debug workload may take the GPUs of resumable work whose minimum runtime has passed, whatever its project (the fast lane, charged to the debug workload's project), and your {} minimum runtime had passed.{then}",
+            duration(min_runtime)
+        ),
+        Some("reserved") => format!(
+            "Preempted at {at} by {by}: those GPUs were reserved for it, a multi-node workload ahead of yours in the queue; yours started there because its {} minimum runtime would end before the reservation, and it had.{then}",
+            duration(min_runtime)
+        ),
         Some("fair-share") => {
             let split = &detail["split"];
             format!(
@@ -166,6 +174,30 @@ mod tests {
             text.ends_with("back to the queue with its progress."),
             "{text}"
         );
+    }
+
+    #[test]
+    fn fast_lane_and_reservation_preemptions_say_which_rule_took_the_gpus() {
+        let detail = |rule: &str| {
+            json!({
+                "rule": rule, "at": 50_520,
+                "preemptor": { "workload_id": 7, "name": "debug-7", "leaf": "ai/a1", "ratio": 1.2 },
+                "victim": { "workload_id": 3, "name": "train", "leaf": "ai/b2", "ratio": 0.9 },
+                "split": null, "victim_min_runtime_s": 3600, "then": "requeued",
+            })
+        };
+        let lane = stop_reason("preempted", &detail("fast-lane"));
+        assert!(lane.starts_with("Preempted at 14:02:00 by debug-7 (project ai/a1, ratio 1.20): a short debug workload"), "{lane}");
+        assert!(
+            lane.contains("your 1 h minimum runtime had passed"),
+            "{lane}"
+        );
+        let reserved = stop_reason("preempted", &detail("reserved"));
+        assert!(
+            reserved.contains("those GPUs were reserved for it"),
+            "{reserved}"
+        );
+        assert!(!reserved.contains("priority rule"), "{reserved}");
     }
 
     #[test]

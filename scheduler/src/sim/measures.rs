@@ -11,9 +11,7 @@ use super::SimInput;
 use crate::engine::Policy;
 use crate::ids::{Time, HOUR};
 
-/// Debug workloads: `0 < min_runtime ≤ 15 min` and at most this many GPUs.
-pub const DEBUG_MAX_MIN_RUNTIME: Time = 15 * 60;
-pub const DEBUG_MAX_GPUS: u32 = 8;
+pub use crate::snapshot::{DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 
 /// GPU-seconds per hour of `[0, horizon)`.
 struct Hours {
@@ -94,7 +92,6 @@ pub(crate) fn measure(input: &SimInput, policy: Policy, out: &Outcome) -> Report
 
     // Demand: GPUs asked for by work queued or running, from submit to its end or the horizon.
     let mut demand: Vec<Hours> = (0..leaves).map(|_| Hours::new(horizon)).collect();
-    let mut all_demand = 0.0;
     let mut workloads = Workloads {
         submitted: 0,
         completed: 0,
@@ -102,6 +99,8 @@ pub(crate) fn measure(input: &SimInput, policy: Policy, out: &Outcome) -> Report
         unfinished: 0,
     };
     let (mut waits, mut debug, mut large) = (Vec::new(), Vec::new(), Vec::new());
+    // Per leaf: (sum, count) of multi-host waits and of single-host non-debug allocated waits.
+    let mut team_waits = vec![[(0.0f64, 0u64); 2]; leaves];
     for j in out.jobs.iter().filter(|j| j.spec.submitted_at <= horizon) {
         let spec = &j.spec;
         workloads.submitted += 1;
@@ -120,22 +119,44 @@ pub(crate) fn measure(input: &SimInput, policy: Policy, out: &Outcome) -> Report
             }
         };
         let gpus = f64::from(spec.gpus);
-        all_demand += gpus * (until.min(horizon) - spec.submitted_at).max(0) as f64;
         if spec.is_allocated() {
             demand[spec.leaf.0 as usize].add(spec.submitted_at, until, gpus);
         }
         let wait = j.first_start.unwrap_or(horizon) - spec.submitted_at;
         waits.push(wait);
-        if spec.is_allocated()
-            && spec.min_runtime <= DEBUG_MAX_MIN_RUNTIME
-            && spec.gpus <= DEBUG_MAX_GPUS
-        {
+        let is_debug = spec.is_debug();
+        if is_debug {
             debug.push(wait);
         }
         if spec.gpus > node_size {
             large.push(wait);
+            let t = &mut team_waits[spec.leaf.0 as usize][0];
+            *t = (t.0 + wait as f64, t.1 + 1);
+        } else if spec.is_allocated() && !is_debug {
+            let t = &mut team_waits[spec.leaf.0 as usize][1];
+            *t = (t.0 + wait as f64, t.1 + 1);
         }
     }
+    let large_over_single_wait = team_waits
+        .iter()
+        .filter(|[l, s]| l.1 >= 5 && s.1 >= 5)
+        .map(|[l, s]| round6((l.0 / l.1 as f64) / (s.0 / s.1 as f64).max(60.0)))
+        .reduce(f64::max);
+    let mut runs: BTreeMap<(u32, Time), (Time, bool, SegmentEnd)> = BTreeMap::new();
+    for s in &out.segments {
+        runs.insert((s.job, s.start), (s.end, s.allocated, s.end_kind));
+    }
+    let zero_length_runs = runs
+        .iter()
+        .filter(|(k, v)| v.0 == k.1 && v.2 != SegmentEnd::Running)
+        .count() as u64;
+    let free_runs_under_a_minute = runs
+        .iter()
+        .filter(|(k, v)| {
+            !v.1 && v.0 - k.1 < 60 && matches!(v.2, SegmentEnd::Preempted | SegmentEnd::Killed)
+        })
+        .count() as u64;
+    let (all_demand, occupancy_limit_s) = offered(input, horizon);
     for v in [&mut waits, &mut debug, &mut large] {
         v.sort_unstable();
     }
@@ -229,10 +250,55 @@ pub(crate) fn measure(input: &SimInput, policy: Policy, out: &Outcome) -> Report
         },
         nodes,
         preemptions_by_reason: by_reason,
+        lost_gpu_h_by_reason: out
+            .lost_by_reason
+            .iter()
+            .map(|(k, v)| (k.to_string(), round6(v / 3_600.0)))
+            .collect(),
         requeue_wait_s: WaitStats::of_sorted(&out.requeue_waits),
         demand_over_capacity: share_of(all_demand, healthy),
+        occupancy_limit: share_of(occupancy_limit_s, healthy),
+        idle_while_waiting: share_of(out.idle_while_waiting, healthy),
         lost_gpu_h: round6(lost / 3_600.0),
+        lost_fraction: share_of(lost, busy),
+        zero_length_runs,
+        free_runs_under_a_minute,
+        large_over_single_wait,
         min_runtime_capped: out.capped,
         decisions: out.decisions,
     }
+}
+
+/// From the input alone: the GPU-seconds the trace asks for by the horizon, and the GPU-seconds a
+/// work-conserving cluster would have been busy if work were divisible — a fluid queue of every
+/// submitted GPU-second, served at the healthy capacity whenever it is not empty.
+fn offered(input: &SimInput, horizon: Time) -> (f64, f64) {
+    let cluster = &input.cluster;
+    let total = f64::from(cluster.total_gpus());
+    // (time, GPU-seconds arriving, change in healthy GPUs)
+    let mut events: Vec<(Time, f64, f64)> = Vec::new();
+    let mut asked = 0.0;
+    for r in input.trace.iter().filter(|r| r.submit <= horizon) {
+        let work = f64::from(r.gpus) * r.duration as f64;
+        asked += work;
+        events.push((r.submit.max(0), work, 0.0));
+    }
+    for o in &cluster.outages {
+        let gpus = f64::from(cluster.nodes[o.node.0 as usize].gpus);
+        events.push((o.from.clamp(0, horizon), 0.0, -gpus));
+        events.push((o.to.clamp(0, horizon), 0.0, gpus));
+    }
+    events.push((horizon, 0.0, 0.0));
+    events.sort_by(|a, b| a.0.cmp(&b.0));
+    let (mut backlog, mut served, mut capacity, mut t) = (0.0f64, 0.0f64, total, 0);
+    for (at, work, change) in events {
+        let span = (at.min(horizon) - t).max(0) as f64;
+        let done = backlog.min(capacity.max(0.0) * span);
+        backlog -= done;
+        served += done;
+        t = t.max(at.min(horizon));
+        backlog += work;
+        capacity += change;
+    }
+    (asked, served)
 }

@@ -24,6 +24,7 @@
 //! decision, so it does not trigger a pass. Charges open and close in the ledger as workloads start
 //! and stop ([`crate::Ledger::start_charging`]); nothing is rescanned.
 
+pub mod family;
 pub mod files;
 pub mod input;
 mod measures;

@@ -30,10 +30,33 @@ pub struct Report {
     pub preemptions_by_reason: BTreeMap<String, u64>,
     /// From requeue to the next start (or the horizon), one entry per requeue.
     pub requeue_wait_s: WaitStats,
-    /// Time-averaged GPUs asked for by queued and running work (free work too) / healthy GPUs.
+    /// Offered load: the GPU time the trace asks for (`gpus × duration_s` of every row submitted
+    /// by the horizon, free work too) / healthy GPU time. It describes the input, so it reads the
+    /// same for every policy.
     pub demand_over_capacity: f64,
+    /// The work-conserving limit on occupancy: what it would be if work were divisible and every
+    /// healthy GPU were busy whenever any submitted work was unfinished. From the input alone.
+    pub occupancy_limit: f64,
+    /// Healthy GPU time left idle while some workload was queued, over healthy GPU time: what
+    /// the run itself left on the table (work that could not fit counts too). Occupancy below
+    /// the limit with this near 0 means nothing was there to run: the input, not the engine.
+    pub idle_while_waiting: f64,
     /// GPU-hours of progress lost by non-resumable work that was stopped.
     pub lost_gpu_h: f64,
+    /// `lost_gpu_h` by the rule that stopped the work (host-down included; the part of a
+    /// segment outside the horizon is not counted in `lost_gpu_h`).
+    pub lost_gpu_h_by_reason: BTreeMap<String, f64>,
+    /// `lost_gpu_h` over the busy GPU-hours.
+    pub lost_fraction: f64,
+    /// Runs (start to stop of one workload on its GPUs) that ended in the second they started.
+    pub zero_length_runs: u64,
+    /// Runs of unallocated work that were preempted within a minute of starting.
+    pub free_runs_under_a_minute: u64,
+    /// The worst team's mean wait of multi-host workloads over its mean wait of single-host
+    /// non-debug allocated workloads (teams with at least 5 of each; the single-host mean counts
+    /// as at least a minute, so a team whose work starts at once is not divided by zero). `None`
+    /// when no team has enough of both.
+    pub large_over_single_wait: Option<f64>,
     /// Trace rows whose minimum runtime was cut to `--max-min-runtime`.
     pub min_runtime_capped: u64,
     /// Decision passes the engine ran.
@@ -169,6 +192,12 @@ pub fn summary_table(reports: &[&Report]) -> String {
         format!("{:.2}x", r.demand_over_capacity)
     });
     row("occupancy", &|r| percent(Some(r.occupancy)));
+    row("  work-conserving limit", &|r| {
+        percent(Some(r.occupancy_limit))
+    });
+    row("  idle while work waited", &|r| {
+        percent(Some(r.idle_while_waiting))
+    });
     row("unallocated fraction", &|r| {
         percent(Some(r.unallocated_fraction))
     });
@@ -216,7 +245,17 @@ pub fn summary_table(reports: &[&Report]) -> String {
             r.preemptions_for(reason).to_string()
         });
     }
-    row("lost GPU-hours", &|r| format!("{:.0}", r.lost_gpu_h));
+    row("lost GPU-hours", &|r| {
+        format!("{:.0} ({:.2}%)", r.lost_gpu_h, 100.0 * r.lost_fraction)
+    });
+    row("zero-length runs", &|r| r.zero_length_runs.to_string());
+    row("free runs preempted < 1 min", &|r| {
+        r.free_runs_under_a_minute.to_string()
+    });
+    row("large / single-host wait (worst team)", &|r| {
+        r.large_over_single_wait
+            .map_or_else(|| "-".into(), |x| format!("{x:.2}x"))
+    });
     row("decision passes", &|r| r.decisions.to_string());
     row("wall time", &|r| format!("{:.3} s", r.wall_s));
 
@@ -272,12 +311,12 @@ pub fn summary_table(reports: &[&Report]) -> String {
     out
 }
 
-fn percent(x: Option<f64>) -> String {
+pub(crate) fn percent(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), |x| format!("{:.1}%", 100.0 * x))
 }
 
 /// Seconds as `42 s`, `12.5 min`, `3.2 h` or `4.1 d`.
-fn duration(s: Option<Time>) -> String {
+pub(crate) fn duration(s: Option<Time>) -> String {
     match s {
         None => "-".into(),
         Some(s) if s < 120 => format!("{s} s"),

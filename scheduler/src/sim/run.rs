@@ -12,11 +12,10 @@ use crate::cluster::{GpuSet, Health, NodeState, Placement};
 use crate::engine::{Config, Engine};
 use crate::ids::{NodeId, Time, WorkloadId};
 use crate::ledger::LedgerConfig;
-use crate::reasons::{Action, AfterStop, DrainRule, PreemptRule, Protection};
+use crate::reasons::{Action, AfterStop, DrainRule, Protection};
+use crate::settle::Settle;
 use crate::snapshot::{ClusterState, RunningWorkload, WorkloadSpec};
 
-/// At most this many passes at one second: each one only places work the previous requeued.
-const MAX_PASSES_PER_EVENT: usize = 16;
 const NONE: u32 = u32::MAX;
 
 /// How a workload left the simulation.
@@ -50,8 +49,12 @@ pub(crate) struct Outcome {
     pub segments: Vec<Segment>,
     pub requeue_waits: Vec<Time>,
     pub by_reason: BTreeMap<&'static str, u64>,
+    /// GPU-seconds of progress lost by non-resumable work, by the rule that stopped it.
+    pub lost_by_reason: BTreeMap<&'static str, f64>,
     pub decisions: u64,
     pub capped: u64,
+    /// GPU-seconds healthy GPUs sat idle while some workload was queued.
+    pub idle_while_waiting: f64,
 }
 
 struct Sim<'a> {
@@ -69,8 +72,12 @@ struct Sim<'a> {
     segments: Vec<Segment>,
     requeue_waits: Vec<Time>,
     by_reason: BTreeMap<&'static str, u64>,
+    lost_by_reason: BTreeMap<&'static str, f64>,
     decisions: u64,
     wake: Option<Time>,
+    /// Since when the idle-while-waiting account is up to date.
+    accounted: Time,
+    idle_while_waiting: f64,
 }
 
 pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
@@ -151,8 +158,11 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
         segments: Vec::new(),
         requeue_waits: Vec::new(),
         by_reason: BTreeMap::new(),
+        lost_by_reason: BTreeMap::new(),
         decisions: 0,
         wake: None,
+        accounted: 0,
+        idle_while_waiting: 0.0,
     };
 
     let mut transitions: Vec<(Time, u8, NodeId, Health)> = Vec::new();
@@ -172,8 +182,10 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
             sim.wake,
         ];
         let Some(now) = candidates.into_iter().flatten().min() else {
+            sim.account_idle(horizon);
             break;
         };
+        sim.account_idle(now.min(horizon));
         if now > horizon {
             break;
         }
@@ -227,6 +239,21 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
 }
 
 impl Sim<'_> {
+    /// Adds the idle healthy GPUs since the last event, if anything waited meanwhile.
+    fn account_idle(&mut self, now: Time) {
+        if now > self.accounted && !self.queued.is_empty() {
+            let idle: u32 = self
+                .nodes
+                .iter()
+                .zip(&self.free)
+                .filter(|(n, _)| n.health == Health::Healthy)
+                .map(|(_, f)| f.count())
+                .sum();
+            self.idle_while_waiting += f64::from(idle) * (now - self.accounted) as f64;
+        }
+        self.accounted = self.accounted.max(now);
+    }
+
     fn next_completion(&mut self) -> Option<Time> {
         while let Some(&Reverse((t, job, run))) = self.completions.peek() {
             if self.jobs[job as usize].run == run && self.rpos[job as usize] != NONE {
@@ -269,7 +296,8 @@ impl Sim<'_> {
     }
 
     fn decide(&mut self, now: Time) {
-        for _ in 0..MAX_PASSES_PER_EVENT {
+        let mut settle = Settle::new();
+        while settle.next_pass() {
             let state = ClusterState {
                 nodes: &self.nodes,
                 running: &self.running,
@@ -279,19 +307,9 @@ impl Sim<'_> {
             let (decision, _) = self.engine.run_pass(&state, now, None);
             self.decisions += 1;
             self.wake = decision.next_wake;
-            let mut requeued = Vec::new();
+            settle.applied(&decision);
             for action in decision.actions {
-                if let Some(spec) = self.apply(action, now) {
-                    requeued.push(spec);
-                }
-            }
-            // Requeued free work only ever takes idle GPUs: if none fits, another pass changes
-            // nothing (as for arrivals).
-            let again = requeued
-                .iter()
-                .any(|w| w.is_allocated() || self.idle_could_fit(w.gpus));
-            if !again {
-                break;
+                self.apply(action, now);
             }
         }
     }
@@ -312,11 +330,7 @@ impl Sim<'_> {
                 reason,
                 then,
             } => {
-                let key = match reason.rule {
-                    PreemptRule::FreeWork => "free-work",
-                    PreemptRule::FairShare { .. } => "fair-share",
-                    PreemptRule::Priority => "priority",
-                };
+                let key = reason.rule.name();
                 self.stop_for(workload.0 as u32, now, key, SegmentEnd::Preempted, then)
             }
             Action::Drain {
@@ -387,6 +401,9 @@ impl Sim<'_> {
             self.enqueue(job);
             Some(self.jobs[job as usize].spec)
         } else {
+            let run = &self.running[self.rpos[job as usize] as usize];
+            let lost = f64::from(run.placement.gpu_count()) * (now - run.started_at) as f64;
+            *self.lost_by_reason.entry(reason).or_insert(0.0) += lost;
             self.stop(job, now, SegmentEnd::Killed);
             self.jobs[job as usize].end = Some((now, JobEnd::Killed));
             None
@@ -454,8 +471,10 @@ impl Sim<'_> {
             segments: self.segments,
             requeue_waits: self.requeue_waits,
             by_reason: self.by_reason,
+            lost_by_reason: self.lost_by_reason,
             decisions: self.decisions,
             capped,
+            idle_while_waiting: self.idle_while_waiting,
         }
     }
 }

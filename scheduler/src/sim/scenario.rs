@@ -34,6 +34,32 @@ pub struct ScenarioConfig {
     pub debug_per_day: f64,
     /// Expected host outages per day per 128 hosts.
     pub outages_per_day: f64,
+    /// Which priorities the workloads say.
+    pub priorities: PriorityMix,
+    /// The largest gang a team runs, as a multiple of its funded GPUs in whole hosts (at most 16
+    /// hosts, or 16 per 1,024 GPUs on larger clusters).
+    pub gang_scale: f64,
+    /// Multiplies the weight of multi-host training among a team's funded work.
+    pub large_weight: f64,
+}
+
+/// The priorities workloads declare (they order work within a leaf under fair share, and
+/// globally under the priority baseline).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PriorityMix {
+    /// What people under a priority scheduler learn to say, and the baseline's best case: debug
+    /// work says high (9 in 10), funded work is mixed (half high), free sweeps mostly say low.
+    Realistic,
+    /// Inflation on everything, sweeps included: four in five workloads say high.
+    Inflated,
+}
+
+/// The class of work a row belongs to, for its priority draw.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Debug,
+    Funded,
+    Sweep,
 }
 
 impl ScenarioConfig {
@@ -71,6 +97,9 @@ impl ScenarioConfig {
             squat_load: 0.0,
             debug_per_day: 1000.0,
             outages_per_day: 1.5,
+            priorities: PriorityMix::Realistic,
+            gang_scale: 1.0,
+            large_weight: 1.0,
         }
     }
 
@@ -132,13 +161,10 @@ enum Kind {
 /// Free sweeps (`min_runtime = 0`) come in batches of 128–512 tasks per 1,024 GPUs, of 1–2 GPUs
 /// and 3–16 h each, submitted together, `free_load` of the cluster's time in all: the work that
 /// keeps GPUs busy whatever the budgets, and most of what makes demand exceed capacity.
-/// Priorities are inflated on everything, sweeps included: four in five workloads say `2`
-/// (high), since under the old scheduler high priority cost nothing. Under the priority baseline
-/// that is what makes debug work wait: a debug workload that says normal or low may not preempt
-/// the high sweeps around it, and one whose team is at its cap runs preemptible on idle GPUs;
-/// both queue behind every older high-priority sweep task for idle GPUs, hours when a large
-/// sweep has just arrived. Under fair share the same sweeps are unallocated, so any funded
-/// workload may preempt them.
+/// Priorities follow `config.priorities`: with [`PriorityMix::Realistic`] (the presets) debug
+/// work says high, which is the priority baseline's best case (it may preempt the sweeps and the
+/// preemptible work around it); [`PriorityMix::Inflated`] has four in five workloads say high,
+/// sweeps included, as the reference saw under its old scheduler.
 ///
 /// With `squat_load > 0` (0 in the presets), teams in season also park interactive sessions
 /// (1–8 GPUs, 1–4 days, 8 h minimum runtime, not resumable): the squatting the reference saw
@@ -199,17 +225,26 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
     };
 
     let mut records: Vec<TraceRecord> = Vec::new();
+    let mix = config.priorities;
     let push = |records: &mut Vec<TraceRecord>,
                 rng: &mut Rng,
+                class: Class,
                 team: &str,
                 submit: Time,
                 gpus: u32,
                 duration: Time,
                 min_runtime: Time,
                 resumable: bool| {
-        let priority = if rng.chance(0.8) {
+        // Chances of high, then of normal among the rest; low otherwise.
+        let (high, normal) = match (mix, class) {
+            (PriorityMix::Inflated, _) => (0.8, 0.7),
+            (PriorityMix::Realistic, Class::Debug) => (0.9, 0.8),
+            (PriorityMix::Realistic, Class::Funded) => (0.5, 0.7),
+            (PriorityMix::Realistic, Class::Sweep) => (0.1, 0.3),
+        };
+        let priority = if rng.chance(high) {
             2
-        } else if rng.chance(0.7) {
+        } else if rng.chance(normal) {
             1
         } else {
             0
@@ -236,14 +271,18 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
         let team_gpus = f * gpus;
         // The largest gang this team runs: its funded GPUs in whole hosts, the most it could keep
         // protected under the old scheduler's cap.
-        let max_nodes = ((team_gpus / f64::from(node_size)).floor() as i64).clamp(1, 16);
+        let most_hosts = (16.0 * gpus / 1024.0).max(16.0);
+        let max_nodes = ((config.gang_scale * team_gpus / f64::from(node_size)).floor())
+            .clamp(1.0, most_hosts) as i64;
+        let large = 0.15 * config.large_weight;
+        let large_kinds = [
+            (Kind::Interactive, 0.15),
+            (Kind::Medium, 0.45),
+            (Kind::Training, 0.25),
+            (Kind::Large, large),
+        ];
         let kinds: &[(Kind, f64)] = if max_nodes >= 2 {
-            &[
-                (Kind::Interactive, 0.15),
-                (Kind::Medium, 0.45),
-                (Kind::Training, 0.25),
-                (Kind::Large, 0.15),
-            ]
+            &large_kinds
         } else {
             &[
                 (Kind::Interactive, 0.2),
@@ -289,6 +328,7 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
                 push(
                     &mut records,
                     &mut rng,
+                    Class::Funded,
                     team,
                     submit,
                     g,
@@ -316,6 +356,7 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
                 push(
                     &mut records,
                     &mut rng,
+                    Class::Funded,
                     team,
                     submit,
                     g,
@@ -347,6 +388,7 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
             push(
                 &mut records,
                 &mut rng,
+                Class::Debug,
                 &leaves[t].0,
                 submit,
                 g,
@@ -373,6 +415,7 @@ pub fn generate(config: &ScenarioConfig) -> Scenario {
             push(
                 &mut records,
                 &mut rng,
+                Class::Sweep,
                 &leaves[t].0,
                 submit,
                 g,

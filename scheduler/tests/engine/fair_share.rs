@@ -132,10 +132,12 @@ fn unallocated_work_only_takes_idle_gpus() {
 
 #[test]
 fn protected_workload_is_never_preempted() {
-    let mut w = World::new(TWO_TEAMS, 1, 8);
+    let mut w = World::new(TWO_TEAMS, 2, 8);
     w.history("b", 400.0);
-    w.running("b", 2 * HOUR, -HOUR / 2, 0, &[0, 1, 2, 3, 4, 5, 6, 7]);
-    let a = w.submit("a", 8, HOUR);
+    for node in 0..2 {
+        w.running("b", 2 * HOUR, -HOUR / 2, node, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+    let a = w.submit("a", 16, HOUR);
     let decision = w.decide();
     assert!(decision.actions.is_empty());
     let protection_ends = -HOUR / 2 + 2 * HOUR;
@@ -323,7 +325,8 @@ fn nothing_waiting_means_no_wake_up() {
         Decision {
             actions: vec![],
             reservations: vec![],
-            next_wake: None
+            next_wake: None,
+            decide_again: false,
         }
     );
 }

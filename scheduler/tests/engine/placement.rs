@@ -56,15 +56,16 @@ fn gang_preempts_whole_nodes_of_lower_ranked_work() {
             victims.push(w.running("b", HOUR, -2 * HOUR + i64::from(node) * 60, node, &half));
         }
     }
-    // Node 0's work has run longest and costs most to lose: nodes 1 and 2 go.
+    // Resumable work loses no progress when stopped; the work that has run longest past its
+    // protection goes first (node 0's, then node 1's), and node 2's, just out of it, stays.
     let gang = w.submit("a", 16, HOUR);
     let decision = w.decide();
-    assert_eq!(preempted(&decision), victims[2..].to_vec());
+    assert_eq!(preempted(&decision), victims[..4].to_vec());
     let (started, placement) = starts(&decision)[0];
     assert_eq!(started, gang);
     assert_eq!(
         placement.nodes().collect::<Vec<_>>(),
-        [NodeId(1), NodeId(2)]
+        [NodeId(0), NodeId(1)]
     );
 }
 
@@ -122,12 +123,17 @@ fn without_reservations_the_same_gang_starves() {
 
 #[test]
 fn backfill_uses_reserved_gpus_only_when_it_will_be_preemptible_in_time() {
-    let mut w = World::new(TWO_TEAMS, 1, 8);
+    let mut w = World::new(TWO_TEAMS, 2, 8);
     w.history("b", 400.0);
     w.running("b", 2 * HOUR, 0, 0, &[0, 1, 2, 3, 4, 5]);
-    let gang = w.submit("a", 8, HOUR);
+    w.running("b", 2 * HOUR, 0, 1, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    let gang = w.submit("a", 16, HOUR);
     let long = w.submit("b", 1, 3 * HOUR);
     let short = w.submit("b", 1, HOUR);
+    // Free work is preemptible at once, but non-resumable work would lose its progress there.
+    let mut final_free = w.spec("b", 1, 0);
+    final_free.resumable = false;
+    w.submit_spec(final_free);
     let free = w.submit("b", 1, 0);
     let decision = w.decide();
     assert_eq!(decision.reservations.len(), 1);

@@ -228,7 +228,8 @@ impl Runtime {
             tracing::info!(requests = reshared, "scheduled budget changes applied");
         }
         let mut outcome = PassOutcome::default();
-        for _ in 0..4 {
+        let mut settle = scheduler::Settle::new();
+        while settle.next_pass() {
             let Some(snapshot) = snapshot::load(&mut tx, config, now).await? else {
                 break;
             };
@@ -242,9 +243,7 @@ impl Runtime {
             let applied = apply::apply(&mut tx, &snapshot, &decision, now).await?;
             outcome.started += applied.started;
             outcome.stopped += applied.stopped;
-            if applied.requeued == 0 {
-                break;
-            }
+            settle.applied(&decision);
         }
         if outcome.started + outcome.stopped > 0 {
             lease::bump_assign(&mut tx).await?;

@@ -17,8 +17,10 @@ pub fn party(snapshot: &Snapshot, party: &Party) -> Value {
 
 pub fn preempt(snapshot: &Snapshot, reason: &PreemptReason, then: AfterStop) -> Value {
     let (rule, split) = match reason.rule {
-        PreemptRule::FreeWork => ("free-work", Value::Null),
-        PreemptRule::Priority => ("priority", Value::Null),
+        PreemptRule::FreeWork
+        | PreemptRule::Priority
+        | PreemptRule::FastLane
+        | PreemptRule::Reserved => (reason.rule.name(), Value::Null),
         PreemptRule::FairShare { split, margin } => (
             "fair-share",
             json!({

@@ -49,8 +49,8 @@ pub enum PolicyChoice {
 #[derive(Debug, Clone, Subcommand)]
 pub enum SimulateCommand {
     /// Generate a reference-like scenario (1,024 GPUs, 15 teams under 3 programs, one project at
-    /// 35%, bursty seasons, inflated priorities, many debug workloads, free sweeps, outages) and
-    /// write tree.toml, cluster.toml and trace.csv.
+    /// 35%, bursty seasons, debug work that says high priority, many debug workloads, free
+    /// sweeps, outages) and write tree.toml, cluster.toml and trace.csv.
     Scenario {
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -70,6 +70,21 @@ pub enum SimulateCommand {
         input: PathBuf,
         #[arg(long, default_value_t = 30)]
         days: u32,
+        #[arg(long)]
+        out_dir: PathBuf,
+    },
+    /// Run the scenario family under both policies: the reference-like month, an 88-GPU cluster
+    /// at 3x demand, 4,096 GPUs, a gang-heavy and a debug-heavy mix, interactive sessions, and
+    /// (with --philly) the Philly trace. Writes each member's inputs and report.json into its own
+    /// folder of --out-dir, and matrix.md, the table printed at the end.
+    Matrix {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 30)]
+        days: u32,
+        /// The Philly trace (`philly_by_vc.csv`), converted as `simulate philly` does.
+        #[arg(long)]
+        philly: Option<PathBuf>,
         #[arg(long)]
         out_dir: PathBuf,
     },

@@ -51,8 +51,71 @@ pub fn run(args: SimulateArgs) -> Result<(), ServerError> {
             );
             Ok(())
         }
+        Some(SimulateCommand::Matrix {
+            seed,
+            days,
+            philly,
+            out_dir,
+        }) => matrix(seed, days, philly.as_deref(), &out_dir),
         None => simulate(&args),
     }
+}
+
+fn matrix(seed: u64, days: u32, philly: Option<&Path>, out_dir: &Path) -> Result<(), ServerError> {
+    if days == 0 {
+        return Err(ServerError::invalid("days", "--days must be at least 1"));
+    }
+    let text = philly.map(read).transpose()?;
+    let members = sim::family::members(seed, days, text.as_deref()).map_err(|e| {
+        let file = philly.map(|p| p.display().to_string()).unwrap_or_default();
+        ServerError::invalid("philly", format!("{file}: {e}"))
+    })?;
+    let mut rows = Vec::new();
+    for (k, member) in members.iter().enumerate() {
+        say!(
+            "[{}/{}] {}: {}",
+            k + 1,
+            members.len(),
+            member.name,
+            member.about
+        );
+        let dir = out_dir.join(member.name);
+        write_inputs(&dir, &member.scenario)?;
+        let s = &member.scenario;
+        let input = SimInput::parse(&s.tree_toml, &s.cluster_toml, &s.trace_csv)
+            .map_err(|e| ServerError::invalid("scenario", e.to_string()))?;
+        let mut reports = Vec::new();
+        for policy in [Policy::FairShare, Policy::Priority] {
+            let started = Instant::now();
+            let mut report = sim::run(
+                &input,
+                &SimConfig {
+                    policy,
+                    ..SimConfig::default()
+                },
+            )
+            .report;
+            report.wall_s = (started.elapsed().as_secs_f64() * 1e3).round() / 1e3;
+            reports.push(report);
+        }
+        let priority = reports.pop().expect("two reports");
+        let fair_share = reports.pop().expect("two reports");
+        write(
+            &dir.join("report.json"),
+            &sim::both_json(&fair_share, &priority),
+        )?;
+        rows.push(sim::family::MatrixRow {
+            name: member.name,
+            about: member.about.clone(),
+            fair_share,
+            priority,
+        });
+    }
+    let table = sim::family::matrix_table(&rows);
+    write(&out_dir.join("matrix.md"), &table)?;
+    say!("{}", table.trim_end_matches('\n'));
+    say!("matrix: {}", out_dir.join("matrix.md").display());
+    Ok(())
 }
 
 fn simulate(args: &SimulateArgs) -> Result<(), ServerError> {
