@@ -3,6 +3,7 @@
 mod audit;
 mod baseline;
 mod fair_share;
+mod fast_lane;
 mod health;
 mod placement;
 mod properties;
