@@ -289,7 +289,7 @@ fn offered(input: &SimInput, horizon: Time) -> (f64, f64) {
         events.push((o.to.clamp(0, horizon), 0.0, gpus));
     }
     events.push((horizon, 0.0, 0.0));
-    events.sort_by(|a, b| a.0.cmp(&b.0));
+    events.sort_by_key(|e| e.0);
     let (mut backlog, mut served, mut capacity, mut t) = (0.0f64, 0.0f64, total, 0);
     for (at, work, change) in events {
         let span = (at.min(horizon) - t).max(0) as f64;
