@@ -258,27 +258,11 @@ impl Pass<'_> {
             let eligible = self
                 .standings
                 .preemptible_by(w.leaf, self.margin, self.tree);
-            let backfill = |h: &Held| self.may_backfill(h, &w, key);
             let victim = |r: &Run| {
                 !r.spec.is_allocated()
                     || (!r.is_protected(now) && (r.spec.resumable || eligible[r.rank as usize]))
             };
-            let idle = Rules {
-                may_backfill: &backfill,
-                victim: None,
-                only: None,
-            };
-            let preempting = Rules {
-                may_backfill: &backfill,
-                victim: Some(&victim),
-                only: None,
-            };
-            let choice = if self.pool.idle_could_fit(w.gpus) {
-                self.pool.find(w.gpus, &idle)
-            } else {
-                None
-            }
-            .or_else(|| self.pool.find(w.gpus, &preempting));
+            let choice = self.find_idle_then_preempting(&w, key, &victim);
             match choice {
                 Some(choice) => {
                     self.lane_room -= w.gpus;
@@ -315,6 +299,32 @@ impl Pass<'_> {
         for (w, &e) in self.wake_for.iter_mut().zip(eligible) {
             *w |= e;
         }
+    }
+
+    /// A placement for `w` on idle GPUs if one exists, else by preempting runs `victim` allows.
+    fn find_idle_then_preempting(
+        &self,
+        w: &WorkloadSpec,
+        key: QueueKey,
+        victim: &dyn Fn(&Run) -> bool,
+    ) -> Option<Choice> {
+        let backfill = |h: &Held| self.may_backfill(h, w, key);
+        let idle = Rules {
+            may_backfill: &backfill,
+            victim: None,
+            only: None,
+        };
+        let preempting = Rules {
+            may_backfill: &backfill,
+            victim: Some(victim),
+            only: None,
+        };
+        if self.pool.idle_could_fit(w.gpus) {
+            if let Some(choice) = self.pool.find(w.gpus, &idle) {
+                return Some(choice);
+            }
+        }
+        self.pool.find(w.gpus, &preempting)
     }
 
     /// Whether `w` may start on GPUs reserved by `held` (DESIGN §4.8): work ahead of the holder in
@@ -429,24 +439,8 @@ impl Pass<'_> {
                 && (eligible[r.rank as usize]
                     || (r.spec.resumable && QueueKey::fair_share(&r.spec, r.rank) > key))
         };
-        let backfill = |h: &Held| self.may_backfill(h, &w, key);
         let victim = |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && behind(r));
-        let idle = Rules {
-            may_backfill: &backfill,
-            victim: None,
-            only: None,
-        };
-        let preempting = Rules {
-            may_backfill: &backfill,
-            victim: Some(&victim),
-            only: None,
-        };
-        let choice = if self.pool.idle_could_fit(w.gpus) {
-            self.pool.find(w.gpus, &idle)
-        } else {
-            None
-        }
-        .or_else(|| self.pool.find(w.gpus, &preempting));
+        let choice = self.find_idle_then_preempting(&w, key, &victim);
         if let Some(choice) = choice {
             let eligible = group.eligible.clone();
             self.start(q, group.rank, choice, &eligible, PreemptRule::Reserved);
