@@ -3,11 +3,11 @@
 //! healthy cluster; protected work is never preempted; everything else is preemptible at once, and
 //! is preempted by protected starts of equal or higher priority. No reservations: large work waits.
 //!
-//! On the reference scenario this is what makes debug work wait, as it did under the reference's
-//! old scheduler: priorities are inflated (most work says high, sweeps too), so a debug workload
-//! that says normal or low may not preempt the high-priority free sweeps around it, and one
-//! whose leaf is at its cap runs preemptible on idle GPUs only; both wait for idle GPUs behind
-//! every older high-priority workload that fits them (see `sim::scenario::generate`).
+//! What makes debug work wait here, as under the reference's old scheduler: a debug workload that
+//! says normal or low may not preempt higher-priority work around it, and one whose leaf is at its
+//! cap runs preemptible on idle GPUs only; both wait for idle GPUs behind every older
+//! higher-priority workload that fits them. The scenario family gives it its best case (debug work
+//! says high; see `sim::scenario::PriorityMix`).
 //!
 //! A pass takes the queue lazily (`baseline_order`): the decisions are those of walking the
 //! whole queue in order, without sorting the long tail that can only wait for idle GPUs.

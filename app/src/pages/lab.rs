@@ -121,7 +121,7 @@ fn LabFormView(philly: bool, philly_note: String) -> impl IntoView {
                 <legend>"Input"</legend>
                 <label class="choice">
                     <input type="radio" name="source" value="reference" checked=true on:change=move |_| source.set("reference".into()) />
-                    <span>"Reference-like scenario: 1,024 GPUs, 15 teams under three programs, inflated priorities, large free sweeps"</span>
+                    <span>"Reference-like scenario: 1,024 GPUs, 15 teams under three programs, debug work at high priority, large free sweeps"</span>
                 </label>
                 <label class="choice">
                     <input type="radio" name="source" value="philly" disabled=!philly on:change=move |_| source.set("philly".into()) />
