@@ -244,7 +244,9 @@ impl Pass<'_> {
             .filter(|(_, i)| self.queued[*i as usize].gpus <= self.pool.node_size)
             .collect();
         lane.sort_unstable();
-        // The smallest request that found nothing, as of a pool version: larger ones would not.
+        // The smallest request that found nothing, as of a pool version: larger ones are not
+        // searched in the lane (they could differ only by victims their own leaf may take by fair
+        // share, which the allocated scan that follows still offers them).
         let mut failed: Option<(u64, u32)> = None;
         let now = self.now;
         for (key, q) in lane {
