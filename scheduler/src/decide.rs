@@ -9,7 +9,7 @@
 
 use std::rc::Rc;
 
-use crate::cluster::GpuSet;
+use crate::cluster::{GpuSet, NodeGpus};
 use crate::engine::Engine;
 use crate::explain::{blocked_reason, WaitReason};
 use crate::health::drain_hosts;
@@ -56,6 +56,8 @@ pub(crate) fn fair_share(
         .map(|r| r.placement.gpu_count())
         .sum();
     let mut pass = Pass {
+        reserve_cap: (engine.config().max_reserved_fraction * f64::from(schedulable)).floor()
+            as u32,
         lane_room: lane_cap.saturating_sub(debug_running),
         tree: engine.tree(),
         standings: &standings,
@@ -103,6 +105,8 @@ struct Group {
 }
 
 struct Pass<'a> {
+    /// GPUs reservations may hold together (beyond the first).
+    reserve_cap: u32,
     /// GPUs debug work may still take through the fast lane in this pass.
     lane_room: u32,
     tree: &'a BudgetTree,
@@ -455,10 +459,21 @@ impl Pass<'_> {
         if !holds {
             self.attempts += 1;
             let eventually = |r: &Run| !r.spec.is_allocated() || behind(r);
+            let reserved: u32 = self
+                .pool
+                .held
+                .iter()
+                .filter(|h| h.live)
+                .flat_map(|h| h.parts.iter().map(|p| p.gpus.count()))
+                .sum();
+            let within = |parts: &[NodeGpus]| {
+                let more: u32 = parts.iter().map(|p| p.gpus.count()).sum();
+                reserved == 0 || reserved + more <= self.reserve_cap
+            };
             if let Some((at, parts)) = self
                 .pool
                 .earliest(w.gpus, &eventually)
-                .filter(|(at, _)| *at > now)
+                .filter(|(at, parts)| *at > now && within(parts))
             {
                 self.pool.reserve(w.id, key, at, parts);
                 self.wake_at(Some(at));

@@ -34,6 +34,9 @@ pub struct Config {
     /// How many blocked multi-host workloads, best-ranked first, may hold a reservation at once
     /// (DESIGN §4.8). 0 disables reservations and lets large workloads starve.
     pub max_reservations: usize,
+    /// The most of the schedulable GPUs reservations may hold together. The first reservation is
+    /// always made, whatever its size; a later one only while the total stays within this.
+    pub max_reserved_fraction: f64,
     /// The fast lane (DESIGN §4.11): debug work goes to idle GPUs ahead of other allocated work
     /// and may preempt unprotected resumable work of any leaf, while running debug work holds
     /// at most this fraction of the schedulable GPUs. 0 disables the lane.
@@ -47,6 +50,7 @@ impl Default for Config {
             ledger: LedgerConfig::default(),
             damping_margin: 0.02,
             max_reservations: 4,
+            max_reserved_fraction: 0.5,
             fast_lane: 0.1,
         }
     }

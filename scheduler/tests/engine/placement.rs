@@ -214,3 +214,41 @@ fn explanation_names_hosts_out_of_service_and_impossible_requests() {
         WaitReason::StartsNow { .. }
     ));
 }
+
+#[test]
+fn reservations_together_hold_at_most_half_the_cluster_beyond_the_first() {
+    let mut w = World::new(TWO_TEAMS, 4, 8);
+    w.history("b", 1_000.0);
+    for node in 0..4 {
+        w.running(
+            "b",
+            2 * HOUR + i64::from(node) * 60,
+            0,
+            node,
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+        );
+    }
+    // Each gang needs three of the four hosts: the first reserves, whatever its size; the second
+    // would take the reserved total past half the cluster.
+    let first = w.submit("a", 24, HOUR);
+    w.submit("a", 24, HOUR);
+    let decision = w.decide();
+    assert!(decision.actions.is_empty());
+    let holders: Vec<WorkloadId> = decision.reservations.iter().map(|r| r.workload).collect();
+    assert_eq!(holders, [first]);
+    assert_eq!(decision.reservations[0].at, 2 * HOUR + 2 * 60);
+
+    let mut small = World::new(TWO_TEAMS, 8, 8);
+    small.history("b", 1_000.0);
+    for node in 0..8 {
+        small.running("b", 2 * HOUR, 0, node, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+    let gangs = [small.submit("a", 16, HOUR), small.submit("a", 16, HOUR)];
+    let held: Vec<WorkloadId> = small
+        .decide()
+        .reservations
+        .iter()
+        .map(|r| r.workload)
+        .collect();
+    assert_eq!(held, gangs, "two quarters of the cluster fit within half");
+}
