@@ -51,7 +51,9 @@ describe('workloads in the browser', () => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'ada', 'ada-password-1');
       await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
-      await submit(page, { name: 'debug-run', command: 'sleep 2; echo hello from $CUDA_VISIBLE_DEVICES' });
+      // Long enough to be seen running after the page has loaded, even on a busy machine: with
+      // `sleep 2` the run could finish before the workload page was hydrated.
+      await submit(page, { name: 'debug-run', command: 'sleep 5; echo hello from $CUDA_VISIBLE_DEVICES' });
       await page.getByRole('heading', { name: /debug-run/ }).waitFor();
       assert.match(new URL(page.url()).pathname, /^\/workloads\/\d+$/);
       await page.evaluate(() => { window.__still_here = true; });
