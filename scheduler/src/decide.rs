@@ -22,7 +22,7 @@ use crate::ranking::Standings;
 use crate::reasons::{
     Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection, Reservation,
 };
-use crate::snapshot::{ClusterState, WorkloadSpec};
+use crate::snapshot::{ClusterState, WorkloadSpec, DEBUG_MAX_GPUS};
 use crate::tree::BudgetTree;
 
 pub(crate) fn fair_share(
@@ -48,7 +48,16 @@ pub(crate) fn fair_share(
         .filter(|n| n.health.takes_new_work())
         .map(|n| n.gpus)
         .sum();
-    let lane_cap = (engine.config().fast_lane * f64::from(schedulable)).floor() as u32;
+    // On a small cluster a tenth may not hold even one debug workload: the lane always has room
+    // for the largest one (unless it is off).
+    let fast_lane = engine.config().fast_lane;
+    let lane_cap = if fast_lane > 0.0 {
+        ((fast_lane * f64::from(schedulable)).floor() as u32)
+            .max(DEBUG_MAX_GPUS)
+            .min(schedulable)
+    } else {
+        0
+    };
     let debug_running: u32 = state
         .running
         .iter()

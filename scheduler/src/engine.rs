@@ -39,7 +39,8 @@ pub struct Config {
     pub max_reserved_fraction: f64,
     /// The fast lane (DESIGN §4.11): debug work goes to idle GPUs ahead of other allocated work
     /// and may preempt unprotected resumable work of any leaf, while running debug work holds
-    /// at most this fraction of the schedulable GPUs. 0 disables the lane.
+    /// at most this fraction of the schedulable GPUs (and at least room for one debug workload of
+    /// the largest size). 0 disables the lane.
     pub fast_lane: f64,
 }
 

@@ -57,16 +57,26 @@ fn the_fast_lane_stops_at_its_share_of_the_cluster() {
         fast_lane: 0.25,
         ..Config::default()
     };
-    let mut w = World::with_config(TWO_TEAMS, 1, 8, config);
+    let mut w = World::with_config(TWO_TEAMS, 4, 8, config);
+    // Three hosts busy with protected work: only host 0's unprotected runs are within reach.
+    for node in 1..4 {
+        w.running("a", 4 * HOUR, 0, node, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    }
     w.history("b", 400.0);
     for gpus in [[0, 1], [2, 3], [4, 5], [6, 7]] {
         w.running("a", HOUR, -3 * HOUR, 0, &gpus);
     }
-    // A quarter of 8 GPUs: one 2-GPU debug workload fits the lane, the second does not.
-    let first = w.submit("b", 2, 10 * 60);
-    w.submit("b", 2, 10 * 60);
+    // A quarter of 32 GPUs is 8: one 6-GPU debug workload fits the lane, a second does not.
+    let first = w.submit("b", 6, 10 * 60);
+    w.submit("b", 6, 10 * 60);
     let decision = w.decide();
-    assert_eq!(preempt_rules(&decision).len(), 1);
+    let rules = preempt_rules(&decision);
+    assert_eq!(
+        rules.len(),
+        3,
+        "three 2-GPU runs make room for six: {rules:?}"
+    );
+    assert!(rules.iter().all(|r| r.1 == PreemptRule::FastLane));
     let started: Vec<WorkloadId> = starts(&decision).iter().map(|s| s.0).collect();
     assert_eq!(started, [first]);
 
@@ -109,4 +119,15 @@ fn free_work_waits_for_the_pass_after_one_that_requeued_funded_work() {
     settle.applied(&second);
     assert!(!settle.next_pass());
     assert_eq!(settle.passes(), 2);
+}
+
+#[test]
+fn on_a_cluster_too_small_for_a_tenth_to_hold_one_the_lane_still_takes_one_debug_workload() {
+    let mut w = World::new(TWO_TEAMS, 1, 8);
+    w.history("b", 400.0);
+    let old = w.running("a", HOUR, -3 * HOUR, 0, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    let debug = w.submit("b", 8, 10 * 60);
+    let decision = w.decide();
+    assert_eq!(preempt_rules(&decision), [(old, PreemptRule::FastLane)]);
+    assert_eq!(starts(&decision)[0].0, debug);
 }
