@@ -181,16 +181,15 @@ impl Pass<'_> {
                 if hopeless {
                     self.note_blocked(&group.eligible);
                     group.noted = true;
-                    let may_reserve = queue.max_gpus(rank) > self.pool.node_size
-                        && self.attempts < self.max_reservations;
-                    if !may_reserve {
-                        continue;
+                    if queue.max_gpus(rank) > self.pool.node_size
+                        && self.attempts < self.max_reservations
+                    {
+                        self.scan_gangs(queue.group(rank), &mut group);
                     }
+                    continue;
                 }
-                let node_size = self.pool.node_size;
                 for &q in queue.sorted_group(rank, self.queued) {
-                    let skip = hopeless && self.queued[q as usize].gpus <= node_size;
-                    if !self.started[q as usize] && !skip {
+                    if !self.started[q as usize] {
                         self.try_allocated(q, &mut group);
                     }
                 }
@@ -198,6 +197,30 @@ impl Pass<'_> {
             if !self.leftover_after_block {
                 break;
             }
+        }
+    }
+
+    /// The gangs of a group none of whose work can start by fair share alone, in queue order,
+    /// while reservations are left to offer: only they may still reserve (or, holding a
+    /// reservation, take work behind them). Sorts the gangs, not the whole group.
+    fn scan_gangs(&mut self, members: &[u32], group: &mut Group) {
+        let node_size = self.pool.node_size;
+        let mut gangs: Vec<(QueueKey, u32)> = members
+            .iter()
+            .filter(|&&q| self.queued[q as usize].gpus > node_size && !self.started[q as usize])
+            .map(|&q| {
+                (
+                    QueueKey::fair_share(&self.queued[q as usize], group.rank),
+                    q,
+                )
+            })
+            .collect();
+        gangs.sort_unstable();
+        for (_, q) in gangs {
+            if self.attempts >= self.max_reservations {
+                break;
+            }
+            self.try_allocated(q, group);
         }
     }
 
@@ -257,8 +280,8 @@ impl Pass<'_> {
             .filter(|(_, i)| self.queued[*i as usize].gpus <= self.pool.node_size)
             .collect();
         lane.sort_unstable();
-        // The smallest request that found nothing, as of a pool version: larger ones are not
-        // searched in the lane (they could differ only by victims their own leaf may take by fair
+        // The smallest request that found nothing, as of a pool version: until some host gets
+        // easier (starts only make placement harder), larger ones are not searched in the lane (they could differ only by victims their own leaf may take by fair
         // share, which the allocated scan that follows still offers them).
         let mut failed: Option<(u64, u32)> = None;
         let now = self.now;
@@ -267,7 +290,7 @@ impl Pass<'_> {
             if w.gpus > self.lane_room {
                 continue;
             }
-            if failed.is_some_and(|(at, gpus)| at == self.pool.changes && w.gpus >= gpus) {
+            if failed.is_some_and(|(at, gpus)| w.gpus >= gpus && !self.pool.loosened_after(at)) {
                 continue;
             }
             let eligible = self

@@ -509,6 +509,11 @@ impl Pool {
         self.loosened.push((self.changes, node.0));
     }
 
+    /// Whether placement got easier anywhere after version `since`.
+    pub(crate) fn loosened_after(&self, since: u64) -> bool {
+        self.loosened.last().is_some_and(|&(v, _)| v > since)
+    }
+
     /// Appends to `nodes` (empty) the hosts where placement got easier after version `since`,
     /// ascending. Most failed searches are looked up again before anything loosened, so that case
     /// returns before searching or sorting.
