@@ -82,7 +82,8 @@ pub struct WaitSeries {
 /// Preemptions and drains of one reason per bucket.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReasonSeries {
-    /// The engine's rule: `fair-share`, `free-work`, `priority`, `host-cordoned`, …
+    /// The engine's rule: `fair-share`, `free-work`, `fast-lane`, `reserved`, `priority`,
+    /// `host-cordoned`, …
     pub reason: String,
     pub counts: Vec<u64>,
 }

@@ -42,12 +42,7 @@ pub(crate) fn fair_share(
         |r, now| !r.spec.is_allocated() || !r.is_protected(now),
     );
     // The fast lane's room: its cap on the schedulable GPUs, less what debug work holds already.
-    let schedulable: u32 = state
-        .nodes
-        .iter()
-        .filter(|n| n.health.takes_new_work())
-        .map(|n| n.gpus)
-        .sum();
+    let schedulable = pool.schedulable_gpus();
     // On a small cluster a tenth may not hold even one debug workload: the lane always has room
     // for the largest one (unless it is off).
     let fast_lane = engine.config().fast_lane;
@@ -58,12 +53,7 @@ pub(crate) fn fair_share(
     } else {
         0
     };
-    let debug_running: u32 = state
-        .running
-        .iter()
-        .filter(|r| r.spec.is_debug())
-        .map(|r| r.placement.gpu_count())
-        .sum();
+    let debug_running = pool.debug_gpus;
     let mut pass = Pass {
         reserve_cap: (engine.config().max_reserved_fraction * f64::from(schedulable)).floor()
             as u32,
@@ -260,7 +250,7 @@ impl Pass<'_> {
             only: None,
         };
         if let Some(choice) = self.pool.find(w.gpus, &rules) {
-            self.start(q, rank, choice, &[], PreemptRule::FreeWork);
+            self.start(q, rank, choice, &[], None);
         }
     }
 
@@ -273,17 +263,20 @@ impl Pass<'_> {
         }
         let mut lane: Vec<(QueueKey, u32)> = debug
             .iter()
+            .filter(|&&i| self.queued[i as usize].gpus <= self.pool.node_size)
             .map(|&i| {
                 let w = &self.queued[i as usize];
                 (QueueKey::fair_share(w, self.standings.leaf_rank(w.leaf)), i)
             })
-            .filter(|(_, i)| self.queued[*i as usize].gpus <= self.pool.node_size)
             .collect();
         lane.sort_unstable();
         // The smallest request that found nothing, as of a pool version: until some host gets
-        // easier (starts only make placement harder), larger ones are not searched in the lane (they could differ only by victims their own leaf may take by fair
-        // share, which the allocated scan that follows still offers them).
+        // easier (starts only make placement harder), larger ones are not searched in the lane.
+        // They could differ only by victims their own leaf may take by fair share, which the
+        // allocated scan that follows still offers them.
         let mut failed: Option<(u64, u32)> = None;
+        // Each leaf's fair-share eligibility, worked out once per pass.
+        let mut eligible_by_rank: Vec<Option<Vec<bool>>> = vec![None; self.standings.leaf_count()];
         let now = self.now;
         for (key, q) in lane {
             let w = self.queued[q as usize];
@@ -293,9 +286,11 @@ impl Pass<'_> {
             if failed.is_some_and(|(at, gpus)| w.gpus >= gpus && !self.pool.loosened_after(at)) {
                 continue;
             }
-            let eligible = self
-                .standings
-                .preemptible_by(w.leaf, self.margin, self.tree);
+            let eligible = eligible_by_rank[key.rank() as usize].get_or_insert_with(|| {
+                self.standings
+                    .preemptible_by(w.leaf, self.margin, self.tree)
+            });
+            let eligible: &[bool] = eligible;
             let victim = |r: &Run| {
                 !r.spec.is_allocated()
                     || (!r.is_protected(now) && (r.spec.resumable || eligible[r.rank as usize]))
@@ -304,7 +299,7 @@ impl Pass<'_> {
             match choice {
                 Some(choice) => {
                     self.lane_room -= w.gpus;
-                    self.start(q, key.rank(), choice, &eligible, PreemptRule::FastLane);
+                    self.start(q, key.rank(), choice, eligible, Some(PreemptRule::FastLane));
                 }
                 None => failed = Some((self.pool.changes, w.gpus)),
             }
@@ -379,10 +374,12 @@ impl Pass<'_> {
         let w = self.queued[q as usize];
         let key = QueueKey::fair_share(&w, group.rank);
         let gang = w.gpus > self.pool.node_size;
-        let holds = self.pool.held.iter().any(|h| h.live && h.workload == w.id);
-        if gang && (holds || self.attempts < self.max_reservations) {
-            self.try_reserving(q, key, group, holds);
-            return;
+        if gang {
+            let holds = self.pool.held.iter().any(|h| h.live && h.workload == w.id);
+            if holds || self.attempts < self.max_reservations {
+                self.try_reserving(q, key, group, holds);
+                return;
+            }
         }
         let known = self
             .failures
@@ -424,8 +421,7 @@ impl Pass<'_> {
         self.nodes = nodes;
         let found = match choice {
             Ok(choice) => {
-                let eligible = group.eligible.clone();
-                self.start(q, group.rank, choice, &eligible, PreemptRule::FreeWork);
+                self.start(q, group.rank, choice, &group.eligible, None);
                 return;
             }
             Err(found) => found,
@@ -480,8 +476,13 @@ impl Pass<'_> {
         let victim = |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && behind(r));
         let choice = self.find_idle_then_preempting(&w, key, &victim);
         if let Some(choice) = choice {
-            let eligible = group.eligible.clone();
-            self.start(q, group.rank, choice, &eligible, PreemptRule::Reserved);
+            self.start(
+                q,
+                group.rank,
+                choice,
+                &group.eligible,
+                Some(PreemptRule::Reserved),
+            );
             return;
         }
         if !group.noted {
@@ -556,8 +557,15 @@ impl Pass<'_> {
 
     /// Starts queued workload `q`, preempting the choice's victims. Each preemption's rule: free
     /// work, fair share where the preemptor's leaf may preempt the victim's (`eligible`, by rank),
-    /// else `other` (the fast lane's or a reservation's).
-    fn start(&mut self, q: u32, rank: u32, choice: Choice, eligible: &[bool], other: PreemptRule) {
+    /// else `other`: the fast lane's or a reservation's, the only searches that take more.
+    fn start(
+        &mut self,
+        q: u32,
+        rank: u32,
+        choice: Choice,
+        eligible: &[bool],
+        other: Option<PreemptRule>,
+    ) {
         let w = self.queued[q as usize];
         let idle_before = self.pool.idle_total;
         let mut touched: Vec<(NodeId, GpuSet)> = Vec::new();
@@ -577,11 +585,7 @@ impl Pass<'_> {
                     margin: self.margin,
                 }
             } else {
-                debug_assert!(matches!(
-                    other,
-                    PreemptRule::FastLane | PreemptRule::Reserved
-                ));
-                other
+                other.expect("only the fast lane and reservations take work outside fair share")
             };
             self.actions.push(Action::Preempt {
                 workload: r.spec.id,

@@ -11,11 +11,11 @@ use crate::snapshot::{ClusterState, WorkloadSpec};
 /// What preempting a set of workloads costs, compared field by field (DESIGN §4.6, "non-resumable
 /// work last"): any allocated non-resumable progress lost is worse than any unallocated
 /// non-resumable progress lost, which is worse than stopping any resumable work (it keeps its
-/// progress), allocated before unallocated. Non-resumable and free fields sum `GPUs × seconds into the current run`
-/// (at least 1 s): the progress lost. Resumable allocated work loses no progress, so its field
-/// prefers work that has run longest past its protection: `GPUs × (a week − seconds since its
-/// protection ended)`, at least 1 s — a job just out of its minimum runtime, likely nearly done
-/// if it is short, is the last resumable one taken.
+/// progress), allocated before unallocated. Non-resumable and free fields sum `GPUs × seconds
+/// into the current run` (at least 1 s): the progress lost. Resumable allocated work loses no
+/// progress, so its field prefers work that has run longest past its protection: `GPUs × (a week
+/// − seconds since its protection ended)`, at least 1 s — a job just out of its minimum runtime,
+/// likely nearly done if it is short, is the last resumable one taken.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Cost {
     allocated_final: i64,
@@ -178,6 +178,8 @@ pub(crate) struct Pool {
     may_be_victim: fn(&Run, Time) -> bool,
     /// Bumped by every change, so callers can cache what they learned about the pool.
     pub changes: u64,
+    /// GPUs held by debug work when the pass began (the fast lane's share in use).
+    pub debug_gpus: u32,
     /// This pass stopped resumable allocated work (it goes back to the queue).
     pub requeued_allocated: bool,
     /// The smallest resumable free workload this pass stopped.
@@ -244,12 +246,16 @@ impl Pool {
             baseline_preemptible_gpus: 0,
             may_be_victim,
             changes: 0,
+            debug_gpus: 0,
             requeued_allocated: false,
             requeued_free: None,
             loosened: Vec::new(),
         };
         pool.slot_runs = vec![(0, GpuSet::EMPTY); room as usize];
         for run in state.running {
+            if run.spec.is_debug() {
+                pool.debug_gpus += run.placement.gpu_count();
+            }
             let at = pool.parts.len() as u32;
             pool.parts.extend_from_slice(&run.placement.parts);
             let index = pool.runs.len() as u32;
@@ -386,6 +392,15 @@ impl Pool {
             max_idle: self.max_idle(),
             whole_idle: self.whole_idle_gpus,
         }
+    }
+
+    /// GPUs on hosts that take new work.
+    pub(crate) fn schedulable_gpus(&self) -> u32 {
+        self.slots
+            .iter()
+            .filter(|s| s.schedulable())
+            .map(|s| s.size)
+            .sum()
     }
 
     /// Whether the driver must decide again at once (see [`crate::Decision::decide_again`]): this

@@ -113,9 +113,9 @@ pub enum PreemptRule {
     /// The fast lane (DESIGN §4.11): a debug workload took the GPUs of resumable work whose
     /// minimum runtime had passed, whatever its leaf; the time is charged to the debug work's leaf.
     FastLane,
-    /// Reserved GPUs (DESIGN §4.8): a multi-host workload that held a reservation took work behind
-    /// it in the queue whose minimum runtime had passed (work that started there knowing it would
-    /// be preemptible by then).
+    /// Reserved GPUs (DESIGN §4.8): a multi-host workload among those offered a reservation took
+    /// resumable work behind it in the queue whose minimum runtime had passed (work that may start
+    /// on reserved GPUs only knowing it will be preemptible by then).
     Reserved,
 }
 

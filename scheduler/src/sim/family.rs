@@ -103,19 +103,22 @@ pub fn members(seed: u64, days: u32, philly_csv: Option<&str>) -> Result<Vec<Mem
 #[derive(Clone, Debug)]
 pub struct MatrixRow {
     pub name: &'static str,
-    pub about: String,
     pub fair_share: Report,
     pub priority: Report,
 }
 
-/// Runs one member under both policies (`wall_s` left 0: the caller times it).
-pub fn run_member(member: &Member, config: &SimConfig) -> Result<MatrixRow, FileError> {
+/// Runs one member under both policies. Each run goes through `timed`, which calls it and may
+/// fill in the report's `wall_s` (the simulator has no clock).
+pub fn run_member(
+    member: &Member,
+    config: &SimConfig,
+    mut timed: impl FnMut(&dyn Fn() -> Report) -> Report,
+) -> Result<MatrixRow, FileError> {
     let s = &member.scenario;
     let input = SimInput::parse(&s.tree_toml, &s.cluster_toml, &s.trace_csv)?;
-    let report = |policy| run(&input, &SimConfig { policy, ..*config }).report;
+    let mut report = |policy| timed(&|| run(&input, &SimConfig { policy, ..*config }).report);
     Ok(MatrixRow {
         name: member.name,
-        about: member.about.clone(),
         fair_share: report(Policy::FairShare),
         priority: report(Policy::Priority),
     })

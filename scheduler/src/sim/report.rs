@@ -26,7 +26,8 @@ pub struct Report {
     pub delivered_over_owed: DeliveredOverOwed,
     /// Every tree node, root (`""`) first, in pre-order.
     pub nodes: Vec<NodeReport>,
-    /// `free-work`, `fair-share`, `priority`, `host-unhealthy`, `host-cordoned`, `host-down`.
+    /// `free-work`, `fair-share`, `fast-lane`, `reserved`, `priority`, `host-unhealthy`,
+    /// `host-cordoned`, `host-down`.
     pub preemptions_by_reason: BTreeMap<String, u64>,
     /// From requeue to the next start (or the horizon), one entry per requeue.
     pub requeue_wait_s: WaitStats,

@@ -75,6 +75,8 @@ struct Sim<'a> {
     lost_by_reason: BTreeMap<&'static str, f64>,
     decisions: u64,
     wake: Option<Time>,
+    /// Idle GPUs on healthy hosts, kept as work starts and stops and hosts change state.
+    idle_healthy: u32,
     /// Since when the idle-while-waiting account is up to date.
     accounted: Time,
     idle_while_waiting: f64,
@@ -161,6 +163,7 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
         lost_by_reason: BTreeMap::new(),
         decisions: 0,
         wake: None,
+        idle_healthy: cluster.total_gpus(),
         accounted: 0,
         idle_while_waiting: 0.0,
     };
@@ -217,6 +220,13 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
                 .filter(|n| n.health == Health::Healthy)
                 .map(|n| n.gpus)
                 .sum();
+            sim.idle_healthy = sim
+                .nodes
+                .iter()
+                .zip(&sim.free)
+                .filter(|(n, _)| n.health == Health::Healthy)
+                .map(|(_, f)| f.count())
+                .sum();
             sim.engine.ledger_mut().set_capacity(now, healthy);
             must_decide = true;
         }
@@ -242,16 +252,26 @@ impl Sim<'_> {
     /// Adds the idle healthy GPUs since the last event, if anything waited meanwhile.
     fn account_idle(&mut self, now: Time) {
         if now > self.accounted && !self.queued.is_empty() {
-            let idle: u32 = self
-                .nodes
-                .iter()
-                .zip(&self.free)
-                .filter(|(n, _)| n.health == Health::Healthy)
-                .map(|(_, f)| f.count())
-                .sum();
-            self.idle_while_waiting += f64::from(idle) * (now - self.accounted) as f64;
+            self.idle_while_waiting += f64::from(self.idle_healthy) * (now - self.accounted) as f64;
         }
         self.accounted = self.accounted.max(now);
+    }
+
+    /// Moves `gpus` of host `node` between idle and busy, counting them if the host is healthy.
+    fn set_free(&mut self, node: NodeId, gpus: GpuSet, free: bool) {
+        let i = node.0 as usize;
+        self.free[i] = if free {
+            self.free[i].union(gpus)
+        } else {
+            self.free[i].without(gpus)
+        };
+        if self.nodes[i].health == Health::Healthy {
+            if free {
+                self.idle_healthy += gpus.count();
+            } else {
+                self.idle_healthy -= gpus.count();
+            }
+        }
     }
 
     fn next_completion(&mut self) -> Option<Time> {
@@ -314,17 +334,13 @@ impl Sim<'_> {
         }
     }
 
-    /// Applies one action; returns the workload it put back in the queue, if any.
-    fn apply(&mut self, action: Action, now: Time) -> Option<WorkloadSpec> {
+    fn apply(&mut self, action: Action, now: Time) {
         match action {
             Action::Start {
                 workload,
                 placement,
                 protection,
-            } => {
-                self.start(workload.0 as u32, placement, protection, now);
-                None
-            }
+            } => self.start(workload.0 as u32, placement, protection, now),
             Action::Preempt {
                 workload,
                 reason,
@@ -369,8 +385,7 @@ impl Sim<'_> {
             .push(Reverse((now + j.remaining, job, j.run)));
         let spec = j.spec;
         for part in &placement.parts {
-            let free = &mut self.free[part.node.0 as usize];
-            *free = free.without(part.gpus);
+            self.set_free(part.node, part.gpus, false);
         }
         if spec.is_allocated() {
             self.engine
@@ -393,20 +408,18 @@ impl Sim<'_> {
         reason: &'static str,
         end: SegmentEnd,
         then: AfterStop,
-    ) -> Option<WorkloadSpec> {
+    ) {
         *self.by_reason.entry(reason).or_insert(0) += 1;
         if then == AfterStop::Requeue {
             self.stop(job, now, end);
             self.jobs[job as usize].requeued_at = Some(now);
             self.enqueue(job);
-            Some(self.jobs[job as usize].spec)
         } else {
             let run = &self.running[self.rpos[job as usize] as usize];
             let lost = f64::from(run.placement.gpu_count()) * (now - run.started_at) as f64;
             *self.lost_by_reason.entry(reason).or_insert(0.0) += lost;
             self.stop(job, now, SegmentEnd::Killed);
             self.jobs[job as usize].end = Some((now, JobEnd::Killed));
-            None
         }
     }
 
@@ -430,12 +443,12 @@ impl Sim<'_> {
         } else {
             j.protected_until
         };
+        let row = j.row;
         for part in &run.placement.parts {
-            let free = &mut self.free[part.node.0 as usize];
-            *free = free.union(part.gpus);
+            self.set_free(part.node, part.gpus, true);
             self.segments.push(Segment {
                 job,
-                row: j.row,
+                row,
                 leaf: run.spec.leaf,
                 node: part.node,
                 gpus: part.gpus,

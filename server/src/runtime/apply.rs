@@ -12,12 +12,11 @@ use scheduler::{Action, AfterStop, Decision, Placement, WorkloadId};
 use serde_json::json;
 use sqlx::AnyConnection;
 
-/// What a pass changed, so the runtime knows whether to decide again and to tell agents.
+/// What a pass changed, so the runtime knows whether to tell agents.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Applied {
     pub started: usize,
     pub stopped: usize,
-    pub requeued: usize,
 }
 
 pub async fn apply(
@@ -53,7 +52,6 @@ pub async fn apply(
                 let detail = reasons::preempt(snapshot, reason, *then);
                 stop(db, *workload, *then, "preempted", "preempted", detail, now).await?;
                 applied.stopped += 1;
-                applied.requeued += usize::from(*then == AfterStop::Requeue);
             }
             Action::Drain {
                 workload,
@@ -63,7 +61,6 @@ pub async fn apply(
                 let detail = reasons::drain(snapshot, reason, *then);
                 stop(db, *workload, *then, "drained", "drained", detail, now).await?;
                 applied.stopped += 1;
-                applied.requeued += usize::from(*then == AfterStop::Requeue);
             }
         }
     }

@@ -81,35 +81,18 @@ fn matrix(seed: u64, days: u32, philly: Option<&Path>, out_dir: &Path) -> Result
         );
         let dir = out_dir.join(member.name);
         write_inputs(&dir, &member.scenario)?;
-        let s = &member.scenario;
-        let input = SimInput::parse(&s.tree_toml, &s.cluster_toml, &s.trace_csv)
-            .map_err(|e| ServerError::invalid("scenario", e.to_string()))?;
-        let mut reports = Vec::new();
-        for policy in [Policy::FairShare, Policy::Priority] {
+        let row = sim::family::run_member(member, &SimConfig::default(), |run| {
             let started = Instant::now();
-            let mut report = sim::run(
-                &input,
-                &SimConfig {
-                    policy,
-                    ..SimConfig::default()
-                },
-            )
-            .report;
+            let mut report = run();
             report.wall_s = (started.elapsed().as_secs_f64() * 1e3).round() / 1e3;
-            reports.push(report);
-        }
-        let priority = reports.pop().expect("two reports");
-        let fair_share = reports.pop().expect("two reports");
+            report
+        })
+        .map_err(|e| ServerError::invalid("scenario", e.to_string()))?;
         write(
             &dir.join("report.json"),
-            &sim::both_json(&fair_share, &priority),
+            &sim::both_json(&row.fair_share, &row.priority),
         )?;
-        rows.push(sim::family::MatrixRow {
-            name: member.name,
-            about: member.about.clone(),
-            fair_share,
-            priority,
-        });
+        rows.push(row);
     }
     let table = sim::family::matrix_table(&rows);
     write(&out_dir.join("matrix.md"), &table)?;
