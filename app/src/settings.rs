@@ -11,6 +11,7 @@ pub struct SettingsView {
     pub damping_margin: f64,
     pub heartbeat_deadline_s: i64,
     pub grace_s: i64,
+    pub auto_recover_nodes: bool,
     pub history: Vec<SettingChange>,
     pub can_edit: bool,
 }
@@ -32,6 +33,8 @@ pub struct SettingsForm {
     pub damping_margin: String,
     pub heartbeat_deadline_s: String,
     pub grace_s: String,
+    /// The checkbox: a node its agent reported unhealthy returns to service by itself.
+    pub auto_recover_nodes: bool,
 }
 
 #[server(prefix = "/api", endpoint = "settings/get")]
@@ -47,6 +50,7 @@ pub async fn update_settings(
     damping_margin: String,
     heartbeat_deadline_s: String,
     grace_s: String,
+    #[server(default)] auto_recover_nodes: Option<String>,
 ) -> Result<SettingsView, AppError> {
     use crate::backend::*;
     let form = SettingsForm {
@@ -55,6 +59,7 @@ pub async fn update_settings(
         damping_margin,
         heartbeat_deadline_s,
         grace_s,
+        auto_recover_nodes: auto_recover_nodes.is_some(),
     };
     with_status(async { backend()?.update_settings(&require_user()?, form).await }.await)
 }

@@ -82,6 +82,7 @@ async fn main() {
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, build_app(state)).await.unwrap() });
 
+    server::agent::client::install_tls_provider();
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .pool_max_idle_per_host(SESSIONS)

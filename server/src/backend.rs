@@ -472,6 +472,8 @@ pub async fn node_views(pool: &AnyPool) -> Result<Vec<NodeView>, ServerError> {
                 .collect(),
             state: n.health().to_string(),
             heartbeat_age_s: n.last_heartbeat_at.map(|t| now - t),
+            health_reason: n.health_reason,
+            unhealthy_since: n.unhealthy_since,
             name: n.name,
             gpu_model: n.gpu_model,
             gpus: n.gpu_count,

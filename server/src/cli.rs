@@ -21,11 +21,15 @@ pub fn main() -> ExitCode {
             Some(Command::Admin { command }) => crate::admin::run(&cli.database, command).await,
             Some(Command::Agent(args)) => {
                 crate::agent::client::run(crate::agent::client::AgentOptions {
+                    state_dir: args.state_dir(),
                     server: args.server,
                     token: args.token,
                     name: args.name,
                     gpus: args.gpus,
                     poll_s: 20,
+                    health_cmd: args.health_cmd,
+                    health_interval_s: args.health_interval_s,
+                    ca_cert: args.ca_cert,
                 })
                 .await
             }

@@ -48,9 +48,39 @@ pub struct AgentArgs {
     /// The node's registered name (checked against the token).
     #[arg(long)]
     pub name: Option<String>,
-    /// How many GPUs to offer, or `auto` to read them from nvidia-smi.
+    /// How many GPUs to offer, or `auto` to read them from nvidia-smi (and check them there).
     #[arg(long, default_value = "auto")]
     pub gpus: String,
+    /// Where the agent records its runs so a restarted agent re-adopts them; one per agent.
+    /// Default: /var/lib/hourglass/agent as root, else ~/.local/state/hourglass/agent.
+    #[arg(long, env = "HOURGLASS_AGENT_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// A health check command run every --health-interval-s: non-zero exit marks the node
+    /// unhealthy, with its first output line as the reason.
+    #[arg(long)]
+    pub health_cmd: Option<String>,
+    /// Seconds between health checks (nvidia-smi and --health-cmd).
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub health_interval_s: u64,
+    /// PEM file of CA certificates to trust for an https:// server (besides the system's).
+    #[arg(long)]
+    pub ca_cert: Option<PathBuf>,
+}
+
+impl AgentArgs {
+    pub fn state_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.state_dir {
+            return dir.clone();
+        }
+        if nix::unistd::geteuid().is_root() {
+            return PathBuf::from("/var/lib/hourglass/agent");
+        }
+        std::env::var_os("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("hourglass/agent")
+    }
 }
 
 #[derive(Debug, Clone, Args)]

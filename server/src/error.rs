@@ -26,6 +26,9 @@ pub enum ServerError {
     Forbidden(String),
     #[error("A valid bearer token is required.")]
     Unauthenticated,
+    /// A request body over the route's limit.
+    #[error("{0}")]
+    TooLarge(String),
     #[error("configuration: {0}")]
     Config(String),
     #[error("database: {0}")]
@@ -62,6 +65,7 @@ impl ServerError {
             ServerError::Conflict { .. } => StatusCode::CONFLICT,
             ServerError::Forbidden(_) => StatusCode::FORBIDDEN,
             ServerError::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -80,6 +84,7 @@ impl From<ServerError> for AppError {
             ServerError::Conflict { field, message } => AppError::conflict(field, message),
             ServerError::Forbidden(message) => AppError::Forbidden(message),
             ServerError::Unauthenticated => AppError::Unauthenticated,
+            ServerError::TooLarge(message) => AppError::invalid("body", message),
             internal => {
                 tracing::error!(error = %internal, "internal error");
                 AppError::Internal

@@ -9,6 +9,18 @@ use app::{
 use scheduler::{DAY, HOUR};
 use sqlx::AnyPool;
 
+/// Whether a node whose agent reports healthy again goes back into service by itself. Read from
+/// the database where it is needed, so every replica follows a change at once.
+pub async fn auto_recover_nodes(pool: &AnyPool) -> Result<bool, ServerError> {
+    let value: Option<String> =
+        sqlx::query_scalar("select value from setting where key = 'auto_recover_nodes'")
+            .fetch_optional(pool)
+            .await?;
+    Ok(value
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(RuntimeConfig::default().auto_recover_nodes))
+}
+
 /// The defaults with every stored override applied.
 pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeConfig, ServerError> {
     let rows: Vec<(String, String)> = sqlx::query_as("select key, value from setting")
@@ -27,6 +39,9 @@ pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeCo
                 config.heartbeat_deadline = value.parse().unwrap_or(config.heartbeat_deadline)
             }
             "grace_s" => config.grace = value.parse().unwrap_or(config.grace),
+            "auto_recover_nodes" => {
+                config.auto_recover_nodes = value.parse().unwrap_or(config.auto_recover_nodes)
+            }
             _ => tracing::warn!(%key, "unknown setting ignored"),
         }
     }
@@ -51,6 +66,7 @@ pub async fn view(
         damping_margin: config.damping_margin,
         heartbeat_deadline_s: config.heartbeat_deadline,
         grace_s: config.grace,
+        auto_recover_nodes: config.auto_recover_nodes,
         history: history
             .into_iter()
             .map(|(at, by, key, old_value, new_value)| SettingChange {
@@ -137,6 +153,7 @@ pub async fn update(
             0.0,
             600.0,
         )? as i64,
+        auto_recover_nodes: form.auto_recover_nodes,
         ..old
     };
     let changes = [
@@ -157,6 +174,11 @@ pub async fn update(
             new.heartbeat_deadline.to_string(),
         ),
         ("grace_s", old.grace.to_string(), new.grace.to_string()),
+        (
+            "auto_recover_nodes",
+            old.auto_recover_nodes.to_string(),
+            new.auto_recover_nodes.to_string(),
+        ),
     ];
     let now = now();
     let mut tx = crate::db::begin_write(pool).await?;

@@ -63,6 +63,15 @@ fn NodeCard(node: NodeView, admin: bool, act: ServerAction<NodeAction>) -> impl 
                 <span class=format!("health health-{}", node.state)>{node.state.clone()}</span>
             </header>
             <p class="hint">{format!("{} × {} · {}", node.gpus, if node.gpu_model.is_empty() { "GPU" } else { &node.gpu_model }, heartbeat)}</p>
+            {node.health_reason.clone().map(|reason| {
+                let since = node.unhealthy_since.map(|t| format!(" since {}", clock(t))).unwrap_or_default();
+                view! {
+                    <p class="node-reason" role="note">
+                        <strong>{format!("Health check failed{since}: ")}</strong>{reason}
+                        " Its workloads drain as their minimum runtimes pass."
+                    </p>
+                }
+            })}
             <ul class="gpu-grid" aria-label=format!("GPUs of {}", node.name)>
                 {node.slots.iter().map(|slot| {
                     let (class, label, text) = match &slot.holder {

@@ -66,6 +66,11 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                     "A node silent this long is marked down and its work requeued.", "1")}
                 {field(("grace", "grace-error"), "grace_s", "Preemption grace period (seconds)", view.grace_s.to_string(),
                     "Between SIGTERM and SIGKILL when a workload is stopped.", "1")}
+                <label class="check" for="auto-recover">
+                    <input id="auto-recover" name="auto_recover_nodes" type="checkbox" checked=view.auto_recover_nodes disabled=disabled />
+                    "Return nodes to service when their agent reports healthy again"
+                </label>
+                <p class="hint">"A node whose own health check failed drains by itself. Unchecked, it stays out of service until an admin uncordons it."</p>
                 {view.can_edit.then(|| view! {
                     <button type="submit" class="button" disabled=move || update.pending().get()>"Save settings"</button>
                     <p class="notice" role="status">{move || saved().then_some("Saved; the scheduler uses them from its next decision.")}</p>

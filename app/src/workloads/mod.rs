@@ -125,6 +125,9 @@ pub struct NodeView {
     pub gpus: i64,
     pub state: String,
     pub heartbeat_age_s: Option<i64>,
+    /// Why the node's own health check failed, and since when.
+    pub health_reason: Option<String>,
+    pub unhealthy_since: Option<i64>,
     pub slots: Vec<GpuSlot>,
 }
 

@@ -52,14 +52,24 @@ pub fn stop_reason(kind: &str, detail: &Value) -> String {
         let node = detail["node"].as_str().unwrap_or("its node");
         return match detail["rule"].as_str() {
             Some("host-down") => format!("Stopped at {at} because node {node} went down (its agent stopped answering).{then}"),
+            Some("agent-stopped") => format!(
+                "Stopped at {at} by the agent on node {node}: {}.{then}",
+                detail["note"].as_str().unwrap_or("it stopped its runs")
+            ),
             Some("host-cordoned") => format!(
                 "Drained at {at} because node {node} was cordoned for maintenance and your {} minimum runtime had passed.{then}",
                 duration(min_runtime)
             ),
-            _ => format!(
-                "Drained at {at} because node {node} was unhealthy and your {} minimum runtime had passed.{then}",
-                duration(min_runtime)
-            ),
+            _ => {
+                let why = detail["node_reason"]
+                    .as_str()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
+                format!(
+                    "Drained at {at} because node {node} was unhealthy{why} and your {} minimum runtime had passed.{then}",
+                    duration(min_runtime)
+                )
+            }
         };
     }
     let preemptor = &detail["preemptor"];
@@ -205,6 +215,10 @@ mod tests {
         let detail = json!({ "rule": "host-unhealthy", "at": 0, "node": "gpu-7", "victim_min_runtime_s": 900, "then": "requeued" });
         assert!(stop_reason("drained", &detail)
             .contains("node gpu-7 was unhealthy and your 15 min minimum runtime"));
+        let checked = json!({ "rule": "host-unhealthy", "at": 0, "node": "gpu-7", "node_reason": "GPU 3: Xid 79", "victim_min_runtime_s": 900, "then": "requeued" });
+        assert!(
+            stop_reason("drained", &checked).contains("node gpu-7 was unhealthy (GPU 3: Xid 79)")
+        );
     }
 
     #[test]

@@ -1,15 +1,20 @@
 //! `/api/agent/v1`: what agents call, authenticated by their node token.
 
-use super::protocol::{Assignment, SyncRequest, SyncResponse};
+use super::{
+    handout::{self, Plan},
+    output,
+    protocol::{SyncRequest, SyncResponse, REASON_CHARS, SYNC_BODY_LIMIT},
+    repo as agent_repo,
+};
 use crate::{
     nodes::{repo as node_repo, repo::NodeRow, service as node_service},
-    runtime::snapshot::parse_indices,
     users::service::now,
     workloads::service as workload_service,
     AppState, ServerError,
 };
 use axum::{
-    extract::{FromRequestParts, State},
+    body::Body,
+    extract::{DefaultBodyLimit, FromRequestParts, State},
     http::{header::AUTHORIZATION, request::Parts},
     routing::post,
     Json, Router,
@@ -17,7 +22,10 @@ use axum::{
 use std::{collections::BTreeSet, time::Duration};
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/api/agent/v1/sync", post(sync))
+    // The body is read by the handler itself, after the heartbeat is recorded, with its own limit.
+    Router::new()
+        .route("/api/agent/v1/sync", post(sync))
+        .layer(DefaultBodyLimit::disable())
 }
 
 /// The node whose token is in `Authorization: Bearer …`.
@@ -51,8 +59,13 @@ pub fn bearer(parts: &Parts) -> Option<&str> {
 async fn sync(
     State(state): State<AppState>,
     AgentNode(node): AgentNode,
-    Json(request): Json<SyncRequest>,
+    body: Body,
 ) -> Result<Json<SyncResponse>, ServerError> {
+    let now = now();
+    // The agent spoke: whatever its report holds, the node is alive.
+    node_repo::touch_heartbeat(&state.pool, node.node_id, now).await?;
+    let sync_number = agent_repo::begin_sync(&state.pool, node.node_id).await?;
+    let request = read_request(body).await?;
     if let Some(name) = request.name.as_deref() {
         if name != node.name {
             return Err(ServerError::conflict(
@@ -68,21 +81,23 @@ async fn sync(
         return Err(ServerError::invalid("gpus", "A node reports 1 to 64 GPUs."));
     }
     let runtime = &state.runtime;
-    let now = now();
-    let changed = node.down_since.is_some()
+    let mut woke = node.down_since.is_some()
         || node.last_heartbeat_at.is_none()
-        || node.gpu_count != i64::from(request.gpus)
-        || node.agent_healthy != request.healthy;
-    node_repo::record_heartbeat(
+        || node.gpu_count != i64::from(request.gpus);
+    node_repo::record_gpus(
         &state.pool,
         node.node_id,
         i64::from(request.gpus),
         &request.gpu_model,
-        request.healthy,
-        now,
     )
     .await?;
-    let woke = changed;
+    let health_changed = record_health(&state, &node, &request, now).await?;
+    if health_changed {
+        runtime.announce();
+    }
+    woke |= health_changed;
+
+    store_output(&state, node.node_id, &request).await?;
     let mut ended = false;
     for finished in &request.finished {
         ended |= workload_service::finished(
@@ -90,27 +105,31 @@ async fn sync(
             node.node_id,
             finished.run_id,
             finished.exit_code,
-            &finished.log_tail,
+            finished.note.as_deref(),
+            finished.by_agent,
             now,
         )
         .await?;
     }
-    if !request.logs.is_empty() {
-        let mut db = state.pool.acquire().await?;
-        for log in &request.logs {
-            let workload: Option<i64> = sqlx::query_scalar(
-                "select workload_id from workload_run where workload_run_id = $1 and node_id = $2",
-            )
-            .bind(log.run_id)
-            .bind(node.node_id)
-            .fetch_optional(&mut *db)
-            .await?;
-            if let Some(workload_id) = workload {
-                workload_service::store_log(&mut db, workload_id, &log.tail).await?;
-            }
-        }
+    let running: BTreeSet<i64> = request.running.iter().copied().collect();
+    let first = plan(&state, node.node_id, &running, request.last_answer).await?;
+    for &run_id in &first.release {
+        agent_repo::release(&state.pool, node.node_id, run_id, now).await?;
     }
-    if ended {
+    for &run_id in &first.lost {
+        tracing::warn!(node = %node.name, run_id, "the agent has no record of a run it was given");
+        ended |= workload_service::finished(
+            &state.pool,
+            node.node_id,
+            run_id,
+            None,
+            Some("The node's agent has no record of this run (its state was lost), so how it ended is unknown."),
+            false,
+            now,
+        )
+        .await?;
+    }
+    if ended || !first.release.is_empty() {
         runtime.announce();
     }
     if woke || ended {
@@ -118,67 +137,161 @@ async fn sync(
     }
 
     let mut assignments = runtime.assignments();
-    let reported: BTreeSet<i64> = request.running.iter().copied().collect();
     // Never hold a sync past the heartbeat interval, or the node would look silent.
     let heartbeat_s = (runtime.config().heartbeat_deadline / 3).max(1);
     let hold = request.wait_s.min(heartbeat_s as u64);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(hold);
+    let mut plan_now = first;
     loop {
         assignments.borrow_and_update();
-        let (start, stop) = difference(&state, node.node_id, &reported).await?;
-        if !start.is_empty() || !stop.is_empty() || tokio::time::Instant::now() >= deadline {
-            let config = runtime.config();
-            return Ok(Json(SyncResponse {
-                node: node.name.clone(),
-                start,
-                stop,
-                grace_s: config.grace,
-                heartbeat_s,
-            }));
-        }
-        if tokio::time::timeout_at(deadline, assignments.changed())
-            .await
-            .is_err()
+        if !plan_now.start.is_empty()
+            || !plan_now.stop.is_empty()
+            || tokio::time::Instant::now() >= deadline
         {
-            continue;
+            return answer(&state, &node, sync_number, &request, plan_now, heartbeat_s).await;
         }
+        let _ = tokio::time::timeout_at(deadline, assignments.changed()).await;
+        plan_now = plan(&state, node.node_id, &running, request.last_answer).await?;
     }
 }
 
-/// What the node should start (open runs it does not report) and stop (reported runs that are no
-/// longer open).
-async fn difference(
+async fn read_request(body: Body) -> Result<SyncRequest, ServerError> {
+    let bytes = axum::body::to_bytes(body, SYNC_BODY_LIMIT)
+        .await
+        .map_err(|_| {
+            ServerError::TooLarge(format!(
+                "A sync report is at most {} MiB; this one is larger or was cut off. The agent sends output in bounded chunks, so an agent from an older release may need upgrading.",
+                SYNC_BODY_LIMIT >> 20
+            ))
+        })?;
+    serde_json::from_slice(&bytes).map_err(|error| {
+        ServerError::invalid(
+            "body",
+            format!("The sync report is not valid JSON for this API version: {error}"),
+        )
+    })
+}
+
+/// Applies the agent's health report. An unhealthy report takes the node out of service with its
+/// reason; a healthy one brings it back only where the operator allows it (Settings).
+async fn record_health(
+    state: &AppState,
+    node: &NodeRow,
+    request: &SyncRequest,
+    now: i64,
+) -> Result<bool, ServerError> {
+    if !request.healthy {
+        let reason: String = request
+            .health_reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .unwrap_or("the agent reported the node unhealthy")
+            .chars()
+            .take(REASON_CHARS)
+            .collect();
+        if node.agent_healthy || node.health_reason.as_deref() != Some(reason.as_str()) {
+            if node.agent_healthy {
+                tracing::warn!(node = %node.name, %reason, "node reported unhealthy; draining it");
+            }
+            let since = node
+                .unhealthy_since
+                .filter(|_| !node.agent_healthy)
+                .unwrap_or(now);
+            node_repo::set_agent_health(&state.pool, node.node_id, Some((&reason, since))).await?;
+            return Ok(node.agent_healthy);
+        }
+        return Ok(false);
+    }
+    if !node.agent_healthy && crate::settings::auto_recover_nodes(&state.pool).await? {
+        tracing::info!(node = %node.name, "node reported healthy again; back in service");
+        node_repo::set_agent_health(&state.pool, node.node_id, None).await?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Appends the report's output chunks to their workloads' logs, once each byte.
+async fn store_output(
     state: &AppState,
     node_id: i64,
-    reported: &BTreeSet<i64>,
-) -> Result<(Vec<Assignment>, Vec<i64>), ServerError> {
-    let open: Vec<(i64, i64, String, String, String, i64)> = sqlx::query_as(
-        "select r.workload_run_id, w.workload_id, w.name, w.command, r.gpu_indices, w.run_count
-         from workload_run r join workload w on w.workload_id = r.workload_id
-         where r.node_id = $1 and r.ended_at is null and w.state = 'running' order by r.workload_run_id",
-    )
-    .bind(node_id)
-    .fetch_all(&state.pool)
-    .await?;
-    let open_ids: BTreeSet<i64> = open.iter().map(|r| r.0).collect();
-    let start = open
-        .into_iter()
-        .filter(|r| !reported.contains(&r.0))
-        .map(
-            |(run_id, workload_id, name, command, gpus, run_count)| Assignment {
-                run_id,
-                workload_id,
-                name,
-                command,
-                gpu_indices: parse_indices(&gpus),
-                resumed: run_count > 1,
-            },
-        )
-        .collect();
-    let stop = reported
+    request: &SyncRequest,
+) -> Result<(), ServerError> {
+    if request.output.is_empty() {
+        return Ok(());
+    }
+    let mut tx = crate::db::begin_write(&state.pool).await?;
+    for chunk in &request.output {
+        let Some((workload_id, received)) =
+            agent_repo::output_cursor(&mut *tx, node_id, chunk.run_id).await?
+        else {
+            continue;
+        };
+        if let Some((text, end)) = output::accept(received.max(0) as u64, chunk) {
+            workload_service::append_output(&mut tx, workload_id, &text).await?;
+            agent_repo::set_output_cursor(&mut *tx, chunk.run_id, end as i64).await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn plan(
+    state: &AppState,
+    node_id: i64,
+    running: &BTreeSet<i64>,
+    last_answer: i64,
+) -> Result<Plan, ServerError> {
+    let runs = agent_repo::node_runs(&state.pool, node_id).await?;
+    let node_runs: Vec<_> = runs.iter().map(|r| r.node_run()).collect();
+    Ok(handout::plan(&node_runs, running, last_answer))
+}
+
+/// The answer: runs to stop, and runs to start numbered with a new answer (only while this is
+/// the node's newest sync; an older one that is still held answers without starts).
+async fn answer(
+    state: &AppState,
+    node: &NodeRow,
+    sync_number: i64,
+    request: &SyncRequest,
+    plan: Plan,
+    heartbeat_s: i64,
+) -> Result<Json<SyncResponse>, ServerError> {
+    let config = state.runtime.config();
+    let mut answer = 0;
+    let mut start = Vec::new();
+    if !plan.start.is_empty() {
+        let mut tx = crate::db::begin_write(&state.pool).await?;
+        if let Some(number) = agent_repo::next_answer(&mut *tx, node.node_id, sync_number).await? {
+            let runs = agent_repo::node_runs(&mut *tx, node.node_id).await?;
+            start = runs
+                .iter()
+                .filter(|r| plan.start.contains(&r.run_id) && r.node_run().live)
+                .map(|r| r.assignment())
+                .collect();
+            let ids: Vec<i64> = start.iter().map(|a| a.run_id).collect();
+            agent_repo::mark_sent(&mut tx, &ids, number).await?;
+            answer = number;
+        }
+        tx.commit().await?;
+    }
+    let reported: BTreeSet<i64> = request
+        .running
         .iter()
         .copied()
-        .filter(|id| !open_ids.contains(id))
+        .chain(request.finished.iter().map(|f| f.run_id))
+        .chain(request.output.iter().map(|c| c.run_id))
         .collect();
-    Ok((start, stop))
+    let mut db = state.pool.acquire().await?;
+    let output_received = agent_repo::output_received(&mut db, node.node_id, reported).await?;
+    Ok(Json(SyncResponse {
+        node: node.name.clone(),
+        answer,
+        start,
+        stop: plan.stop,
+        grace_s: config.grace,
+        heartbeat_s,
+        down_after_s: config.heartbeat_deadline,
+        output_received,
+    }))
 }

@@ -1,20 +1,30 @@
-//! `hourglass agent`: runs on a GPU host. It syncs with the server (heartbeat, report, long poll),
-//! starts each assigned run under `sh -c` with `CUDA_VISIBLE_DEVICES` set to its GPUs, keeps the
-//! last 1 MiB of its output, reports exit codes, and stops runs with SIGTERM, a grace period, then
-//! SIGKILL. A lost connection is retried; processes keep running meanwhile.
+//! `hourglass agent`: runs on a GPU host. It syncs with the server (heartbeat, health, report,
+//! long poll), starts each assigned run exactly once as a process group with
+//! `CUDA_VISIBLE_DEVICES` set to its GPUs, ships its output in bounded chunks, and stops runs
+//! with SIGTERM, a grace period, then SIGKILL — also when it shuts down, which waits for that.
+//! Everything it runs is recorded in its state directory first, so an agent that restarts
+//! re-adopts its runs (or reports how they ended) instead of starting them again.
 
 use super::{
     gpus,
-    protocol::{Assignment, Finished, LogTail, SyncRequest, SyncResponse},
+    health::HealthChecks,
+    output::utf8_prefix,
+    process::{self, Launch, ProcTable},
+    protocol::{
+        Assignment, Finished, OutputChunk, SyncRequest, SyncResponse, CHUNK_BYTES,
+        SYNC_OUTPUT_BYTES,
+    },
+    state::{AgentState, RunRecord, StateDir, StopRecord},
 };
 use crate::ServerError;
+use backon::{BackoffBuilder, ExponentialBuilder};
 use std::{
-    collections::{BTreeMap, VecDeque},
-    process::Stdio,
-    sync::{Arc, Mutex},
-    time::Duration,
+    collections::BTreeMap,
+    os::unix::fs::FileExt,
+    path::PathBuf,
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
-use tokio::{io::AsyncReadExt, sync::mpsc};
+use tokio::sync::{mpsc, watch};
 
 /// What `hourglass agent` was asked to do.
 #[derive(Debug, Clone)]
@@ -26,303 +36,739 @@ pub struct AgentOptions {
     pub gpus: String,
     /// Seconds the server may hold a sync while nothing changes.
     pub poll_s: u64,
+    /// Where the agent records its runs (see [`super::state`]).
+    pub state_dir: PathBuf,
+    /// An operator's health check: non-zero exit = unhealthy, first output line = the reason.
+    pub health_cmd: Option<String>,
+    pub health_interval_s: u64,
+    /// A PEM file of CA certificates to trust besides the system's (a private CA).
+    pub ca_cert: Option<PathBuf>,
 }
 
-const LOG_LIMIT: usize = 1 << 20;
+/// The server keeps the last MiB of a run's output; older unsent output is skipped.
+const OUTPUT_KEEP: u64 = 1 << 20;
+/// A run's `.out` file is emptied once it grows past this (its offsets continue).
+const OUTPUT_FILE_MAX: u64 = 16 << 20;
 
-/// The last [`LOG_LIMIT`] bytes of a run's output.
-#[derive(Default)]
-struct LogBuffer {
-    bytes: VecDeque<u8>,
-    version: u64,
-}
-
-impl LogBuffer {
-    fn push(&mut self, chunk: &[u8]) {
-        self.bytes.extend(chunk);
-        let excess = self.bytes.len().saturating_sub(LOG_LIMIT);
-        self.bytes.drain(..excess);
-        self.version += 1;
-    }
-
-    fn text(&self) -> String {
-        let (a, b) = self.bytes.as_slices();
-        String::from_utf8_lossy(&[a, b].concat()).into_owned()
-    }
-}
-
-struct Run {
-    pgid: i32,
-    log: Arc<Mutex<LogBuffer>>,
-    sent_version: u64,
-    stopping: bool,
+fn epoch_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 pub async fn run(options: AgentOptions) -> Result<(), ServerError> {
     let gpus = gpus::discover(&options.gpus).await?;
-    let url = format!("{}/api/agent/v1/sync", options.server.trim_end_matches('/'));
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(5))
-        .build()
-        .map_err(|e| ServerError::Config(format!("cannot build the HTTP client: {e}")))?;
-    tracing::info!(server = %options.server, gpus = gpus.count, model = %gpus.model, "agent starting");
-    let (exit_tx, mut exit_rx) = mpsc::unbounded_channel::<(i64, i32)>();
-    let mut runs: BTreeMap<i64, Run> = BTreeMap::new();
-    let mut finished: Vec<Finished> = Vec::new();
-    let mut grace = 10;
-    let mut connected = false;
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
+    let client = http_client(&options)?;
+    let dir = StateDir::open(&options.state_dir)?;
+    let mut agent = Agent::new(options, gpus, dir)?;
+    agent.sync_loop(&client).await
+}
 
-    loop {
-        while let Ok((run_id, code)) = exit_rx.try_recv() {
-            record_exit(&mut runs, &mut finished, run_id, code);
+/// The HTTP(S) client: rustls with the system's roots, plus `--ca-cert` if given.
+fn http_client(options: &AgentOptions) -> Result<reqwest::Client, ServerError> {
+    install_tls_provider();
+    let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(5));
+    if let Some(path) = &options.ca_cert {
+        let pem = std::fs::read(path).map_err(|e| {
+            ServerError::Config(format!("cannot read --ca-cert {}: {e}", path.display()))
+        })?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+            ServerError::Config(format!(
+                "--ca-cert {} holds no PEM certificate: {e}",
+                path.display()
+            ))
+        })?;
+        if certs.is_empty() {
+            return Err(ServerError::Config(format!(
+                "--ca-cert {} holds no PEM certificate",
+                path.display()
+            )));
         }
-        let logs: Vec<LogTail> = runs
-            .iter()
-            .filter(|(_, r)| !r.stopping)
-            .filter_map(|(&run_id, r)| {
-                let log = r.log.lock().ok()?;
-                (log.version != r.sent_version).then(|| LogTail {
-                    run_id,
-                    tail: log.text(),
-                })
-            })
-            .collect();
-        let request = SyncRequest {
-            name: options.name.clone(),
-            gpus: gpus.count,
-            gpu_model: gpus.model.clone(),
-            healthy: true,
-            running: runs
-                .iter()
-                .filter(|(_, r)| !r.stopping)
-                .map(|(&id, _)| id)
-                .collect(),
-            finished: finished.clone(),
-            logs,
-            wait_s: if connected && finished.is_empty() {
-                options.poll_s
-            } else {
-                0
-            },
-        };
-        let send = client
-            .post(&url)
-            .bearer_auth(options.token.trim())
-            .json(&request)
-            .timeout(Duration::from_secs(request.wait_s + 15))
-            .send();
-        tokio::select! {
-            result = send => match result {
-                Ok(response) if response.status().is_success() => match response.json::<SyncResponse>().await {
-                    Ok(answer) => {
-                        if !connected {
-                            tracing::info!(node = %answer.node, "connected");
-                        }
-                        connected = true;
-                        finished.clear();
-                        for log in &request.logs {
-                            if let Some(run) = runs.get_mut(&log.run_id) {
-                                run.sent_version = run.log.lock().map(|l| l.version).unwrap_or(0);
+        for cert in certs {
+            builder = builder.add_root_certificate(cert);
+        }
+    }
+    builder
+        .build()
+        .map_err(|e| ServerError::Config(format!("cannot build the HTTP client: {e}")))
+}
+
+/// Makes rustls (with `ring`) the process's TLS provider, which every `reqwest` client here
+/// needs; harmless when called again (several agents run in one process in the demo).
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+enum SyncError {
+    Refused(String),
+    Failed(String),
+}
+
+struct Agent {
+    options: AgentOptions,
+    gpus: gpus::Gpus,
+    dir: StateDir,
+    state: AgentState,
+    /// Exit codes of run leaders this process started and reaped.
+    leader_exits: BTreeMap<i64, i32>,
+    exits_tx: mpsc::UnboundedSender<(i64, i32)>,
+    exits_rx: mpsc::UnboundedReceiver<(i64, i32)>,
+    /// The server's received output offset per run (unknown after a restart until it says).
+    received: BTreeMap<i64, u64>,
+    health: Result<(), String>,
+    grace: i64,
+    connected: bool,
+}
+
+impl Agent {
+    fn new(options: AgentOptions, gpus: gpus::Gpus, dir: StateDir) -> Result<Agent, ServerError> {
+        let mut state = dir.load()?;
+        adopt_pending(&dir, &mut state);
+        let (exits_tx, exits_rx) = mpsc::unbounded_channel();
+        let alive = state.runs.values().filter(|r| r.ended.is_none()).count();
+        if alive > 0 {
+            tracing::info!(runs = alive, "re-adopting the runs this node had");
+        }
+        dir.save(&state)?;
+        Ok(Agent {
+            options,
+            gpus,
+            dir,
+            state,
+            leader_exits: BTreeMap::new(),
+            exits_tx,
+            exits_rx,
+            received: BTreeMap::new(),
+            health: Ok(()),
+            grace: 10,
+            connected: false,
+        })
+    }
+
+    async fn sync_loop(&mut self, client: &reqwest::Client) -> Result<(), ServerError> {
+        tracing::info!(server = %self.options.server, gpus = self.gpus.count, model = %self.gpus.model, "agent starting");
+        let url = format!(
+            "{}/api/agent/v1/sync",
+            self.options.server.trim_end_matches('/')
+        );
+        let mut health = spawn_health_checks(self.health_checks(), self.options.health_interval_s);
+        let shutdown = shutdown_signal();
+        tokio::pin!(shutdown);
+        let mut backoff = reconnect_backoff();
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut pause_until: Option<tokio::time::Instant> = None;
+        let token = self.options.token.clone();
+        loop {
+            self.tick();
+            if let Some(until) = pause_until.take() {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(until) => {}
+                    _ = &mut shutdown => return self.shut_down(client, &url).await,
+                }
+                continue;
+            }
+            let request = self.request();
+            let send = send(client, &url, &token, &request);
+            tokio::pin!(send);
+            loop {
+                tokio::select! {
+                    result = &mut send => {
+                        match result {
+                            Ok(answer) => {
+                                if !self.connected {
+                                    tracing::info!(node = %answer.node, "connected");
+                                }
+                                self.connected = true;
+                                backoff = reconnect_backoff();
+                                let output_pending = self.apply(&request, answer);
+                                if output_pending {
+                                    // At most one output-carrying sync a second per node.
+                                    pause_until = Some(tokio::time::Instant::now() + Duration::from_secs(1));
+                                }
+                            }
+                            Err(SyncError::Refused(why)) => {
+                                self.stop_all("the server refused this node's token", true);
+                                self.wait_for_runs().await;
+                                return Err(ServerError::Config(format!("the server refused the node token: {why}")));
+                            }
+                            Err(SyncError::Failed(why)) => {
+                                if self.connected {
+                                    tracing::warn!(%why, "lost the server; runs keep running, retrying");
+                                } else {
+                                    tracing::warn!(%why, "cannot sync yet; retrying");
+                                }
+                                self.connected = false;
+                                let delay = backoff.next().unwrap_or(Duration::from_secs(30));
+                                pause_until = Some(tokio::time::Instant::now() + delay);
                             }
                         }
-                        grace = answer.grace_s.max(0);
-                        for run_id in answer.stop {
-                            stop(&mut runs, run_id, grace);
-                        }
-                        for assignment in answer.start {
-                            start(&mut runs, &mut finished, assignment, &exit_tx);
+                        break;
+                    }
+                    _ = ticker.tick() => {
+                        // A run that ended is reported at once (the held sync is dropped).
+                        if self.tick() {
+                            break;
                         }
                     }
-                    Err(error) => retry(&mut connected, format!("unreadable answer: {error}")).await,
-                },
-                Ok(response) => {
-                    let status = response.status();
-                    let body = response.text().await.unwrap_or_default();
-                    if status == reqwest::StatusCode::UNAUTHORIZED {
-                        stop_all(&mut runs, grace);
-                        return Err(ServerError::Config(format!("the server refused the node token: {body}")));
+                    Some((run_id, code)) = self.exits_rx.recv() => {
+                        self.leader_exits.insert(run_id, code);
+                        if self.tick() {
+                            break;
+                        }
                     }
-                    retry(&mut connected, format!("server answered {status}: {body}")).await;
+                    Ok(()) = health.changed() => {
+                        let now = health.borrow_and_update().clone();
+                        if now != self.health {
+                            match &now {
+                                Ok(()) => tracing::info!("health checks pass again"),
+                                Err(reason) => tracing::warn!(%reason, "health check failed"),
+                            }
+                            self.health = now;
+                            break;
+                        }
+                    }
+                    _ = &mut shutdown => return self.shut_down(client, &url).await,
                 }
-                Err(error) => retry(&mut connected, format!("cannot reach the server: {error}")).await,
-            },
-            Some((run_id, code)) = exit_rx.recv() => record_exit(&mut runs, &mut finished, run_id, code),
-            _ = &mut shutdown => {
-                tracing::info!("agent stopping; ending its runs");
-                stop_all(&mut runs, grace);
-                return Ok(());
             }
         }
     }
-}
 
-async fn retry(connected: &mut bool, why: String) {
-    if *connected {
-        tracing::warn!(%why, "lost the server; processes keep running, retrying");
-    } else {
-        tracing::warn!(%why, "cannot sync yet; retrying");
-    }
-    *connected = false;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-}
-
-fn record_exit(
-    runs: &mut BTreeMap<i64, Run>,
-    finished: &mut Vec<Finished>,
-    run_id: i64,
-    code: i32,
-) {
-    if let Some(run) = runs.remove(&run_id) {
-        tracing::info!(run_id, code, stopped = run.stopping, "process ended");
-        if !run.stopping {
-            let log_tail = run.log.lock().map(|l| l.text()).unwrap_or_default();
-            finished.push(Finished {
-                run_id,
-                exit_code: code,
-                log_tail,
-            });
+    fn health_checks(&self) -> HealthChecks {
+        HealthChecks {
+            nvidia_gpus: (self.options.gpus.trim() == "auto").then_some(self.gpus.count),
+            command: self.options.health_cmd.clone(),
         }
     }
-}
 
-fn start(
-    runs: &mut BTreeMap<i64, Run>,
-    finished: &mut Vec<Finished>,
-    assignment: Assignment,
-    exit_tx: &mpsc::UnboundedSender<(i64, i32)>,
-) {
-    if runs.contains_key(&assignment.run_id) {
-        return;
+    /// The report for the next sync.
+    fn request(&mut self) -> SyncRequest {
+        let running = self
+            .state
+            .runs
+            .iter()
+            .filter(|(_, r)| r.ended.is_none())
+            .map(|(&id, _)| id)
+            .collect();
+        let finished: Vec<Finished> = self
+            .state
+            .runs
+            .values()
+            .filter(|r| !r.end_acknowledged)
+            .filter_map(|r| r.ended.clone())
+            .collect();
+        let output = self.output_chunks();
+        let wait_s = if self.connected && finished.is_empty() && output.is_empty() {
+            self.options.poll_s
+        } else {
+            0
+        };
+        SyncRequest {
+            name: self.options.name.clone(),
+            gpus: self.gpus.count,
+            gpu_model: self.gpus.model.clone(),
+            healthy: self.health.is_ok(),
+            health_reason: self.health.clone().err(),
+            running,
+            finished,
+            output,
+            last_answer: self.state.last_answer,
+            wait_s,
+        }
     }
-    let visible = assignment
-        .gpu_indices
-        .iter()
-        .map(|i| i.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    let mut command = tokio::process::Command::new("sh");
-    command
-        .arg("-c")
-        .arg(&assignment.command)
-        .env("CUDA_VISIBLE_DEVICES", &visible)
-        .env("HOURGLASS_WORKLOAD_ID", assignment.workload_id.to_string())
-        .env("HOURGLASS_RUN_ID", assignment.run_id.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if assignment.resumed {
-        command.env("HOURGLASS_RESUMED", "1");
-    } else {
-        command.env_remove("HOURGLASS_RESUMED");
-    }
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(error) => {
-            finished.push(Finished {
-                run_id: assignment.run_id,
-                exit_code: 127,
-                log_tail: format!("hourglass agent: could not start `sh -c`: {error}\n"),
+
+    /// New output of every run, at most one bounded chunk per run and [`SYNC_OUTPUT_BYTES`] in
+    /// all, from where the server says it is (skipping ahead when it is more than a MiB behind).
+    fn output_chunks(&mut self) -> Vec<OutputChunk> {
+        let mut chunks = Vec::new();
+        let mut budget = SYNC_OUTPUT_BYTES;
+        for (&run_id, run) in &self.state.runs {
+            let Some(&received) = self.received.get(&run_id) else {
+                continue;
+            };
+            let path = self.dir.output_path(run_id);
+            let Ok(file) = std::fs::File::open(&path) else {
+                continue;
+            };
+            let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+            let end = run.output_base + len;
+            if end <= received || budget == 0 {
+                continue;
+            }
+            let from = received
+                .max(end.saturating_sub(OUTPUT_KEEP))
+                .max(run.output_base);
+            let want = ((end - from) as usize).min(CHUNK_BYTES).min(budget);
+            let mut bytes = vec![0u8; want];
+            let Ok(n) = file.read_at(&mut bytes, from - run.output_base) else {
+                continue;
+            };
+            bytes.truncate(n);
+            let mut cut = utf8_prefix(&bytes);
+            if cut == 0 && !bytes.is_empty() && (run.ended.is_some() || bytes.len() >= 4) {
+                cut = bytes.len();
+            }
+            if cut == 0 {
+                continue;
+            }
+            budget -= cut;
+            chunks.push(OutputChunk {
+                run_id,
+                offset: from,
+                len: cut as u64,
+                data: String::from_utf8_lossy(&bytes[..cut]).into_owned(),
             });
+        }
+        chunks
+    }
+
+    /// Acts on an answer; says whether output is still waiting to be sent.
+    fn apply(&mut self, request: &SyncRequest, answer: SyncResponse) -> bool {
+        self.state.last_synced_at = Some(epoch_now());
+        self.state.down_after_s = answer.down_after_s;
+        self.grace = answer.grace_s.max(0);
+        for finished in &request.finished {
+            if let Some(run) = self.state.runs.get_mut(&finished.run_id) {
+                run.end_acknowledged = true;
+            }
+        }
+        for (run_id, at) in &answer.output_received {
+            self.received.insert(*run_id, *at);
+        }
+        for run_id in &answer.stop {
+            self.stop(*run_id, None, false);
+        }
+        if !answer.start.is_empty() {
+            self.start_all(answer.start, answer.answer);
+        }
+        self.trim_output_files();
+        let pending = self.forget_done();
+        if let Err(error) = self.dir.save(&self.state) {
+            tracing::error!(%error, "cannot save the agent state");
+        }
+        pending
+    }
+
+    /// Starts the answer's runs exactly once: each is recorded before its process exists, and the
+    /// answer counts as acted on only once every process has its group recorded.
+    fn start_all(&mut self, assignments: Vec<Assignment>, answer: i64) {
+        let fresh: Vec<Assignment> = assignments
+            .into_iter()
+            .filter(|a| !self.state.runs.contains_key(&a.run_id))
+            .collect();
+        let now = epoch_now();
+        for a in &fresh {
+            self.state.runs.insert(
+                a.run_id,
+                RunRecord {
+                    workload_id: a.workload_id,
+                    name: a.name.clone(),
+                    pgid: 0,
+                    leader_start: 0,
+                    gpus: a.gpu_indices.clone(),
+                    started_at: now,
+                    output_base: 0,
+                    stop: None,
+                    ended: None,
+                    end_acknowledged: false,
+                },
+            );
+        }
+        if let Err(error) = self.dir.save(&self.state) {
+            // Without a record the run could start twice after a crash: do not start it.
+            tracing::error!(%error, "cannot record new runs; not starting them");
+            for a in &fresh {
+                self.state.runs.remove(&a.run_id);
+            }
             return;
         }
-    };
-    tracing::info!(run_id = assignment.run_id, workload = %assignment.name, gpus = %visible, "started");
-    let log = Arc::new(Mutex::new(LogBuffer::default()));
-    let readers: Vec<_> = [
-        child.stdout.take().map(Pipe::Out),
-        child.stderr.take().map(Pipe::Err),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|pipe| {
-        let log = log.clone();
-        tokio::spawn(async move { pipe.copy_into(log).await })
-    })
-    .collect();
-    let pgid = child.id().map(|id| id as i32).unwrap_or(0);
-    let run_id = assignment.run_id;
-    let exit_tx = exit_tx.clone();
-    tokio::spawn(async move {
-        let code = match child.wait().await {
-            Ok(status) => status.code().unwrap_or_else(|| {
-                use std::os::unix::process::ExitStatusExt;
-                128 + status.signal().unwrap_or(0)
-            }),
-            Err(_) => 255,
-        };
-        // Let the readers drain what the process wrote before it exited (a background child
-        // holding the pipe open must not delay the report for long).
-        let _ =
-            tokio::time::timeout(Duration::from_secs(2), futures::future::join_all(readers)).await;
-        let _ = exit_tx.send((run_id, code));
-    });
-    runs.insert(
-        run_id,
-        Run {
-            pgid,
-            log,
-            sent_version: 0,
-            stopping: false,
-        },
-    );
-}
+        for a in fresh {
+            let launch = Launch {
+                command: &a.command,
+                gpus: &a.gpu_indices,
+                workload_id: a.workload_id,
+                run_id: a.run_id,
+                resumed: a.resumed,
+                output: &self.dir.output_path(a.run_id),
+                exit_file: &self.dir.exit_path(a.run_id),
+            };
+            let spawned = process::spawn(&launch);
+            let run = self.state.runs.get_mut(&a.run_id).expect("recorded above");
+            match spawned {
+                Ok(mut child) => {
+                    let pid = child.id().map(|id| id as i32).unwrap_or(0);
+                    run.pgid = pid;
+                    run.leader_start = process::start_time(pid).unwrap_or(0);
+                    self.received.insert(a.run_id, 0);
+                    tracing::info!(run_id = a.run_id, workload = %a.name, gpus = ?a.gpu_indices, "started");
+                    let exits = self.exits_tx.clone();
+                    let run_id = a.run_id;
+                    tokio::spawn(async move {
+                        let code = match child.wait().await {
+                            Ok(status) => exit_code(status),
+                            Err(_) => 255,
+                        };
+                        let _ = exits.send((run_id, code));
+                    });
+                }
+                Err(error) => {
+                    run.ended = Some(Finished {
+                        run_id: a.run_id,
+                        exit_code: Some(127),
+                        note: Some(format!("the agent could not start `sh`: {error}")),
+                        by_agent: false,
+                    });
+                }
+            }
+        }
+        self.state.last_answer = self.state.last_answer.max(answer);
+    }
 
-enum Pipe {
-    Out(tokio::process::ChildStdout),
-    Err(tokio::process::ChildStderr),
-}
+    /// Looks at every run's processes: ends runs whose group is gone, kills those past their
+    /// grace period, stops leftovers of commands that exited, and stops everything when the
+    /// server has been out of reach past its deadline. Says whether a run ended.
+    fn tick(&mut self) -> bool {
+        let now = epoch_now();
+        if self.cut_off(now) {
+            let why = format!(
+                "the agent could not reach the server for more than {} s, so the server has declared this node down and requeued its work",
+                self.state.down_after_s
+            );
+            self.stop_all(&why, true);
+        }
+        let table = ProcTable::scan();
+        let mut ended = false;
+        let mut changed = false;
+        let ids: Vec<i64> = self.state.runs.keys().copied().collect();
+        for run_id in ids {
+            let exit_file = self.dir.exit_path(run_id);
+            let leader_exit = self.leader_exits.get(&run_id).copied();
+            let run = self.state.runs.get_mut(&run_id).expect("listed");
+            if run.ended.is_some() || run.pgid == 0 {
+                continue;
+            }
+            if table.group_alive(run.pgid, run.leader_start) {
+                if let Some(stop) = &mut run.stop {
+                    if !stop.killed && now >= stop.kill_at {
+                        tracing::info!(run_id, "grace period over; SIGKILL");
+                        process::kill(run.pgid);
+                        stop.killed = true;
+                        changed = true;
+                    }
+                } else if let Some(code) =
+                    leader_exit.or_else(|| process::recorded_exit(&exit_file))
+                {
+                    // The command ended but left processes behind in its group: they go too.
+                    let note = format!(
+                        "the command exited with {code}; processes it left behind were stopped"
+                    );
+                    begin_stop(run, self.grace, now, Some(note), false);
+                    changed = true;
+                }
+                continue;
+            }
+            let code = leader_exit.or_else(|| process::recorded_exit(&exit_file));
+            let (mut note, by_agent) = run
+                .stop
+                .as_ref()
+                .map(|s| (s.note.clone(), s.by_agent))
+                .unwrap_or((None, false));
+            if run.stop.as_ref().is_some_and(|s| s.killed) && note.is_none() {
+                note = Some(format!(
+                    "stopped with SIGKILL after the {} s grace period",
+                    self.grace
+                ));
+            }
+            if code.is_none() && note.is_none() {
+                note = Some(
+                    "the run ended while no agent was watching it, so its exit status is unknown"
+                        .into(),
+                );
+            }
+            tracing::info!(run_id, ?code, "run ended");
+            run.ended = Some(Finished {
+                run_id,
+                exit_code: code,
+                note,
+                by_agent,
+            });
+            ended = true;
+        }
+        if ended || changed {
+            if let Err(error) = self.dir.save(&self.state) {
+                tracing::error!(%error, "cannot save the agent state");
+            }
+        }
+        ended
+    }
 
-impl Pipe {
-    async fn copy_into(self, log: Arc<Mutex<LogBuffer>>) {
-        let mut buffer = vec![0u8; 8192];
-        let mut reader: Box<dyn tokio::io::AsyncRead + Unpin + Send> = match self {
-            Pipe::Out(out) => Box::new(out),
-            Pipe::Err(err) => Box::new(err),
-        };
-        while let Ok(n) = reader.read(&mut buffer).await {
-            if n == 0 {
+    fn cut_off(&self, now: i64) -> bool {
+        self.state.down_after_s > 0
+            && self
+                .state
+                .last_synced_at
+                .is_some_and(|t| now - t > self.state.down_after_s)
+            && self
+                .state
+                .runs
+                .values()
+                .any(|r| r.ended.is_none() && r.stop.is_none())
+    }
+
+    fn stop(&mut self, run_id: i64, note: Option<String>, by_agent: bool) {
+        let grace = self.grace;
+        if let Some(run) = self.state.runs.get_mut(&run_id) {
+            if run.ended.is_none() && run.stop.is_none() {
+                tracing::info!(run_id, grace, "stopping");
+                begin_stop(run, grace, epoch_now(), note, by_agent);
+            }
+        }
+    }
+
+    fn stop_all(&mut self, why: &str, by_agent: bool) {
+        let ids: Vec<i64> = self.state.runs.keys().copied().collect();
+        for run_id in ids {
+            self.stop(run_id, Some(why.to_string()), by_agent);
+        }
+        if let Err(error) = self.dir.save(&self.state) {
+            tracing::error!(%error, "cannot save the agent state");
+        }
+    }
+
+    /// Waits until every run's processes are gone (SIGKILL at the end of each grace period).
+    async fn wait_for_runs(&mut self) {
+        let limit = tokio::time::Instant::now() + Duration::from_secs(self.grace as u64 + 15);
+        while self
+            .state
+            .runs
+            .values()
+            .any(|r| r.ended.is_none() && r.pgid != 0)
+        {
+            if tokio::time::Instant::now() >= limit {
+                tracing::error!("some runs' processes outlived SIGKILL; giving up waiting");
                 break;
             }
-            if let Ok(mut log) = log.lock() {
-                log.push(&buffer[..n]);
+            while let Ok((run_id, code)) = self.exits_rx.try_recv() {
+                self.leader_exits.insert(run_id, code);
             }
+            self.tick();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// SIGTERM to every run, SIGKILL after the grace period, wait for them, and tell the server.
+    async fn shut_down(&mut self, client: &reqwest::Client, url: &str) -> Result<(), ServerError> {
+        tracing::info!(grace = self.grace, "agent stopping; ending its runs");
+        self.stop_all("the node's agent was shut down", true);
+        self.wait_for_runs().await;
+        let request = SyncRequest {
+            wait_s: 0,
+            ..self.request()
+        };
+        match tokio::time::timeout(
+            Duration::from_secs(5),
+            send(client, url, &self.options.token, &request),
+        )
+        .await
+        {
+            Ok(Ok(answer)) => {
+                // Starts in a last answer are not taken: this agent is leaving.
+                let answer = SyncResponse {
+                    start: Vec::new(),
+                    ..answer
+                };
+                self.apply(&request, answer);
+            }
+            _ => tracing::warn!(
+                "could not tell the server how the runs ended; the next agent start will"
+            ),
+        }
+        Ok(())
+    }
+
+    /// Empties `.out` files that grew large once the server has everything up to their end.
+    fn trim_output_files(&mut self) {
+        for (&run_id, run) in self.state.runs.iter_mut() {
+            let path = self.dir.output_path(run_id);
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            let received = self.received.get(&run_id).copied().unwrap_or(0);
+            if len >= OUTPUT_FILE_MAX && received + OUTPUT_KEEP >= run.output_base + len {
+                if let Ok(file) = std::fs::OpenOptions::new().write(true).open(&path) {
+                    if file.set_len(0).is_ok() {
+                        run.output_base += len;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops runs the server has finished with (end acknowledged, output received); says
+    /// whether some run still has output to send.
+    fn forget_done(&mut self) -> bool {
+        let mut pending = false;
+        let mut done = Vec::new();
+        for (&run_id, run) in &self.state.runs {
+            let len = std::fs::metadata(self.dir.output_path(run_id))
+                .map(|m| m.len())
+                .unwrap_or(0);
+            let end = run.output_base + len;
+            let received = self.received.get(&run_id).copied();
+            let shipped = received.is_some_and(|r| r >= end);
+            if received.is_some() && !shipped {
+                pending = true;
+            }
+            if run.end_acknowledged && (shipped || run.pgid == 0) {
+                done.push(run_id);
+            }
+        }
+        for run_id in done {
+            self.state.runs.remove(&run_id);
+            self.received.remove(&run_id);
+            self.leader_exits.remove(&run_id);
+            self.dir.forget(run_id);
+        }
+        pending
+    }
+}
+
+fn begin_stop(run: &mut RunRecord, grace: i64, now: i64, note: Option<String>, by_agent: bool) {
+    process::terminate(run.pgid);
+    run.stop = Some(StopRecord {
+        term_at: now,
+        kill_at: now + grace,
+        killed: false,
+        note,
+        by_agent,
+    });
+}
+
+/// Records written before their process existed (the agent died in between): find the process
+/// by its run id, or its recorded exit status; otherwise it never started and the server will
+/// hand it out again (the answer was not counted as acted on).
+fn adopt_pending(dir: &StateDir, state: &mut AgentState) {
+    let pending: Vec<i64> = state
+        .runs
+        .iter()
+        .filter(|(_, r)| r.pgid == 0 && r.ended.is_none())
+        .map(|(&id, _)| id)
+        .collect();
+    for run_id in pending {
+        if let Some(pid) = find_run_leader(run_id) {
+            let run = state.runs.get_mut(&run_id).expect("listed");
+            run.pgid = pid;
+            run.leader_start = process::start_time(pid).unwrap_or(0);
+        } else if let Some(code) = process::recorded_exit(&dir.exit_path(run_id)) {
+            let run = state.runs.get_mut(&run_id).expect("listed");
+            run.ended = Some(Finished {
+                run_id,
+                exit_code: Some(code),
+                note: None,
+                by_agent: false,
+            });
+        } else {
+            state.runs.remove(&run_id);
+            dir.forget(run_id);
         }
     }
 }
 
-/// SIGTERM to the run's process group now, SIGKILL after the grace period.
-fn stop(runs: &mut BTreeMap<i64, Run>, run_id: i64, grace: i64) {
-    let Some(run) = runs.get_mut(&run_id) else {
-        return;
-    };
-    if run.stopping || run.pgid <= 0 {
-        return;
+/// A group leader whose environment says `HOURGLASS_RUN_ID=<run_id>`.
+fn find_run_leader(run_id: i64) -> Option<i32> {
+    let needle = format!("HOURGLASS_RUN_ID={run_id}");
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let is_run = environ
+            .split(|&b| b == 0)
+            .any(|var| var == needle.as_bytes());
+        let leads = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|s| process::parse_stat(&s))
+            .is_some_and(|s| s.pgrp == pid && s.state != 'Z');
+        if is_run && leads {
+            return Some(pid);
+        }
     }
-    run.stopping = true;
-    let pgid = run.pgid;
-    tracing::info!(run_id, grace, "stopping");
-    signal_group(pgid, libc::SIGTERM);
+    None
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    request: &SyncRequest,
+) -> Result<SyncResponse, SyncError> {
+    let response = client
+        .post(url)
+        .bearer_auth(token.trim())
+        .json(request)
+        .timeout(Duration::from_secs(request.wait_s + 15))
+        .send()
+        .await
+        .map_err(|e| SyncError::Failed(format!("cannot reach the server: {e}")))?;
+    let status = response.status();
+    if status.is_success() {
+        return response
+            .json()
+            .await
+            .map_err(|e| SyncError::Failed(format!("unreadable answer: {e}")));
+    }
+    let body = response.text().await.unwrap_or_default();
+    if status == reqwest::StatusCode::UNAUTHORIZED {
+        return Err(SyncError::Refused(body));
+    }
+    Err(SyncError::Failed(format!(
+        "server answered {status}: {body}"
+    )))
+}
+
+/// Reconnects back off exponentially from 1 s to 30 s with jitter, so a hundred agents do not
+/// stampede a restarted server.
+fn reconnect_backoff() -> impl Iterator<Item = Duration> {
+    ExponentialBuilder::default()
+        .with_min_delay(Duration::from_secs(1))
+        .with_max_delay(Duration::from_secs(30))
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times()
+        .build()
+}
+
+/// Runs the health checks now and every `interval_s`, publishing each result.
+fn spawn_health_checks(
+    checks: HealthChecks,
+    interval_s: u64,
+) -> watch::Receiver<Result<(), String>> {
+    let (tx, rx) = watch::channel(Ok(()));
+    if checks.nvidia_gpus.is_none() && checks.command.is_none() {
+        return rx;
+    }
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_secs(grace.max(0) as u64)).await;
-        signal_group(pgid, libc::SIGKILL);
+        loop {
+            let result = checks.run().await;
+            if tx.send(result).is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(interval_s.max(1))).await;
+        }
     });
-}
-
-fn stop_all(runs: &mut BTreeMap<i64, Run>, grace: i64) {
-    let ids: Vec<i64> = runs.keys().copied().collect();
-    for id in ids {
-        stop(runs, id, grace);
-    }
-}
-
-fn signal_group(pgid: i32, signal: i32) {
-    // SAFETY: kill(2) with a negative pid signals a process group we created; no memory is shared.
-    unsafe {
-        libc::kill(-pgid, signal);
-    }
+    rx
 }
 
 async fn shutdown_signal() {

@@ -3,4 +3,10 @@
 pub mod api;
 pub mod client;
 pub mod gpus;
+pub mod handout;
+pub mod health;
+pub mod output;
+pub mod process;
 pub mod protocol;
+pub mod repo;
+pub mod state;

@@ -1,10 +1,25 @@
 //! The agent API's messages (`/api/agent/v1`), shared by the server and the agent.
+//!
+//! Every run starts exactly once. The server numbers the answers that hand out runs; the agent
+//! persists what it starts before it says so, and reports in every sync the last answer it acted
+//! on (`last_answer`), the runs whose processes are alive (`running`) and the runs whose processes
+//! are all gone (`finished`). A run is handed out again only when its answer never reached the
+//! agent, and its GPUs go to a new run only once the node has said the previous run is gone.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The largest sync body the server accepts. The agent keeps well below it: output travels in
+/// chunks of at most [`CHUNK_BYTES`], at most [`SYNC_OUTPUT_BYTES`] per sync.
+pub const SYNC_BODY_LIMIT: usize = 4 << 20;
+pub const CHUNK_BYTES: usize = 256 << 10;
+pub const SYNC_OUTPUT_BYTES: usize = 1 << 20;
+/// A health reason is one line; longer ones are cut.
+pub const REASON_CHARS: usize = 300;
 
 /// `POST /api/agent/v1/sync`: the agent's heartbeat and report; the answer says what to start and
-/// stop. An agent that reconnects simply reports what it still runs and is told the difference.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// stop.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SyncRequest {
     /// The node name the agent believes it is (checked against the token's node).
     #[serde(default)]
@@ -14,14 +29,21 @@ pub struct SyncRequest {
     pub gpu_model: String,
     #[serde(default = "yes")]
     pub healthy: bool,
-    /// Runs whose processes are alive.
+    /// Why the node is unhealthy (the failed check's first line).
+    #[serde(default)]
+    pub health_reason: Option<String>,
+    /// Runs with at least one live process (including those being stopped).
     #[serde(default)]
     pub running: Vec<i64>,
+    /// Runs whose processes are all gone, until the server has acknowledged them.
     #[serde(default)]
     pub finished: Vec<Finished>,
-    /// Output tails of running runs that changed since the last sync.
+    /// New output of runs, in order, each chunk at its byte offset in the run's output.
     #[serde(default)]
-    pub logs: Vec<LogTail>,
+    pub output: Vec<OutputChunk>,
+    /// The highest answer number whose runs this agent has recorded (0: none yet).
+    #[serde(default)]
+    pub last_answer: i64,
     /// Hold the answer up to this many seconds while there is nothing to do (long poll).
     #[serde(default)]
     pub wait_s: u64,
@@ -31,32 +53,54 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finished {
     pub run_id: i64,
-    pub exit_code: i32,
+    /// The command's exit status (128 + signal when a signal ended it); `None` when the agent
+    /// could not learn it (the run ended while no agent was watching and left no status).
+    pub exit_code: Option<i32>,
+    /// What the agent knows beyond the code, e.g. "stopped: SIGKILL after the 10 s grace period".
     #[serde(default)]
-    pub log_tail: String,
+    pub note: Option<String>,
+    /// The agent stopped the run on its own (it shut down, or lost the server past the
+    /// deadline), not because the command ended or the server asked: not the job's failure.
+    #[serde(default)]
+    pub by_agent: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LogTail {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputChunk {
     pub run_id: i64,
-    pub tail: String,
+    /// Byte offset of `data`'s first byte in the run's output stream.
+    pub offset: u64,
+    /// Bytes in the stream this chunk covers (`data` may differ where bytes were not UTF-8).
+    pub len: u64,
+    pub data: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SyncResponse {
     pub node: String,
+    /// The number of this answer when it hands out runs (else 0); the agent reports it back as
+    /// `last_answer` once it has recorded them.
+    #[serde(default)]
+    pub answer: i64,
     pub start: Vec<Assignment>,
     pub stop: Vec<i64>,
     /// Seconds between SIGTERM and SIGKILL.
     pub grace_s: i64,
     /// Sync at least this often.
     pub heartbeat_s: i64,
+    /// The server marks a silent node down (and requeues its work) after this many seconds; an
+    /// agent cut off that long stops its runs, since they are already being run elsewhere.
+    #[serde(default)]
+    pub down_after_s: i64,
+    /// Output received so far, per reported run: the agent resumes from these offsets.
+    #[serde(default)]
+    pub output_received: BTreeMap<i64, u64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Assignment {
     pub run_id: i64,
     pub workload_id: i64,

@@ -38,6 +38,8 @@ pub async fn nodes(
                 "admin_state": n.admin_state,
                 "last_heartbeat_at": n.last_heartbeat_at,
                 "heartbeat_age_s": n.last_heartbeat_at.map(|t| now - t),
+                "health_reason": n.health_reason,
+                "unhealthy_since": n.unhealthy_since,
             })
         })
         .collect();

@@ -64,6 +64,12 @@ pub async fn start_agents(pool: &AnyPool, addr: SocketAddr) -> Result<(), Server
             name: Some(name.to_string()),
             gpus: gpus.to_string(),
             poll_s: 10,
+            state_dir: std::env::temp_dir()
+                .join(format!("hourglass-demo-{}", addr.port()))
+                .join(name),
+            health_cmd: None,
+            health_interval_s: 60,
+            ca_cert: None,
         };
         tokio::spawn(async move {
             if let Err(error) = client::run(options).await {

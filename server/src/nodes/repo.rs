@@ -15,6 +15,9 @@ pub struct NodeRow {
     pub down_since: Option<i64>,
     pub registered_at: i64,
     pub last_heartbeat_at: Option<i64>,
+    /// Why the agent reported the node unhealthy, and since when (kept until it recovers).
+    pub health_reason: Option<String>,
+    pub unhealthy_since: Option<i64>,
 }
 
 impl NodeRow {
@@ -34,7 +37,8 @@ impl NodeRow {
 }
 
 const COLUMNS: &str =
-    "node_id, name, gpu_model, gpu_count, admin_state, agent_healthy, down_since, registered_at, last_heartbeat_at";
+    "node_id, name, gpu_model, gpu_count, admin_state, agent_healthy, down_since, registered_at,
+                       last_heartbeat_at, health_reason, unhealthy_since";
 
 pub async fn insert_node(
     db: impl AnyExecutor<'_>,
@@ -78,27 +82,64 @@ pub async fn list_nodes(db: impl AnyExecutor<'_>) -> Result<Vec<NodeRow>, sqlx::
         .await
 }
 
-/// Records a heartbeat: the agent's GPUs and health; a down node comes back.
-pub async fn record_heartbeat(
+/// Records that the node's agent spoke: a down node comes back. Done before the report is read,
+/// so a heartbeat is recorded even when the report is refused.
+pub async fn touch_heartbeat(
+    db: impl AnyExecutor<'_>,
+    node_id: i64,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update node set last_heartbeat_at = $2, down_since = null where node_id = $1")
+        .bind(node_id)
+        .bind(now)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Records the GPUs the agent reports.
+pub async fn record_gpus(
     db: impl AnyExecutor<'_>,
     node_id: i64,
     gpu_count: i64,
     gpu_model: &str,
-    healthy: bool,
-    now: i64,
 ) -> Result<(), sqlx::Error> {
+    sqlx::query("update node set gpu_count = $2, gpu_model = $3 where node_id = $1")
+        .bind(node_id)
+        .bind(gpu_count)
+        .bind(gpu_model)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Sets the agent-reported health: unhealthy with its reason and since when, or healthy again.
+pub async fn set_agent_health(
+    db: impl AnyExecutor<'_>,
+    node_id: i64,
+    unhealthy: Option<(&str, i64)>,
+) -> Result<(), sqlx::Error> {
+    let (reason, since) = unhealthy.unzip();
     sqlx::query(
-        "update node set gpu_count = $2, gpu_model = $3, agent_healthy = $4, last_heartbeat_at = $5,
-         down_since = null where node_id = $1",
+        "update node set agent_healthy = $2, health_reason = $3, unhealthy_since = $4 where node_id = $1",
     )
     .bind(node_id)
-    .bind(gpu_count)
-    .bind(gpu_model)
-    .bind(i64::from(healthy))
-    .bind(now)
+    .bind(i64::from(unhealthy.is_none()))
+    .bind(reason)
+    .bind(since)
     .execute(db)
     .await?;
     Ok(())
+}
+
+/// Numbers a new sync answer for the node.
+pub async fn next_answer(db: impl AnyExecutor<'_>, node_id: i64) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "update node set answers_sent = answers_sent + 1 where node_id = $1 returning answers_sent",
+    )
+    .bind(node_id)
+    .fetch_one(db)
+    .await
 }
 
 /// Marks nodes whose last heartbeat is older than `deadline` as down; returns how many.

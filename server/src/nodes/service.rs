@@ -47,6 +47,11 @@ pub async fn set_admin_state(
         .await?
         .ok_or_else(|| ServerError::NotFound(format!("There is no node named \"{name}\".")))?;
     repo::set_admin_state(pool, node.node_id, state).await?;
+    if state == "healthy" {
+        // An admin returning a node to service also clears its agent's last failed check; if the
+        // check still fails, the agent's next report takes the node out again.
+        repo::set_agent_health(pool, node.node_id, None).await?;
+    }
     Ok(repo::find_node_by_name(pool, name).await?.unwrap_or(node))
 }
 

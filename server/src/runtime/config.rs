@@ -16,6 +16,9 @@ pub struct RuntimeConfig {
     pub grace: Time,
     /// The runtime decides at least this often, even without events (milliseconds).
     pub safety_tick_ms: u64,
+    /// A node its agent reported unhealthy returns to service when the agent reports healthy
+    /// again; otherwise an admin returns it (uncordon).
+    pub auto_recover_nodes: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -27,6 +30,7 @@ impl Default for RuntimeConfig {
             heartbeat_deadline: 30,
             grace: 10,
             safety_tick_ms: 5_000,
+            auto_recover_nodes: false,
         }
     }
 }

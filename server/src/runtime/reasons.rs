@@ -55,6 +55,7 @@ pub fn drain(snapshot: &Snapshot, reason: &DrainReason, then: AfterStop) -> Valu
         "rule": rule,
         "at": reason.at,
         "node": snapshot.node_row(reason.node).name,
+        "node_reason": snapshot.node_row(reason.node).health_reason,
         "victim": party(snapshot, &reason.victim),
         "victim_min_runtime_s": reason.victim_min_runtime,
         "victim_protected_until": reason.victim_protected_until,

@@ -359,66 +359,109 @@ pub async fn my_projects(pool: &AnyPool, actor: &CurrentUser) -> Result<Vec<Stri
         .collect())
 }
 
-/// Records an agent's report that a run's process ended with `exit_code`. Only an open run on the
-/// reporting node counts: a late or repeated report changes nothing.
+/// The node's agent says a run's processes are all gone. Its GPUs are free from now on. If the
+/// run was still open, the workload ends: succeeded on exit 0, failed otherwise — including when
+/// the agent could not learn the exit status (`None`, said in `note`). Idempotent: a report for
+/// a run the server already ended (preempted, drained, cancelled) only frees its GPUs.
 pub async fn finished(
     pool: &AnyPool,
     node_id: i64,
     run_id: i64,
-    exit_code: i32,
-    log_tail: &str,
+    exit_code: Option<i32>,
+    note: Option<&str>,
+    by_agent: bool,
     now: i64,
 ) -> Result<bool, ServerError> {
     let mut tx = crate::db::begin_write(pool).await?;
-    let workload: Option<i64> = sqlx::query_scalar(
-        "select workload_id from workload_run where workload_run_id = $1 and node_id = $2 and ended_at is null",
+    let run: Option<(i64, Option<i64>)> = sqlx::query_as(
+        "select workload_id, ended_at from workload_run where workload_run_id = $1 and node_id = $2",
     )
     .bind(run_id)
     .bind(node_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some(workload_id) = workload else {
+    let Some((workload_id, ended_at)) = run else {
         return Ok(false);
     };
+    crate::agent::repo::release(&mut *tx, node_id, run_id, now).await?;
+    if ended_at.is_some() {
+        tx.commit().await?;
+        return Ok(false);
+    }
     // Book demand and usage up to now while the workload still counts as running.
     ledger::accrue(&mut tx, now).await?;
-    store_log(&mut tx, workload_id, log_tail).await?;
-    let (kind, state) = if exit_code == 0 {
+    if by_agent {
+        // The node's agent stopped it (shutting down, or cut off from the server): the job did not
+        // fail; it goes back to the queue if it can resume, like work on a node that went down.
+        let (resumable, node): (crate::db::Flag, String) = sqlx::query_as(
+            "select w.resumable, n.name from workload w, node n where w.workload_id = $1 and n.node_id = $2",
+        )
+        .bind(workload_id)
+        .bind(node_id)
+        .fetch_one(&mut *tx)
+        .await?;
+        let (state, then) = if resumable.0 {
+            ("queued", "requeued")
+        } else {
+            ("failed", "failed")
+        };
+        apply::close_runs(&mut tx, workload_id, "killed", now).await?;
+        repo::leave_run(&mut *tx, workload_id, state, exit_code, now).await?;
+        repo::insert_event(
+            &mut *tx,
+            workload_id,
+            now,
+            "drained",
+            Some(node_id),
+            &json!({ "rule": "agent-stopped", "at": now, "node": node, "note": note, "then": then }),
+        )
+        .await?;
+        tx.commit().await?;
+        return Ok(true);
+    }
+    if let Some(note) = note {
+        append_output(
+            &mut tx,
+            workload_id,
+            &format!("\n[hourglass agent] {note}\n"),
+        )
+        .await?;
+    }
+    let (kind, state) = if exit_code == Some(0) {
         ("completed", "succeeded")
     } else {
         ("failed", "failed")
     };
     apply::close_runs(&mut tx, workload_id, kind, now).await?;
-    repo::leave_run(&mut *tx, workload_id, state, Some(exit_code), now).await?;
+    repo::leave_run(&mut *tx, workload_id, state, exit_code, now).await?;
     repo::insert_event(
         &mut *tx,
         workload_id,
         now,
         state,
         Some(node_id),
-        &json!({ "exit_code": exit_code }),
+        &json!({ "exit_code": exit_code, "note": note }),
     )
     .await?;
     tx.commit().await?;
     Ok(true)
 }
 
-pub async fn store_log(
+/// Appends output to the workload's log, keeping its last MiB.
+pub async fn append_output(
     db: &mut sqlx::AnyConnection,
     workload_id: i64,
-    tail: &str,
+    text: &str,
 ) -> Result<(), ServerError> {
-    if tail.is_empty() {
+    if text.is_empty() {
         return Ok(());
     }
     const MAX: usize = 1 << 20;
-    let start = tail.len().saturating_sub(MAX);
-    let start = (start..tail.len())
-        .find(|&i| tail.is_char_boundary(i))
-        .unwrap_or(tail.len());
+    let log = repo::log_tail(&mut *db, workload_id).await?;
+    let log = crate::agent::output::keep_tail(log, text, MAX);
     sqlx::query("update workload set log_tail = $2 where workload_id = $1")
         .bind(workload_id)
-        .bind(&tail[start..])
+        .bind(&log)
         .execute(&mut *db)
         .await?;
     Ok(())

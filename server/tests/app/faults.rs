@@ -101,13 +101,13 @@ async fn an_agent_partitioned_past_the_deadline_comes_back_and_its_work_is_charg
         .await
         .unwrap();
     let proxy = Proxy::to(live.url.trim_start_matches("http://").to_string()).await;
-    let _agent = Command::new(BIN)
-        .args(["agent", "--server", &format!("http://{}", proxy.addr)])
-        .args(["--name", "n1", "--gpus", "2", "--token", &token])
-        .env("HOURGLASS_LOG", "error")
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let server = format!("http://{}", proxy.addr);
+    let _agent = crate::live::AgentProcess::spawn(
+        &[
+            "--server", &server, "--name", "n1", "--gpus", "2", "--token", &token,
+        ],
+        None,
+    );
     live.wait_for_node("n1", "healthy").await;
     let id = live
         .submit("ada", job("ai/olmo", "resumes", "sleep 4", 2, 900, true))
@@ -153,7 +153,7 @@ struct Cluster {
     token: String,
     pool: AnyPool,
     _server: Child,
-    _agent: Child,
+    _agent: crate::live::AgentProcess,
 }
 
 async fn cluster(database_for_server: &str, database: &str, dir: &std::path::Path) -> Cluster {

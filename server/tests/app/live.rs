@@ -35,7 +35,49 @@ pub struct Live {
     pub app: TestApp,
     pub url: String,
     pub http: reqwest::Client,
-    pub agents: Vec<Child>,
+    pub agents: Vec<AgentProcess>,
+}
+
+/// A real `hourglass agent` process with its own state directory. Dropped, it gets SIGTERM (it
+/// stops its runs and exits), so tests leave no workload processes behind.
+pub struct AgentProcess {
+    pub child: Child,
+    pub state: tempfile::TempDir,
+}
+
+impl AgentProcess {
+    /// Starts `hourglass agent ARGS --state-dir <its own>` (or in `state` when given).
+    pub fn spawn(args: &[&str], state: Option<tempfile::TempDir>) -> AgentProcess {
+        let state = state.unwrap_or_else(|| tempfile::tempdir().unwrap());
+        let child = Command::new(env!("CARGO_BIN_EXE_hourglass"))
+            .arg("agent")
+            .args(args)
+            .arg("--state-dir")
+            .arg(state.path())
+            .env("HOURGLASS_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the agent");
+        AgentProcess { child, state }
+    }
+
+    /// SIGKILL: the agent dies at once, its runs do not (as when it crashes).
+    pub async fn kill_hard(&mut self) {
+        self.child.start_kill().unwrap();
+        self.child.wait().await.unwrap();
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
 }
 
 pub fn fast_config() -> RuntimeConfig {
@@ -87,24 +129,13 @@ impl Live {
         let (_, token) = node_service::register_node(&self.app.pool, name)
             .await
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_hourglass"))
-            .args([
-                "agent",
-                "--server",
-                &self.url,
-                "--name",
-                name,
-                "--gpus",
-                &gpus.to_string(),
-                "--token",
-                &token,
-            ])
-            .env("HOURGLASS_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the agent");
+        let gpus = gpus.to_string();
+        let child = AgentProcess::spawn(
+            &[
+                "--server", &self.url, "--name", name, "--gpus", &gpus, "--token", &token,
+            ],
+            None,
+        );
         self.agents.push(child);
         self.wait_for_node(name, "healthy").await;
         self.agents.len() - 1
@@ -191,6 +222,7 @@ impl Live {
 /// An HTTP client whose requests give up after 15 s, so a stuck server fails a test instead of
 /// hanging the suite.
 pub fn client() -> reqwest::Client {
+    server::agent::client::install_tls_provider();
     reqwest::Client::builder()
         .timeout(Duration::from_secs(15))
         .build()

@@ -6,9 +6,6 @@ use crate::restart::{healthy, serve, serve_with, state_of, wait_for};
 use crate::support::{fake_site, free_port, seed_org, TestDb};
 use server::db;
 use std::time::{Duration, Instant};
-use tokio::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
 
 async fn scheduler(http: &reqwest::Client, url: &str) -> String {
     match http.get(format!("{url}/healthz")).send().await {
@@ -66,15 +63,13 @@ pub(crate) async fn agent_on(
     node_token: &str,
     http: &reqwest::Client,
     token: &str,
-) -> tokio::process::Child {
-    let agent = Command::new(BIN)
-        .args([
-            "agent", "--server", url, "--name", "n1", "--gpus", "2", "--token", node_token,
-        ])
-        .env("HOURGLASS_LOG", "error")
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+) -> crate::live::AgentProcess {
+    let agent = crate::live::AgentProcess::spawn(
+        &[
+            "--server", url, "--name", "n1", "--gpus", "2", "--token", node_token,
+        ],
+        None,
+    );
     for _ in 0..100 {
         let nodes = crate::live::get_json(http, &format!("{url}/api/v1/nodes"), token).await;
         if nodes["nodes"][0]["state"] == "healthy" {

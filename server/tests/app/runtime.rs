@@ -90,7 +90,7 @@ async fn a_killed_agents_node_goes_down_and_its_resumable_workload_finishes_on_a
         .to_string();
     assert_eq!(node, "n1");
     live.add_agent("n2", 2).await;
-    live.agents[first].start_kill().unwrap();
+    live.agents[first].kill_hard().await;
     live.wait_for_node("n1", "down").await;
     let done = live.wait_for_state(id, "succeeded").await;
     let drained = done["events"]
