@@ -49,6 +49,15 @@ ensure_browser() {
   fi
 }
 
+# The agent's TLS test makes a throwaway CA and server certificate with the openssl CLI.
+ensure_openssl() {
+  if ! command -v openssl >/dev/null 2>&1; then
+    say "Installing Debian's openssl (the agent's TLS test makes certificates with it)"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y openssl
+  fi
+}
+
 # Builds the site (wasm, JS, CSS) and the server binary with cargo-leptos.
 # Sets SITE_ROOT and HOURGLASS_BIN.
 build_site() {

@@ -8,6 +8,7 @@ cd "$ROOT"
 
 ensure_rust_tools
 ensure_browser
+ensure_openssl
 
 say "Checking formatting"
 cargo fmt --all -- --check

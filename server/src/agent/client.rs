@@ -51,9 +51,13 @@ const OUTPUT_KEEP: u64 = 1 << 20;
 const OUTPUT_FILE_MAX: u64 = 16 << 20;
 
 fn epoch_now() -> i64 {
+    epoch_ms() / 1000
+}
+
+fn epoch_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
+        .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
 }
 
@@ -156,7 +160,7 @@ impl Agent {
         let shutdown = shutdown_signal();
         tokio::pin!(shutdown);
         let mut backoff = reconnect_backoff();
-        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        let mut ticker = tokio::time::interval(Duration::from_millis(500));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pause_until: Option<tokio::time::Instant> = None;
         let token = self.options.token.clone();
@@ -184,8 +188,8 @@ impl Agent {
                                 backoff = reconnect_backoff();
                                 let output_pending = self.apply(&request, answer);
                                 if output_pending {
-                                    // At most one output-carrying sync a second per node.
-                                    pause_until = Some(tokio::time::Instant::now() + Duration::from_secs(1));
+                                    // At most two output-carrying syncs a second per node.
+                                    pause_until = Some(tokio::time::Instant::now() + Duration::from_millis(500));
                                 }
                             }
                             Err(SyncError::Refused(why)) => {
@@ -244,19 +248,21 @@ impl Agent {
 
     /// The report for the next sync.
     fn request(&mut self) -> SyncRequest {
+        // A run's end is reported once its output has all arrived, so a finished workload's page
+        // shows its whole tail; until then the run counts as running (its GPUs stay busy).
+        let finished: Vec<Finished> = self
+            .state
+            .runs
+            .iter()
+            .filter(|(&id, r)| !r.end_acknowledged && self.output_shipped(id, r))
+            .filter_map(|(_, r)| r.ended.clone())
+            .collect();
         let running = self
             .state
             .runs
             .iter()
-            .filter(|(_, r)| r.ended.is_none())
+            .filter(|(&id, r)| !r.end_acknowledged && !finished.iter().any(|f| f.run_id == id))
             .map(|(&id, _)| id)
-            .collect();
-        let finished: Vec<Finished> = self
-            .state
-            .runs
-            .values()
-            .filter(|r| !r.end_acknowledged)
-            .filter_map(|r| r.ended.clone())
             .collect();
         let output = self.output_chunks();
         let wait_s = if self.connected && finished.is_empty() && output.is_empty() {
@@ -278,6 +284,17 @@ impl Agent {
         }
     }
 
+    fn output_shipped(&self, run_id: i64, run: &RunRecord) -> bool {
+        let len = std::fs::metadata(self.dir.output_path(run_id))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        run.pgid == 0
+            || self
+                .received
+                .get(&run_id)
+                .is_some_and(|&r| r >= run.output_base + len)
+    }
+
     /// New output of every run, at most one bounded chunk per run and [`SYNC_OUTPUT_BYTES`] in
     /// all, from where the server says it is (skipping ahead when it is more than a MiB behind).
     fn output_chunks(&mut self) -> Vec<OutputChunk> {
@@ -285,6 +302,13 @@ impl Agent {
         let mut budget = SYNC_OUTPUT_BYTES;
         for (&run_id, run) in &self.state.runs {
             let Some(&received) = self.received.get(&run_id) else {
+                // After a restart: an empty chunk asks the server how much it has.
+                chunks.push(OutputChunk {
+                    run_id,
+                    offset: 0,
+                    len: 0,
+                    data: String::new(),
+                });
                 continue;
             };
             let path = self.dir.output_path(run_id);
@@ -437,6 +461,9 @@ impl Agent {
             );
             self.stop_all(&why, true);
         }
+        if self.state.runs.values().all(|r| r.ended.is_some()) {
+            return false;
+        }
         let table = ProcTable::scan();
         let mut ended = false;
         let mut changed = false;
@@ -450,7 +477,7 @@ impl Agent {
             }
             if table.group_alive(run.pgid, run.leader_start) {
                 if let Some(stop) = &mut run.stop {
-                    if !stop.killed && now >= stop.kill_at {
+                    if !stop.killed && epoch_ms() >= stop.kill_at_ms {
                         tracing::info!(run_id, "grace period over; SIGKILL");
                         process::kill(run.pgid);
                         stop.killed = true;
@@ -463,7 +490,7 @@ impl Agent {
                     let note = format!(
                         "the command exited with {code}; processes it left behind were stopped"
                     );
-                    begin_stop(run, self.grace, now, Some(note), false);
+                    begin_stop(run, self.grace, Some(note), false);
                     changed = true;
                 }
                 continue;
@@ -521,7 +548,7 @@ impl Agent {
         if let Some(run) = self.state.runs.get_mut(&run_id) {
             if run.ended.is_none() && run.stop.is_none() {
                 tracing::info!(run_id, grace, "stopping");
-                begin_stop(run, grace, epoch_now(), note, by_agent);
+                begin_stop(run, grace, note, by_agent);
             }
         }
     }
@@ -632,11 +659,12 @@ impl Agent {
     }
 }
 
-fn begin_stop(run: &mut RunRecord, grace: i64, now: i64, note: Option<String>, by_agent: bool) {
+fn begin_stop(run: &mut RunRecord, grace: i64, note: Option<String>, by_agent: bool) {
     process::terminate(run.pgid);
+    let now = epoch_ms();
     run.stop = Some(StopRecord {
-        term_at: now,
-        kill_at: now + grace,
+        term_at_ms: now,
+        kill_at_ms: now + grace * 1000,
         killed: false,
         note,
         by_agent,

@@ -32,7 +32,8 @@ pub struct SyncRequest {
     /// Why the node is unhealthy (the failed check's first line).
     #[serde(default)]
     pub health_reason: Option<String>,
-    /// Runs with at least one live process (including those being stopped).
+    /// Runs the agent holds and has not reported ended: with a live process (including those
+    /// being stopped), or ended with output still on its way.
     #[serde(default)]
     pub running: Vec<i64>,
     /// Runs whose processes are all gone, until the server has acknowledged them.

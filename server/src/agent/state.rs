@@ -56,9 +56,9 @@ pub struct RunRecord {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StopRecord {
-    /// Epoch seconds: SIGTERM was sent; SIGKILL follows at `kill_at`.
-    pub term_at: i64,
-    pub kill_at: i64,
+    /// Epoch milliseconds: SIGTERM was sent; SIGKILL follows at `kill_at_ms`.
+    pub term_at_ms: i64,
+    pub kill_at_ms: i64,
     pub killed: bool,
     /// Said to the server when the run is gone (why the agent stopped it, when it chose to).
     pub note: Option<String>,

@@ -48,12 +48,22 @@ pub struct AgentProcess {
 impl AgentProcess {
     /// Starts `hourglass agent ARGS --state-dir <its own>` (or in `state` when given).
     pub fn spawn(args: &[&str], state: Option<tempfile::TempDir>) -> AgentProcess {
+        AgentProcess::spawn_with_env(args, state, &[])
+    }
+
+    /// As [`AgentProcess::spawn`], with extra environment (e.g. a `PATH` with a fake `nvidia-smi`).
+    pub fn spawn_with_env(
+        args: &[&str],
+        state: Option<tempfile::TempDir>,
+        env: &[(&str, String)],
+    ) -> AgentProcess {
         let state = state.unwrap_or_else(|| tempfile::tempdir().unwrap());
         let child = Command::new(env!("CARGO_BIN_EXE_hourglass"))
             .arg("agent")
             .args(args)
             .arg("--state-dir")
             .arg(state.path())
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env("HOURGLASS_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -91,6 +101,10 @@ pub fn fast_config() -> RuntimeConfig {
 
 impl Live {
     pub async fn start() -> Live {
+        Live::start_with(fast_config()).await
+    }
+
+    pub async fn start_with(config: RuntimeConfig) -> Live {
         let app = TestApp::new().await;
         for (name, role) in [
             ("root", "admin"),
@@ -103,7 +117,7 @@ impl Live {
         import_org(&app.pool, &OrgFile::parse(ORG).unwrap(), now())
             .await
             .unwrap();
-        let runtime = Runtime::new(app.pool.clone(), fast_config());
+        let runtime = Runtime::new(app.pool.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let router = build_app(AppState {
@@ -195,10 +209,9 @@ impl Live {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!(
-            "workload {id} never reached {state}: {}",
-            self.workload(id).await
-        );
+        let mut workload = self.workload(id).await;
+        workload["log_tail"] = Value::from("(left out)");
+        panic!("workload {id} never reached {state}: {workload}");
     }
 
     /// Polls until node `name` reports `state` (at most 20 s).
