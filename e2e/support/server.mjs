@@ -69,7 +69,8 @@ export class TestServer {
   /** Registers a node and starts a real agent for it with `gpus` simulated GPUs. */
   async startAgent(name, gpus) {
     const token = this.cli(['admin', 'register-node', '--name', name]).trim().split('\n').pop();
-    const agent = spawn(BIN, ['agent', '--server', this.url, '--name', name, '--gpus', String(gpus), '--token', token], {
+    const stateDir = join(this.dir, `agent-${name}`);
+    const agent = spawn(BIN, ['agent', '--server', this.url, '--name', name, '--gpus', String(gpus), '--token', token, '--state-dir', stateDir], {
       env: { ...this.env, HOURGLASS_LOG: 'warn' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

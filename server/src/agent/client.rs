@@ -159,7 +159,7 @@ impl Agent {
         let mut health = spawn_health_checks(self.health_checks(), self.options.health_interval_s);
         let shutdown = shutdown_signal();
         tokio::pin!(shutdown);
-        let mut backoff = reconnect_backoff();
+        let mut backoff = reconnect_backoff(self.state.down_after_s);
         let mut ticker = tokio::time::interval(Duration::from_millis(500));
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut pause_until: Option<tokio::time::Instant> = None;
@@ -185,7 +185,7 @@ impl Agent {
                                     tracing::info!(node = %answer.node, "connected");
                                 }
                                 self.connected = true;
-                                backoff = reconnect_backoff();
+                                backoff = reconnect_backoff(self.state.down_after_s);
                                 let output_pending = self.apply(&request, answer);
                                 if output_pending {
                                     // At most two output-carrying syncs a second per node.
@@ -349,6 +349,19 @@ impl Agent {
 
     /// Acts on an answer; says whether output is still waiting to be sent.
     fn apply(&mut self, request: &SyncRequest, answer: SyncResponse) -> bool {
+        let foreign = self
+            .state
+            .node_key
+            .as_ref()
+            .is_some_and(|key| !answer.node_key.is_empty() && *key != answer.node_key);
+        if foreign {
+            self.drop_foreign_state();
+            // The report described runs this server never gave: say nothing about it.
+            return false;
+        }
+        if !answer.node_key.is_empty() {
+            self.state.node_key = Some(answer.node_key.clone());
+        }
         self.state.last_synced_at = Some(epoch_now());
         self.state.down_after_s = answer.down_after_s;
         self.grace = answer.grace_s.max(0);
@@ -614,6 +627,29 @@ impl Agent {
         Ok(())
     }
 
+    /// The state directory belongs to another registration of this node (another database, or
+    /// the node registered anew): its runs are not this server's. Their processes are killed
+    /// and the records dropped, so the next sync starts clean.
+    fn drop_foreign_state(&mut self) {
+        tracing::warn!(
+            runs = self.state.runs.len(),
+            "the state directory belongs to another registration of this node; ending its runs and starting afresh"
+        );
+        let table = ProcTable::scan();
+        for (&run_id, run) in &self.state.runs {
+            if run.ended.is_none() && table.group_alive(run.pgid, run.leader_start) {
+                process::kill(run.pgid);
+            }
+            self.dir.forget(run_id);
+        }
+        self.state = AgentState::default();
+        self.received.clear();
+        self.leader_exits.clear();
+        if let Err(error) = self.dir.save(&self.state) {
+            tracing::error!(%error, "cannot save the agent state");
+        }
+    }
+
     /// Empties `.out` files that grew large once the server has everything up to their end.
     fn trim_output_files(&mut self) {
         for (&run_id, run) in self.state.runs.iter_mut() {
@@ -766,12 +802,18 @@ async fn send(
     )))
 }
 
-/// Reconnects back off exponentially from 1 s to 30 s with jitter, so a hundred agents do not
-/// stampede a restarted server.
-fn reconnect_backoff() -> impl Iterator<Item = Duration> {
+/// Reconnects back off exponentially from 1 s with jitter (up to twice each delay), so a hundred
+/// agents do not stampede a restarted server — but never longer than a quarter of the server's
+/// down deadline, so a server back within it finds its nodes before it would declare them down.
+fn reconnect_backoff(down_after_s: i64) -> impl Iterator<Item = Duration> {
+    let longest = if down_after_s > 0 {
+        (down_after_s / 8).clamp(1, 15)
+    } else {
+        5
+    };
     ExponentialBuilder::default()
         .with_min_delay(Duration::from_secs(1))
-        .with_max_delay(Duration::from_secs(30))
+        .with_max_delay(Duration::from_secs(longest as u64))
         .with_factor(2.0)
         .with_jitter()
         .without_max_times()

@@ -82,6 +82,10 @@ pub struct OutputChunk {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SyncResponse {
     pub node: String,
+    /// Names this node's registration in this server's database: an agent whose state directory
+    /// holds another key (another database, a node registered anew) drops that state first.
+    #[serde(default)]
+    pub node_key: String,
     /// The number of this answer when it hands out runs (else 0); the agent reports it back as
     /// `last_answer` once it has recorded them.
     #[serde(default)]

@@ -21,6 +21,9 @@ use std::{
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AgentState {
+    /// The node registration these runs belong to (see `SyncResponse::node_key`).
+    #[serde(default)]
+    pub node_key: Option<String>,
     /// The highest answer whose runs are recorded here.
     pub last_answer: i64,
     /// When the server last answered (epoch seconds), and how long it waits before it declares a

@@ -589,3 +589,48 @@ async fn the_agent_speaks_https_to_a_tls_proxy_trusting_the_ca_it_is_given() {
     live.wait_for_state(id, "succeeded").await;
     assert!(log_of(&live, id).await.contains("through-tls"));
 }
+
+#[tokio::test]
+async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_this_servers_runs() {
+    let first = Live::start().await;
+    let (_, token) = node_service::register_node(&first.app.pool, "n1")
+        .await
+        .unwrap();
+    let mut agent = AgentProcess::spawn(&agent_args(&first.url, "n1", "1", &token), None);
+    first.wait_for_node("n1", "healthy").await;
+    let files = tempfile::tempdir().unwrap();
+    let pid = files.path().join("pid");
+    let old = first
+        .submit(
+            "ada",
+            job(
+                "ai/olmo",
+                "old",
+                &format!("echo $$ > {}; sleep 60", pid.display()),
+                1,
+                60,
+                false,
+            ),
+        )
+        .await;
+    first.wait_for_state(old, "running").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    agent.kill_hard().await;
+    let state = std::mem::replace(&mut agent.state, tempfile::tempdir().unwrap());
+    drop(agent);
+
+    // A new database: its run ids start at 1 again, like the old server's.
+    let second = Live::start().await;
+    let (_, token) = node_service::register_node(&second.app.pool, "n1")
+        .await
+        .unwrap();
+    let _agent = AgentProcess::spawn(&agent_args(&second.url, "n1", "1", &token), Some(state));
+    second.wait_for_node("n1", "healthy").await;
+    let new = second
+        .submit("ada", job("ai/olmo", "new", "echo fresh", 1, 60, false))
+        .await;
+    second.wait_for_state(new, "succeeded").await;
+    assert!(log_of(&second, new).await.contains("fresh"));
+    let old_pid: i32 = read(&pid).trim().parse().unwrap();
+    assert!(gone(old_pid), "the other database's run was ended");
+}
