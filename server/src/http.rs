@@ -45,6 +45,7 @@ pub fn build_app(state: AppState) -> Router {
             crate::guard::origin::same_origin_writes,
         ))
         .layer(middleware::from_fn(crate::guard::headers::security_headers))
+        .layer(middleware::from_fn(crate::guard::body_limit::limit_bodies))
         .layer(axum::Extension(crate::guard::SignInThrottle::default()))
         .with_state(state)
 }

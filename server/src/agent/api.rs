@@ -63,8 +63,7 @@ async fn sync(
 ) -> Result<Json<SyncResponse>, ServerError> {
     let now = now();
     // The agent spoke: whatever its report holds, the node is alive.
-    node_repo::touch_heartbeat(&state.pool, node.node_id, now).await?;
-    let sync_number = agent_repo::begin_sync(&state.pool, node.node_id).await?;
+    let sync_number = node_repo::touch_heartbeat(&state.pool, node.node_id, now).await?;
     let request = read_request(body).await?;
     if let Some(name) = request.name.as_deref() {
         if name != node.name {
@@ -84,13 +83,15 @@ async fn sync(
     let mut woke = node.down_since.is_some()
         || node.last_heartbeat_at.is_none()
         || node.gpu_count != i64::from(request.gpus);
-    node_repo::record_gpus(
-        &state.pool,
-        node.node_id,
-        i64::from(request.gpus),
-        &request.gpu_model,
-    )
-    .await?;
+    if node.gpu_count != i64::from(request.gpus) || node.gpu_model != request.gpu_model {
+        node_repo::record_gpus(
+            &state.pool,
+            node.node_id,
+            i64::from(request.gpus),
+            &request.gpu_model,
+        )
+        .await?;
+    }
     let health_changed = record_health(&state, &node, &request, now).await?;
     if health_changed {
         runtime.announce();
@@ -217,7 +218,7 @@ async fn store_output(
     node_id: i64,
     request: &SyncRequest,
 ) -> Result<(), ServerError> {
-    if request.output.is_empty() {
+    if request.output.iter().all(|chunk| chunk.len == 0) {
         return Ok(());
     }
     let mut tx = crate::db::begin_write(&state.pool).await?;

@@ -156,7 +156,13 @@ impl Agent {
             "{}/api/agent/v1/sync",
             self.options.server.trim_end_matches('/')
         );
-        let mut health = spawn_health_checks(self.health_checks(), self.options.health_interval_s);
+        let checks = self.health_checks();
+        if checks.nvidia_gpus.is_some() || checks.command.is_some() {
+            // The first report already says how the node is.
+            self.health = checks.run().await;
+        }
+        let mut health =
+            spawn_health_checks(checks, self.options.health_interval_s, self.health.clone());
         let shutdown = shutdown_signal();
         tokio::pin!(shutdown);
         let mut backoff = reconnect_backoff(self.state.down_after_s);
@@ -372,6 +378,12 @@ impl Agent {
         }
         for (run_id, at) in &answer.output_received {
             self.received.insert(*run_id, *at);
+        }
+        for probe in request.output.iter().filter(|c| c.len == 0) {
+            // A run the server has no record of: there is nobody to send its output to.
+            if !answer.output_received.contains_key(&probe.run_id) {
+                self.received.insert(probe.run_id, u64::MAX);
+            }
         }
         for run_id in &answer.stop {
             self.stop(*run_id, None, false);
@@ -820,22 +832,23 @@ fn reconnect_backoff(down_after_s: i64) -> impl Iterator<Item = Duration> {
         .build()
 }
 
-/// Runs the health checks now and every `interval_s`, publishing each result.
+/// Runs the health checks every `interval_s` after the first (`first`), publishing each result.
 fn spawn_health_checks(
     checks: HealthChecks,
     interval_s: u64,
+    first: Result<(), String>,
 ) -> watch::Receiver<Result<(), String>> {
-    let (tx, rx) = watch::channel(Ok(()));
+    let (tx, rx) = watch::channel(first);
     if checks.nvidia_gpus.is_none() && checks.command.is_none() {
         return rx;
     }
     tokio::spawn(async move {
         loop {
+            tokio::time::sleep(Duration::from_secs(interval_s.max(1))).await;
             let result = checks.run().await;
             if tx.send(result).is_err() {
                 return;
             }
-            tokio::time::sleep(Duration::from_secs(interval_s.max(1))).await;
         }
     });
     rx

@@ -54,14 +54,6 @@ pub async fn node_runs(db: impl AnyExecutor<'_>, node_id: i64) -> Result<Vec<Run
     .await
 }
 
-/// Numbers this sync request; only the newest request of a node may hand out runs.
-pub async fn begin_sync(db: impl AnyExecutor<'_>, node_id: i64) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar("update node set syncs = syncs + 1 where node_id = $1 returning syncs")
-        .bind(node_id)
-        .fetch_one(db)
-        .await
-}
-
 /// Numbers an answer that hands out runs, if `sync` is still the node's newest request.
 pub async fn next_answer(
     db: impl AnyExecutor<'_>,

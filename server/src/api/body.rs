@@ -25,6 +25,12 @@ where
 }
 
 fn describe(rejection: JsonRejection) -> ServerError {
+    if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        return crate::guard::body_limit::too_large(
+            crate::guard::body_limit::DEFAULT_LIMIT,
+            "a request",
+        );
+    }
     let text = rejection.body_text();
     // serde names the field in backticks: "missing field `gpus`", "unknown field `x`".
     let field = text

@@ -82,19 +82,22 @@ pub async fn list_nodes(db: impl AnyExecutor<'_>) -> Result<Vec<NodeRow>, sqlx::
         .await
 }
 
-/// Records that the node's agent spoke: a down node comes back. Done before the report is read,
-/// so a heartbeat is recorded even when the report is refused.
+/// Records that the node's agent spoke (a down node comes back) and numbers this sync request
+/// (only the newest may hand out runs). Done before the report is read, so a heartbeat is recorded
+/// even when the report is refused; one write per sync.
 pub async fn touch_heartbeat(
     db: impl AnyExecutor<'_>,
     node_id: i64,
     now: i64,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("update node set last_heartbeat_at = $2, down_since = null where node_id = $1")
-        .bind(node_id)
-        .bind(now)
-        .execute(db)
-        .await?;
-    Ok(())
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "update node set last_heartbeat_at = $2, down_since = null, syncs = syncs + 1
+         where node_id = $1 returning syncs",
+    )
+    .bind(node_id)
+    .bind(now)
+    .fetch_one(db)
+    .await
 }
 
 /// Records the GPUs the agent reports.

@@ -353,3 +353,61 @@ async fn every_json_api_mutation_is_authorized_for_every_role() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+#[tokio::test]
+async fn an_oversized_body_is_refused_with_its_limit_and_changes_nothing() {
+    let app = org().await;
+    let huge = "x".repeat(2 << 20);
+    // Declared length over the limit: refused before anything reads it.
+    let response = app
+        .post_form("/login", &[("username", "ada"), ("password", &huge)], None)
+        .await;
+    assert_eq!(response.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(
+        response.json()["error"]
+            .as_str()
+            .unwrap()
+            .contains("may be at most 1 MiB"),
+        "{}",
+        response.body
+    );
+    // A body without a declared length is cut off at the limit as it is read.
+    let token = {
+        let user = server::users::repo::find_user_by_username(&app.pool, "ada")
+            .await
+            .unwrap()
+            .unwrap();
+        server::api::tokens::create_token(&app.pool, user.user_id, "t")
+            .await
+            .unwrap()
+    };
+    let body = format!(
+        r#"{{"project":"ai/olmo","name":"{huge}","command":"true","gpus":1,"min_runtime_s":0,"resumable":true,"priority":0}}"#
+    );
+    let stream = futures::stream::iter(
+        body.into_bytes()
+            .chunks(64 << 10)
+            .map(|c| Ok::<_, std::io::Error>(axum::body::Bytes::copy_from_slice(c)))
+            .collect::<Vec<_>>(),
+    );
+    let response = app
+        .send(
+            Request::post("/api/v1/workloads")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .body(Body::from_stream(stream))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        response.status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{}",
+        response.body
+    );
+    let workloads: i64 = sqlx::query_scalar("select count(*) from workload")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(workloads, 0);
+}
