@@ -634,3 +634,33 @@ async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_thi
     let old_pid: i32 = read(&pid).trim().parse().unwrap();
     assert!(gone(old_pid), "the other database's run was ended");
 }
+
+#[tokio::test]
+async fn the_nodes_page_says_why_a_node_is_unhealthy_and_since_when() {
+    let app = crate::support::TestApp::new().await;
+    app.create_user("root", "admin", "long enough 1").await;
+    let (node, _) = node_service::register_node(&app.pool, "gpu-7")
+        .await
+        .unwrap();
+    server::nodes::repo::touch_heartbeat(&app.pool, node.node_id, 1_000)
+        .await
+        .unwrap();
+    server::nodes::repo::record_gpus(&app.pool, node.node_id, 8, "NVIDIA H200")
+        .await
+        .unwrap();
+    server::nodes::repo::set_agent_health(
+        &app.pool,
+        node.node_id,
+        Some(("nvidia-smi: Xid 79: GPU has fallen off the bus", 1_000)),
+    )
+    .await
+    .unwrap();
+    let cookie = app.sign_in("root", "long enough 1").await;
+    let page = app.get("/nodes", Some(&cookie)).await;
+    assert!(
+        page.body.contains("Health check failed since"),
+        "the page names the failure"
+    );
+    assert!(page.body.contains("Xid 79: GPU has fallen off the bus"));
+    assert!(page.body.contains("health-unhealthy"));
+}
