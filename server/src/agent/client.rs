@@ -730,7 +730,7 @@ fn adopt_pending(dir: &StateDir, state: &mut AgentState) {
         .map(|(&id, _)| id)
         .collect();
     for run_id in pending {
-        if let Some(pid) = find_run_leader(run_id) {
+        if let Some(pid) = process::find_run_leader(run_id) {
             let run = state.runs.get_mut(&run_id).expect("listed");
             run.pgid = pid;
             run.leader_start = process::start_time(pid).unwrap_or(0);
@@ -747,34 +747,6 @@ fn adopt_pending(dir: &StateDir, state: &mut AgentState) {
             dir.forget(run_id);
         }
     }
-}
-
-/// A group leader whose environment says `HOURGLASS_RUN_ID=<run_id>`.
-fn find_run_leader(run_id: i64) -> Option<i32> {
-    let needle = format!("HOURGLASS_RUN_ID={run_id}");
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        let is_run = environ
-            .split(|&b| b == 0)
-            .any(|var| var == needle.as_bytes());
-        let leads = std::fs::read_to_string(entry.path().join("stat"))
-            .ok()
-            .and_then(|s| process::parse_stat(&s))
-            .is_some_and(|s| s.pgrp == pid && s.state != 'Z');
-        if is_run && leads {
-            return Some(pid);
-        }
-    }
-    None
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

@@ -75,18 +75,8 @@ pub struct ProcTable {
 impl ProcTable {
     pub fn scan() -> ProcTable {
         let mut table = ProcTable::default();
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return table;
-        };
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            if let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) {
+        for (pid, dir) in processes() {
+            if let Ok(stat) = std::fs::read_to_string(dir.join("stat")) {
                 if let Some(parsed) = parse_stat(&stat) {
                     if parsed.state != 'Z' && parsed.state != 'X' {
                         table.live_groups.insert(parsed.pgrp);
@@ -106,6 +96,32 @@ impl ProcTable {
             _ => self.live_groups.contains(&pgid),
         }
     }
+}
+
+/// Every process now: its pid and its `/proc` folder.
+fn processes() -> impl Iterator<Item = (i32, std::path::PathBuf)> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            Some((pid, entry.path()))
+        })
+}
+
+/// The live leader of a run's group, found by `HOURGLASS_RUN_ID=<run_id>` in its environment
+/// (for a run recorded just before the agent died, whose group was never written down).
+pub fn find_run_leader(run_id: i64) -> Option<i32> {
+    let needle = format!("HOURGLASS_RUN_ID={run_id}");
+    processes().find_map(|(pid, dir)| {
+        let environ = std::fs::read(dir.join("environ")).ok()?;
+        let is_run = environ
+            .split(|&b| b == 0)
+            .any(|var| var == needle.as_bytes());
+        let stat = parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)?;
+        (is_run && stat.pgrp == pid && stat.state != 'Z').then_some(pid)
+    })
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -200,7 +216,7 @@ mod tests {
             command: "sleep 30",
             gpus: &[0],
             workload_id: 1,
-            run_id: 2,
+            run_id: 987_654_321,
             resumed: false,
             output: &out,
             exit_file: &exit,
@@ -210,6 +226,11 @@ mod tests {
         let start = start_time(pgid).unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         assert!(ProcTable::scan().group_alive(pgid, start));
+        assert_eq!(
+            find_run_leader(987_654_321),
+            Some(pgid),
+            "found by its run id"
+        );
         terminate(pgid);
         let status = child.wait().await.unwrap();
         assert_eq!(status.code(), Some(143));
