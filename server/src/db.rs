@@ -102,9 +102,23 @@ const SQLITE_PRAGMAS: [&str; 4] = [
     "PRAGMA busy_timeout = 10000",
 ];
 
+/// Connections per pool, and how long a request waits for one.
+pub const POOL_CONNECTIONS: u32 = 8;
+pub const POOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Opens the database `url` names: a `sqlite:` URL or a plain file path (the file and its folder
 /// are created if missing), or a `postgres://` / `postgresql://` URL (the database must exist).
 pub async fn connect(url: &str) -> Result<AnyPool, ServerError> {
+    connect_sized(url, POOL_CONNECTIONS, POOL_ACQUIRE_TIMEOUT).await
+}
+
+/// [`connect`] with a pool of `connections` that waits at most `acquire_timeout` for one (tests
+/// use a single connection to prove that no request ever holds two at once).
+pub async fn connect_sized(
+    url: &str,
+    connections: u32,
+    acquire_timeout: Duration,
+) -> Result<AnyPool, ServerError> {
     sqlx::any::install_default_drivers();
     let cannot_open = |error: sqlx::Error| {
         ServerError::Config(format!(
@@ -116,7 +130,8 @@ pub async fn connect(url: &str) -> Result<AnyPool, ServerError> {
         Target::Postgres(_) => {
             let options = AnyConnectOptions::from_str(url).map_err(cannot_open)?;
             AnyPoolOptions::new()
-                .max_connections(8)
+                .max_connections(connections)
+                .acquire_timeout(acquire_timeout)
                 .connect_with(options)
                 .await
                 .map_err(cannot_open)?
@@ -136,7 +151,8 @@ pub async fn connect(url: &str) -> Result<AnyPool, ServerError> {
             let any_url = options.filename(file).to_url_lossy();
             let options = AnyConnectOptions::from_url(&any_url).map_err(cannot_open)?;
             AnyPoolOptions::new()
-                .max_connections(8)
+                .max_connections(connections)
+                .acquire_timeout(acquire_timeout)
                 .after_connect(|conn, _| {
                     Box::pin(async move {
                         for pragma in SQLITE_PRAGMAS {

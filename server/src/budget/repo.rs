@@ -147,7 +147,10 @@ impl Grant {
 }
 
 /// `(path, username)` of every grant of this kind.
-pub async fn grants(pool: &AnyPool, grant: Grant) -> Result<Vec<(String, String)>, sqlx::Error> {
+pub async fn grants(
+    db: impl AnyExecutor<'_>,
+    grant: Grant,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
     sqlx::query_as(&format!(
         "select b.path, u.username from {} g
          join budget_node b on b.budget_node_id = g.budget_node_id
@@ -155,7 +158,7 @@ pub async fn grants(pool: &AnyPool, grant: Grant) -> Result<Vec<(String, String)
          order by b.path, u.username",
         grant.table()
     ))
-    .fetch_all(pool)
+    .fetch_all(db)
     .await
 }
 

@@ -21,7 +21,9 @@ pub async fn tree_view(
         return Ok(Vec::new());
     };
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for (path, user) in grants(pool, Grant::Owner).await? {
+    // On the connection this view already holds: a second one from the pool while holding the
+    // first deadlocks once every connection is held by a request waiting for another.
+    for (path, user) in grants(&mut *db, Grant::Owner).await? {
         owners.entry(path).or_default().push(user);
     }
     let versions: BTreeMap<String, i64> = sqlx::query_as::<_, (String, i64)>(

@@ -11,6 +11,7 @@ mod governance;
 mod health;
 mod lab;
 mod live;
+mod pool;
 mod replicas;
 mod reports;
 mod restart;

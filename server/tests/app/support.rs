@@ -209,9 +209,33 @@ impl TestApp {
         Self::on_database(self.db, false).await
     }
 
+    /// A server whose pool has one connection and waits at most 5 s for it: a request that holds
+    /// a connection while asking for another fails instead of passing.
+    pub async fn with_one_connection() -> TestApp {
+        let test_db = TestDb::new().await;
+        db::open(&test_db.url).await.expect("migrate").close().await;
+        Self::on_pool(test_db, false, |url| async move {
+            db::connect_sized(&url, 1, std::time::Duration::from_secs(5))
+                .await
+                .expect("open database")
+        })
+        .await
+    }
+
     async fn on_database(test_db: TestDb, secure_cookies: bool) -> TestApp {
+        Self::on_pool(test_db, secure_cookies, |url| async move {
+            db::open(&url).await.expect("open database")
+        })
+        .await
+    }
+
+    async fn on_pool<F, Fut>(test_db: TestDb, secure_cookies: bool, open: F) -> TestApp
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: std::future::Future<Output = AnyPool>,
+    {
         let database = test_db.url.clone();
-        let pool = db::open(&database).await.expect("open database");
+        let pool = open(database.clone()).await;
         let sessions = SessionStore::open(&database)
             .await
             .expect("open the session store");

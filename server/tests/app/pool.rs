@@ -1,0 +1,95 @@
+//! No request holds two database connections at once. With a pool of N connections, N requests
+//! each holding one while asking for a second wait on each other until the pool gives up — every
+//! thread idle, pages and agents' syncs timing out together. On a one-connection pool that shows
+//! at once: every page, the JSON API and an agent sync must still answer.
+
+use crate::support::{seed_org, TestApp};
+use axum::{
+    body::Body,
+    http::{header, Request, StatusCode},
+};
+use serde_json::json;
+
+#[tokio::test]
+async fn every_page_and_api_answers_on_a_single_database_connection() {
+    let app = TestApp::with_one_connection().await;
+    let (node_token, token) = seed_org(&app.pool).await;
+    server::users::service::create_user(&app.pool, "admin", "admin", "long enough 1".into())
+        .await
+        .unwrap();
+    let agent = |body: serde_json::Value| {
+        Request::post("/api/agent/v1/sync")
+            .header(header::AUTHORIZATION, format!("Bearer {node_token}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let sync = app.send(agent(json!({ "name": "n1", "gpus": 2 }))).await;
+    assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
+    let submitted = app
+        .send(
+            Request::post("/api/v1/workloads")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(
+                    json!({ "project": "ai/olmo", "name": "w", "command": "true", "gpus": 1,
+                            "min_runtime_s": 60, "resumable": true, "priority": 0 })
+                    .to_string(),
+                ))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
+    app.runtime
+        .pass(server::users::service::now())
+        .await
+        .unwrap();
+    let sync = app
+        .send(agent(json!({ "name": "n1", "gpus": 2, "wait_s": 0 })))
+        .await;
+    assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
+
+    let cookie = app.sign_in("admin", "long enough 1").await;
+    for path in [
+        "/",
+        "/workloads",
+        "/workloads/new",
+        "/workloads/1",
+        "/queue",
+        "/nodes",
+        "/tokens",
+        "/settings",
+        "/tree",
+        "/approvals",
+        "/reports",
+        "/users",
+        "/lab",
+    ] {
+        let page = app.get(path, Some(&cookie)).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}");
+        assert!(
+            !page.body.contains("Something went wrong on our side"),
+            "{path} failed to load its data on one connection"
+        );
+    }
+    for path in [
+        "/api/v1/workloads",
+        "/api/v1/workloads/1",
+        "/api/v1/workloads/1/log",
+        "/api/v1/nodes",
+        "/api/v1/tree",
+        "/api/v1/change-requests",
+        "/api/v1/reports/quarter?year=2026&quarter=4",
+        "/api/v1/reports/usage.csv",
+    ] {
+        let response = app
+            .send(
+                Request::get(path)
+                    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(response.status, StatusCode::OK, "{path}: {}", response.body);
+    }
+}
