@@ -206,6 +206,7 @@ pub async fn update(
         .await?;
         tracing::info!(admin = %actor.username, %key, %before, %after, "setting changed");
     }
+    crate::runtime::lease::bump_settings(&mut tx).await?;
     tx.commit().await?;
     runtime.set_config(new);
     view(pool, runtime, actor).await

@@ -121,12 +121,30 @@ pub async fn release(pool: &AnyPool, standing: &Standing) -> Result<(), ServerEr
 }
 
 /// `(wake_seq, assign_seq)`: the counters replicas use to nudge each other.
-pub async fn counters(pool: &AnyPool) -> Result<(i64, i64), ServerError> {
-    Ok(
-        sqlx::query_as("select wake_seq, assign_seq from scheduler_lease where name = 'scheduler'")
-            .fetch_one(pool)
-            .await?,
+/// The replicas' relays: wake-ups for the leader, changed assignments, changed settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, sqlx::FromRow)]
+pub struct Counters {
+    pub wake_seq: i64,
+    pub assign_seq: i64,
+    pub settings_seq: i64,
+}
+
+pub async fn counters(pool: &AnyPool) -> Result<Counters, ServerError> {
+    Ok(sqlx::query_as(
+        "select wake_seq, assign_seq, settings_seq from scheduler_lease where name = 'scheduler'",
     )
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Tells every replica that settings changed (in the transaction that changed them).
+pub async fn bump_settings(db: &mut sqlx::AnyConnection) -> Result<(), ServerError> {
+    sqlx::query(
+        "update scheduler_lease set settings_seq = settings_seq + 1 where name = 'scheduler'",
+    )
+    .execute(db)
+    .await?;
+    Ok(())
 }
 
 /// Asks the leader for a decision soon.

@@ -143,7 +143,7 @@ impl Runtime {
     pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
         let runtime = self.clone();
         tokio::spawn(async move {
-            let (mut seen_wake, mut seen_assign) = (0, 0);
+            let (mut seen_wake, mut seen_assign, mut seen_settings) = (0, 0, 0);
             let renew_every = Duration::from_millis(lease::RENEW_MS);
             loop {
                 let next = match runtime.pass(now()).await {
@@ -181,9 +181,27 @@ impl Runtime {
                             break;
                         }
                     }
-                    let Ok((wake, assign)) = lease::counters(&runtime.inner.pool).await else {
+                    let Ok(lease::Counters {
+                        wake_seq: wake,
+                        assign_seq: assign,
+                        settings_seq: settings,
+                    }) = lease::counters(&runtime.inner.pool).await
+                    else {
                         continue;
                     };
+                    if settings != seen_settings {
+                        // Settings changed on some replica: decide and serve with them from now on.
+                        match crate::settings::load(&runtime.inner.pool, runtime.config()).await {
+                            Ok(config) => {
+                                seen_settings = settings;
+                                if config != runtime.config() {
+                                    tracing::info!("settings changed on another replica; applied");
+                                    runtime.set_config(config);
+                                }
+                            }
+                            Err(error) => tracing::warn!(%error, "could not reload settings"),
+                        }
+                    }
                     // The leader announced its own changes when it made them.
                     if assign != seen_assign {
                         seen_assign = assign;

@@ -196,3 +196,99 @@ async fn a_leader_killed_mid_decision_commits_nothing_and_the_next_leader_decide
     wait_for(http, &url_b, token, id, "succeeded").await;
     started_once(pool, &[id]).await;
 }
+
+/// Signs `username` in on `url` and returns the session cookie.
+async fn session_on(url: &str, username: &str) -> String {
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = http
+        .post(format!("{url}/login"))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(
+            serde_urlencoded::to_string([("username", username), ("password", "long enough 1")])
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    response
+        .headers()
+        .get_all(reqwest::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("hourglass_session="))
+        .and_then(|v| v.split(';').next())
+        .expect("signed in")
+        .to_string()
+}
+
+async fn grace_on(http: &reqwest::Client, url: &str, cookie: &str) -> i64 {
+    let view: serde_json::Value = http
+        .post(format!("{url}/api/settings/get"))
+        .header(reqwest::header::COOKIE, cookie)
+        .header(reqwest::header::ORIGIN, url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    view["grace_s"].as_i64().unwrap()
+}
+
+#[tokio::test]
+async fn a_setting_changed_on_the_follower_is_applied_by_the_leader_within_two_seconds() {
+    let setup = setup().await;
+    server::users::service::create_user(&setup.pool, "boss", "admin", "long enough 1".into())
+        .await
+        .unwrap();
+    let (_a, _b, url_a, url_b) = replicas(&setup, &[]).await;
+    let http = &setup.http;
+    let cookie = session_on(&url_b, "boss").await;
+    assert_eq!(scheduler(http, &url_b).await, "follower");
+    assert_ne!(grace_on(http, &url_a, &cookie).await, 25);
+
+    let response = http
+        .post(format!("{url_b}/api/settings/update"))
+        .header(reqwest::header::COOKIE, &cookie)
+        .header(reqwest::header::ORIGIN, &url_b)
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "application/x-www-form-urlencoded",
+        )
+        .body(
+            serde_urlencoded::to_string([
+                ("window_days", "7"),
+                ("max_min_runtime_hours", "8"),
+                ("damping_margin", "0.02"),
+                ("heartbeat_deadline_s", "30"),
+                ("grace_s", "25"),
+            ])
+            .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.status().is_success(),
+        "{}",
+        response.text().await.unwrap()
+    );
+    let changed = Instant::now();
+    while grace_on(http, &url_a, &cookie).await != 25 {
+        assert!(
+            changed.elapsed() < Duration::from_secs(2),
+            "the leader still uses the old grace period"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!(
+        "a setting changed on the follower reached the leader in {} ms",
+        changed.elapsed().as_millis()
+    );
+}
