@@ -13,9 +13,25 @@ use axum::{
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use std::sync::Arc;
+use std::time::Duration;
+use tower::ServiceBuilder;
+use tower_http::{
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    timeout::TimeoutLayer,
+    trace::TraceLayer,
+};
+
+/// The app's routes, generated once per process. Generating runs the app with resource loading
+/// suppressed through a process-wide flag, so a resource first polled by any render meanwhile
+/// waits forever (leptos#4773); done once, before anything serves, no render can meet it.
+fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> =
+        std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
 
 pub fn build_app(state: AppState) -> Router {
-    let routes = generate_route_list(App);
+    let routes = route_list();
     let backend: SharedBackend = Arc::new(ServerBackend::new(
         state.pool.clone(),
         state.runtime.clone(),
@@ -24,7 +40,9 @@ pub fn build_app(state: AppState) -> Router {
     let shell_options = state.leptos_options.clone();
 
     Router::new()
-        .route("/healthz", get(healthz))
+        .route("/healthz", get(readyz))
+        .route("/readyz", get(readyz))
+        .route("/livez", get(livez))
         .route("/login", post(session::login))
         .route("/logout", post(session::logout))
         .merge(crate::api::routes())
@@ -36,6 +54,13 @@ pub fn build_app(state: AppState) -> Router {
             move || shell(shell_options.clone()),
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        // Nothing but the event stream may take longer (agents' held syncs answer within a third
+        // of the heartbeat deadline and a minute at most).
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ))
+        .merge(crate::api::stream_routes())
         .layer(middleware::from_fn_with_state(
             state.clone(),
             session::load_user,
@@ -47,12 +72,38 @@ pub fn build_app(state: AppState) -> Router {
         .layer(middleware::from_fn(crate::guard::headers::security_headers))
         .layer(middleware::from_fn(crate::guard::body_limit::limit_bodies))
         .layer(axum::Extension(crate::guard::SignInThrottle::default()))
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(TraceLayer::new_for_http().make_span_with(request_span))
+                .layer(PropagateRequestIdLayer::x_request_id()),
+        )
         .with_state(state)
 }
 
-/// `GET /healthz`: 200 when the database answers, 503 otherwise; `scheduler` says whether this
-/// replica holds the scheduler lease (`leader`) or serves pages and API only (`follower`).
-async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
+/// The longest a request may take before it is answered `408`.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Every log line written while serving a request carries its method, path and `x-request-id`
+/// (also sent back in the response, so a person's report can be matched to the log).
+fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), id = %id)
+}
+
+/// `GET /livez`: 200 while the process serves requests (restart it otherwise); touches nothing.
+async fn livez() -> impl IntoResponse {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+/// `GET /readyz` (and `/healthz`, the same): 200 when the database answers, 503 otherwise (send
+/// no traffic here); `scheduler` says whether this replica holds the scheduler lease (`leader`) or
+/// serves pages and API only (`follower`). What failed goes to the log, not to the caller.
+async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let scheduler = if state.runtime.is_leader() {
         "leader"
     } else {
@@ -64,10 +115,12 @@ async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
             Json(serde_json::json!({ "status": "ok", "database": "ok", "scheduler": scheduler })),
         ),
         Err(error) => {
-            tracing::error!(%error, "health check: database unreachable");
+            tracing::error!(%error, "readiness check: database unreachable");
             (
                 StatusCode::SERVICE_UNAVAILABLE,
-                Json(serde_json::json!({ "status": "unavailable", "database": error.to_string() })),
+                Json(
+                    serde_json::json!({ "status": "unavailable", "database": "unreachable", "scheduler": scheduler }),
+                ),
             )
         }
     }

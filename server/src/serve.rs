@@ -56,8 +56,13 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     tracing::info!(%addr, database = %db::redacted(database), "Hourglass is listening");
     println!("Hourglass is listening on http://{addr}");
     let app = build_app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let stopping = runtime.clone();
     axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!("stopping: finishing requests in flight");
+            stopping.begin_stopping();
+        })
         .await?;
     // Stop deciding before giving the lease up, or the next pass would take it back.
     scheduler.abort();

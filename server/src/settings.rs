@@ -42,6 +42,7 @@ pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeCo
             "auto_recover_nodes" => {
                 config.auto_recover_nodes = value.parse().unwrap_or(config.auto_recover_nodes)
             }
+            crate::demo::MARKER => {}
             _ => tracing::warn!(%key, "unknown setting ignored"),
         }
     }

@@ -151,7 +151,13 @@ async fn sync(
         {
             return answer(&state, &node, sync_number, &request, plan_now, heartbeat_s).await;
         }
-        let _ = tokio::time::timeout_at(deadline, assignments.changed()).await;
+        tokio::select! {
+            _ = tokio::time::timeout_at(deadline, assignments.changed()) => {}
+            // A stopping server answers held syncs at once.
+            _ = state.runtime.stopped() => {
+                return answer(&state, &node, sync_number, &request, plan_now, heartbeat_s).await;
+            }
+        }
         plan_now = plan(&state, node.node_id, &running, request.last_answer).await?;
     }
 }

@@ -16,6 +16,13 @@ use axum::{
     Router,
 };
 
+/// The event stream: long-lived by design, so outside the request timeout (it ends when the
+/// server stops).
+pub fn stream_routes() -> Router<AppState> {
+    Router::new().route("/api/v1/stream", get(stream::stream))
+}
+
+/// Every other JSON API route.
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route(
@@ -25,7 +32,6 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/workloads/{id}", get(workloads::detail))
         .route("/api/v1/workloads/{id}/cancel", post(workloads::cancel))
         .route("/api/v1/workloads/{id}/log", get(workloads::log))
-        .route("/api/v1/stream", get(stream::stream))
         .route("/api/v1/reports/quarter", get(reports::quarter))
         .route("/api/v1/reports/usage.csv", get(reports::usage_csv))
         .route("/api/v1/tree", get(tree::tree))

@@ -15,13 +15,21 @@ pub async fn stream(
     ApiUser(_user): ApiUser,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let changes = state.runtime.assignments();
-    let events = stream::unfold(changes, |mut changes| async move {
-        changes.changed().await.ok()?;
-        let version = *changes.borrow_and_update();
-        Some((
-            Ok(Event::default().event("changed").data(version.to_string())),
-            changes,
-        ))
+    let runtime = state.runtime.clone();
+    let events = stream::unfold(changes, move |mut changes| {
+        let runtime = runtime.clone();
+        async move {
+            // The stream ends when the server stops, so a graceful shutdown does not wait on it.
+            tokio::select! {
+                changed = changes.changed() => changed.ok()?,
+                _ = runtime.stopped() => return None,
+            }
+            let version = *changes.borrow_and_update();
+            Some((
+                Ok(Event::default().event("changed").data(version.to_string())),
+                changes,
+            ))
+        }
     });
     Sse::new(events).keep_alive(KeepAlive::default())
 }

@@ -133,7 +133,7 @@ async fn resolve_user(
 /// (which answer `Unauthenticated` themselves) do not.
 fn needs_sign_in(method: &Method, path: &str) -> bool {
     let public = path == "/login"
-        || path == "/healthz"
+        || matches!(path, "/healthz" | "/readyz" | "/livez")
         || path == "/favicon.ico"
         || path.starts_with("/pkg/")
         || path.starts_with("/assets/")

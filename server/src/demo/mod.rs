@@ -18,15 +18,43 @@ use std::net::SocketAddr;
 /// Demo nodes: name and simulated GPU count.
 pub const NODES: [(&str, u32); 4] = [("gpu-a1", 8), ("gpu-a2", 8), ("gpu-b1", 8), ("gpu-b2", 4)];
 
-/// Seeds the organisation on an empty database and prints how to sign in.
+/// The `setting` row that marks a database `--demo` made (never read as a scheduler setting).
+pub const MARKER: &str = "demo_database";
+
+/// Seeds the organisation on an empty database and prints how to sign in. A database with people
+/// of its own is refused: the demo would print accounts that do not exist there and add its
+/// simulated nodes to a real cluster.
 pub async fn prepare(pool: &AnyPool) -> Result<(), ServerError> {
-    let users: i64 = sqlx::query_scalar("select count(*) from \"user\"")
-        .fetch_one(pool)
+    let users: Vec<String> = sqlx::query_scalar("select username from \"user\"")
+        .fetch_all(pool)
         .await?;
-    if users == 0 {
+    let marked: Option<String> = sqlx::query_scalar("select value from setting where key = $1")
+        .bind(MARKER)
+        .fetch_optional(pool)
+        .await?;
+    // Demo databases made before the marker existed hold exactly the demo's people.
+    let demo_people = !users.is_empty()
+        && users.len() == org::PEOPLE.len()
+        && org::PEOPLE
+            .iter()
+            .all(|(name, _, _)| users.iter().any(|u| u == name));
+    if users.is_empty() {
         org::seed(pool).await?;
         history::backfill(pool, service::now(), 30).await?;
         println!("Seeded the demo organisation and a month of usage history.");
+    } else if marked.is_none() && !demo_people {
+        return Err(ServerError::Config(format!(
+            "--demo needs an empty database or one --demo made, and this one has {} people of its own; \
+             serve it without --demo, or give --demo a new database (e.g. --database sqlite://data/demo.db)",
+            users.len()
+        )));
+    }
+    if marked.is_none() {
+        sqlx::query("insert into setting (key, value, updated_at) values ($1, 'true', $2)")
+            .bind(MARKER)
+            .bind(service::now())
+            .execute(pool)
+            .await?;
     }
     println!("Demo accounts (password for all: {}):", org::PASSWORD);
     for (name, role, what) in org::PEOPLE {

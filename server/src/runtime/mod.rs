@@ -34,6 +34,9 @@ struct Inner {
     /// Whether this replica holds the scheduler lease (see [`lease`]).
     standing: lease::Standing,
     queue: queue_cache::QueueCache,
+    /// Set when the server begins to stop: event streams and held agent syncs end at once, so a
+    /// graceful shutdown does not wait on them.
+    stopping: watch::Sender<bool>,
 }
 
 /// Fault injection for tests (`HOURGLASS_FAULT_PAUSE_BEFORE_COMMIT_MS`): a pass that changes the
@@ -59,6 +62,7 @@ pub struct PassOutcome {
 impl Runtime {
     pub fn new(pool: AnyPool, config: RuntimeConfig) -> Runtime {
         let (assignments, _) = watch::channel(0);
+        let (stopping, _) = watch::channel(false);
         Runtime {
             inner: Arc::new(Inner {
                 pool,
@@ -67,6 +71,7 @@ impl Runtime {
                 assignments,
                 standing: lease::Standing::default(),
                 queue: queue_cache::QueueCache::default(),
+                stopping,
             }),
         }
     }
@@ -118,6 +123,17 @@ impl Runtime {
     /// Gives up the scheduler lease (at shutdown) so another replica takes over at once.
     pub async fn release(&self) -> Result<(), ServerError> {
         lease::release(&self.inner.pool, &self.inner.standing).await
+    }
+
+    /// The server is stopping: long-lived responses end.
+    pub fn begin_stopping(&self) {
+        self.inner.stopping.send_replace(true);
+    }
+
+    /// Resolves once the server begins to stop.
+    pub async fn stopped(&self) {
+        let mut stopping = self.inner.stopping.subscribe();
+        let _ = stopping.wait_for(|&stop| stop).await;
     }
 
     pub fn assignments(&self) -> watch::Receiver<u64> {

@@ -12,6 +12,7 @@ mod health;
 mod lab;
 mod live;
 mod pool;
+mod render;
 mod replicas;
 mod reports;
 mod restart;

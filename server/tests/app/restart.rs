@@ -134,3 +134,62 @@ async fn a_server_killed_mid_run_restarts_without_losing_or_double_charging_time
         "charged exactly the run's GPU-seconds"
     );
 }
+
+#[tokio::test]
+async fn a_server_with_open_event_streams_and_held_agent_syncs_stops_within_seconds() {
+    let test_db = crate::support::TestDb::new().await;
+    let site = crate::support::fake_site(test_db.dir.path());
+    let pool = server::db::open(&test_db.url).await.unwrap();
+    let (node_token, token) = crate::support::seed_org(&pool).await;
+    let port = crate::support::free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut server = serve(&test_db.url, &site, port);
+    let http = crate::live::client();
+    healthy(&http, &url).await;
+
+    // Three open tabs' event streams and an agent's held sync.
+    let mut streams = Vec::new();
+    for _ in 0..3 {
+        let response = http
+            .get(format!("{url}/api/v1/stream"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert!(response.status().is_success());
+        streams.push(response);
+    }
+    let held = tokio::spawn({
+        let (http, url) = (http.clone(), url.clone());
+        async move {
+            http.post(format!("{url}/api/agent/v1/sync"))
+                .bearer_auth(node_token)
+                .json(&serde_json::json!({ "name": "n1", "gpus": 2, "wait_s": 60 }))
+                .send()
+                .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let asked = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), server.wait())
+        .await
+        .expect("the server stopped although streams were open")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    eprintln!(
+        "stopped {} ms after SIGTERM with 3 event streams and a held sync open",
+        asked.elapsed().as_millis()
+    );
+    let answered = held.await.unwrap().expect("the held sync was answered");
+    assert!(answered.status().is_success());
+    for stream in streams {
+        // Each stream ended cleanly instead of being cut.
+        assert!(stream.bytes().await.is_ok());
+    }
+}

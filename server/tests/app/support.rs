@@ -267,21 +267,27 @@ impl TestApp {
             .expect("create user");
     }
 
+    /// Sends a request through the router; a response (head or body) that takes over 20 s fails
+    /// the test, naming the path, instead of stalling the suite.
     pub async fn send(&self, request: Request<Body>) -> TestResponse {
-        let response = self
-            .router
-            .clone()
-            .oneshot(request)
-            .await
-            .expect("response");
+        let path = request.uri().to_string();
+        let response = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            self.router.clone().oneshot(request),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("no response head for {path} within 20 s"))
+        .expect("response");
         let status = response.status();
         let headers = response.headers().clone();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
+        let bytes = tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            response.into_body().collect(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{path} answered {status} but its body did not end within 20 s"))
+        .expect("body")
+        .to_bytes();
         TestResponse {
             status,
             headers,
