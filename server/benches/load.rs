@@ -77,6 +77,7 @@ async fn main() {
         secure_cookies: false,
         runtime,
         lab: server::lab::Lab::new(None),
+        proxy: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

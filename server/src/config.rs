@@ -113,6 +113,20 @@ pub struct ServeArgs {
     /// The Philly trace (`philly_by_vc.csv`) the simulator lab offers; not offered when unset.
     #[arg(long, env = "HOURGLASS_PHILLY_TRACE")]
     pub philly_trace: Option<PathBuf>,
+
+    /// Reverse proxies whose `X-Forwarded-For` names the client (addresses or CIDR ranges,
+    /// comma-separated), so sign-in throttling counts clients, not the proxy.
+    #[arg(
+        long = "trusted-proxy",
+        env = "HOURGLASS_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<String>,
+
+    /// The URL people open (e.g. https://hourglass.example), accepted as the site's own origin
+    /// when a proxy rewrites `Host`.
+    #[arg(long, env = "HOURGLASS_PUBLIC_URL")]
+    pub public_url: Option<String>,
 }
 
 impl Default for ServeArgs {
@@ -125,6 +139,8 @@ impl Default for ServeArgs {
             heartbeat_deadline_s: 30,
             grace_s: 10,
             philly_trace: None,
+            trusted_proxies: Vec::new(),
+            public_url: None,
         }
     }
 }

@@ -66,12 +66,12 @@ pub fn build_app(state: AppState) -> Router {
             session::load_user,
         ))
         .layer(session::layer(&state))
-        .layer(middleware::from_fn(
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
             crate::guard::origin::same_origin_writes,
         ))
         .layer(middleware::from_fn(crate::guard::headers::security_headers))
         .layer(middleware::from_fn(crate::guard::body_limit::limit_bodies))
-        .layer(axum::Extension(crate::guard::SignInThrottle::default()))
         .layer(
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

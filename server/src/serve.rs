@@ -33,6 +33,13 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         secure_cookies: args.secure_cookies,
         runtime: runtime.clone(),
         lab: crate::lab::Lab::new(args.philly_trace.clone()),
+        proxy: std::sync::Arc::new(
+            crate::guard::client::ProxySettings::parse(
+                &args.trusted_proxies,
+                args.public_url.as_deref(),
+            )
+            .map_err(ServerError::Config)?,
+        ),
     };
     let scheduler = runtime.spawn();
 

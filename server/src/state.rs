@@ -16,4 +16,6 @@ pub struct AppState {
     pub runtime: Runtime,
     /// The simulator lab's runs (in memory).
     pub lab: crate::lab::Lab,
+    /// Which proxies to believe about the client, and the site's public origin.
+    pub proxy: std::sync::Arc<crate::guard::client::ProxySettings>,
 }

@@ -1,13 +1,13 @@
 //! Sessions: the cookie, signing in and out, and resolving the signed-in user of each request.
 
-use crate::{db::SessionStore, guard::SignInThrottle, users::service, AppState, ServerError};
+use crate::{db::SessionStore, guard::throttle, users::service, AppState, ServerError};
 use app::model::CurrentUser;
 use axum::{
     extract::{ConnectInfo, Request, State},
-    http::{Extensions, Method, Uri},
+    http::{Extensions, HeaderMap, Method, Uri},
     middleware::Next,
     response::{IntoResponse, Redirect, Response},
-    Extension, Form,
+    Form,
 };
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -41,17 +41,18 @@ pub struct SignIn {
 /// going; on failure back to the form with one generic message.
 pub async fn login(
     State(state): State<AppState>,
-    Extension(throttle): Extension<SignInThrottle>,
     extensions: Extensions,
+    headers: HeaderMap,
     session: Session,
     Form(form): Form<SignIn>,
 ) -> Result<Response, ServerError> {
     let next = safe_next(&form.next);
-    let address = extensions
+    let peer = extensions
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
+    let address = state.proxy.client(peer, &headers);
     let now = service::now();
-    if let Some(wait) = throttle.wait(&form.username, address, now) {
+    if let Some(wait) = throttle::wait_for(&state.pool, &form.username, address, now).await? {
         tracing::warn!(username = %form.username.trim(), ?address, "sign-in throttled");
         let query = serde_urlencoded::to_string([
             ("error", "throttled"),
@@ -64,14 +65,14 @@ pub async fn login(
     }
     match service::authenticate(&state.pool, &form.username, form.password).await? {
         Some(user) => {
-            throttle.succeeded(&form.username);
+            throttle::succeeded(&state.pool, &form.username).await?;
             session.cycle_id().await?;
             session.insert(USER_ID_KEY, user.id).await?;
             tracing::info!(user = %user.username, "signed in");
             Ok(Redirect::to(&next).into_response())
         }
         None => {
-            throttle.failed(&form.username, address, now);
+            throttle::failed(&state.pool, &form.username, address, now).await?;
             tracing::info!(username = %form.username.trim(), "sign-in refused");
             let query = serde_urlencoded::to_string([
                 ("error", "1"),

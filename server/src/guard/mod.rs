@@ -3,8 +3,7 @@
 //! every request body.
 
 pub mod body_limit;
+pub mod client;
 pub mod headers;
 pub mod origin;
 pub mod throttle;
-
-pub use throttle::SignInThrottle;

@@ -4,16 +4,21 @@
 //! reaches any handler. Requests with a bearer token (scripts, agents) carry no ambient
 //! credential and are not checked; the session cookie is also `SameSite=Lax`.
 
+use crate::AppState;
 use axum::{
-    extract::Request,
+    extract::{Request, State},
     http::{header, HeaderMap, Method, StatusCode},
     middleware::Next,
     response::{IntoResponse, Response},
 };
 
-pub async fn same_origin_writes(request: Request, next: Next) -> Response {
+pub async fn same_origin_writes(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     if is_write(request.method()) && !has_bearer(request.headers()) {
-        if let Err(why) = check(request.headers()) {
+        if let Err(why) = check(request.headers(), state.proxy.public_authority.as_deref()) {
             tracing::warn!(path = %request.uri().path(), why, "cross-site write refused");
             return (
                 StatusCode::FORBIDDEN,
@@ -36,8 +41,9 @@ fn has_bearer(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.starts_with("Bearer "))
 }
 
-/// `Ok` when the request is same-origin or carries no browser provenance at all (a CLI client).
-fn check(headers: &HeaderMap) -> Result<(), &'static str> {
+/// `Ok` when the request is same-origin (its `Host`, or the `--public-url` a proxy serves it
+/// under) or carries no browser provenance at all (a CLI client).
+fn check(headers: &HeaderMap, public: Option<&str>) -> Result<(), &'static str> {
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()) {
         if !matches!(site, "same-origin" | "none") {
@@ -56,6 +62,12 @@ fn check(headers: &HeaderMap) -> Result<(), &'static str> {
     };
     match (claimed, host) {
         (None, _) => Ok(()),
+        (Some(url), _)
+            if public.is_some()
+                && authority(url).map(str::to_ascii_lowercase).as_deref() == public =>
+        {
+            Ok(())
+        }
         (Some(url), Some(host)) if authority(url) == Some(host) => Ok(()),
         (Some(_), None) => Err("no Host header to compare the origin with"),
         (Some(_), Some(_)) => Err("Origin does not match Host"),
@@ -83,38 +95,65 @@ mod tests {
 
     #[test]
     fn same_origin_and_header_less_writes_pass_and_cross_site_ones_do_not() {
-        assert!(check(&headers(&[
-            ("host", "gpu.lab:3000"),
-            ("origin", "http://gpu.lab:3000")
-        ]))
+        assert!(check(
+            &headers(&[("host", "gpu.lab:3000"), ("origin", "http://gpu.lab:3000")]),
+            None
+        )
         .is_ok());
-        assert!(check(&headers(&[
-            ("host", "gpu.lab"),
-            ("referer", "https://gpu.lab/workloads/new")
-        ]))
+        assert!(check(
+            &headers(&[
+                ("host", "gpu.lab"),
+                ("referer", "https://gpu.lab/workloads/new")
+            ]),
+            None
+        )
         .is_ok());
-        assert!(check(&headers(&[("host", "gpu.lab")])).is_ok());
-        assert!(check(&headers(&[
-            ("host", "gpu.lab"),
-            ("origin", "https://evil.example")
-        ]))
+        assert!(check(&headers(&[("host", "gpu.lab")]), None).is_ok());
+        assert!(check(
+            &headers(&[("host", "gpu.lab"), ("origin", "https://evil.example")]),
+            None
+        )
         .is_err());
-        assert!(check(&headers(&[("host", "gpu.lab"), ("origin", "null")])).is_err());
-        assert!(check(&headers(&[
-            ("host", "gpu.lab"),
-            ("origin", "http://gpu.lab.evil.example")
-        ]))
+        assert!(check(&headers(&[("host", "gpu.lab"), ("origin", "null")]), None).is_err());
+        assert!(check(
+            &headers(&[
+                ("host", "gpu.lab"),
+                ("origin", "http://gpu.lab.evil.example")
+            ]),
+            None
+        )
         .is_err());
-        assert!(check(&headers(&[
-            ("host", "gpu.lab"),
-            ("sec-fetch-site", "cross-site")
-        ]))
+        assert!(check(
+            &headers(&[("host", "gpu.lab"), ("sec-fetch-site", "cross-site")]),
+            None
+        )
         .is_err());
-        assert!(check(&headers(&[
-            ("host", "gpu.lab"),
-            ("sec-fetch-site", "same-site"),
-            ("origin", "http://gpu.lab")
-        ]))
+        assert!(check(
+            &headers(&[
+                ("host", "gpu.lab"),
+                ("sec-fetch-site", "same-site"),
+                ("origin", "http://gpu.lab")
+            ]),
+            None
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn behind_a_proxy_that_rewrites_host_the_public_url_is_the_sites_origin() {
+        let behind = headers(&[
+            ("host", "127.0.0.1:3000"),
+            ("origin", "https://hourglass.example"),
+        ]);
+        assert!(check(&behind, None).is_err());
+        assert!(check(&behind, Some("hourglass.example")).is_ok());
+        assert!(check(
+            &headers(&[
+                ("host", "127.0.0.1:3000"),
+                ("origin", "https://evil.example")
+            ]),
+            Some("hourglass.example")
+        )
         .is_err());
     }
 }

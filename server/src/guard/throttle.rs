@@ -1,108 +1,121 @@
 //! A throttle on failed sign-ins, per account and per client address, so passwords cannot be
-//! guessed at speed. Kept in memory: a restart forgets it, which only helps a guesser once.
+//! guessed at speed. The failures live in the database, so every replica counts the same ones
+//! and a restart forgets nothing; the client address is the one a trusted proxy reports (see
+//! [`super::client`]), so one proxy's address does not lock sign-in for everyone behind it.
 
-use std::collections::{HashMap, VecDeque};
+use sqlx::AnyPool;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
 
 /// Failures counted over this many seconds.
 pub const WINDOW_S: i64 = 15 * 60;
 /// Failed sign-ins to one account within the window before it is locked.
-pub const PER_ACCOUNT: usize = 5;
+pub const PER_ACCOUNT: i64 = 5;
 /// Failed sign-ins from one address within the window before it is refused.
-pub const PER_ADDRESS: usize = 20;
+pub const PER_ADDRESS: i64 = 20;
 
-#[derive(Clone, Default)]
-pub struct SignInThrottle {
-    inner: Arc<Mutex<Failures>>,
+/// Failures within the window: how many, and the oldest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Recent {
+    pub count: i64,
+    pub oldest: Option<i64>,
 }
 
-#[derive(Default)]
-struct Failures {
-    accounts: HashMap<String, VecDeque<i64>>,
-    addresses: HashMap<IpAddr, VecDeque<i64>>,
+/// Seconds until a sign-in may be tried again, from the failures of its account and address;
+/// `None` when it may be tried now. Pure.
+pub fn wait(account: Recent, address: Recent, now: i64) -> Option<i64> {
+    let until = |recent: Recent, limit: i64| {
+        (recent.count >= limit)
+            .then_some(recent.oldest)
+            .flatten()
+            .map(|t| t + WINDOW_S - now)
+    };
+    until(account, PER_ACCOUNT).max(until(address, PER_ADDRESS))
 }
 
-fn prune(times: &mut VecDeque<i64>, now: i64) {
-    while times.front().is_some_and(|t| *t <= now - WINDOW_S) {
-        times.pop_front();
-    }
+fn account_key(username: &str) -> String {
+    username.trim().to_lowercase()
 }
 
-impl SignInThrottle {
-    /// Seconds until `username` from `address` may try again; `None` when it may try now.
-    pub fn wait(&self, username: &str, address: Option<IpAddr>, now: i64) -> Option<i64> {
-        let mut f = self.inner.lock().expect("throttle lock");
-        let key = username.trim().to_lowercase();
-        let mut wait = None;
-        if let Some(times) = f.accounts.get_mut(&key) {
-            prune(times, now);
-            if times.len() >= PER_ACCOUNT {
-                wait = times.front().map(|t| t + WINDOW_S - now);
-            }
-        }
-        if let Some(times) = address.and_then(|a| f.addresses.get_mut(&a)) {
-            prune(times, now);
-            if times.len() >= PER_ADDRESS {
-                let w = times.front().map(|t| t + WINDOW_S - now);
-                wait = wait.max(w);
-            }
-        }
-        wait
-    }
+async fn recent(pool: &AnyPool, column: &str, key: &str, now: i64) -> Result<Recent, sqlx::Error> {
+    let (count, oldest): (i64, Option<i64>) = sqlx::query_as(&format!(
+        "select count(*), min(at) from sign_in_failure where {column} = $1 and at > $2"
+    ))
+    .bind(key)
+    .bind(now - WINDOW_S)
+    .fetch_one(pool)
+    .await?;
+    Ok(Recent { count, oldest })
+}
 
-    pub fn failed(&self, username: &str, address: Option<IpAddr>, now: i64) {
-        let mut f = self.inner.lock().expect("throttle lock");
-        let key = username.trim().to_lowercase();
-        f.accounts.entry(key).or_default().push_back(now);
-        if let Some(a) = address {
-            f.addresses.entry(a).or_default().push_back(now);
-        }
-        // Keep memory bounded under a spray of made-up usernames.
-        let live = |t: &mut VecDeque<i64>| t.back().is_some_and(|t| *t > now - WINDOW_S);
-        if f.accounts.len() > 100_000 {
-            f.accounts.retain(|_, t| live(t));
-        }
-        if f.addresses.len() > 100_000 {
-            f.addresses.retain(|_, t| live(t));
-        }
-    }
+/// Seconds until `username` from `address` may try again; `None` when it may try now.
+pub async fn wait_for(
+    pool: &AnyPool,
+    username: &str,
+    address: Option<IpAddr>,
+    now: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    let account = recent(pool, "account", &account_key(username), now).await?;
+    let address = match address {
+        Some(a) => recent(pool, "address", &a.to_string(), now).await?,
+        None => Recent::default(),
+    };
+    Ok(wait(account, address, now))
+}
 
-    pub fn succeeded(&self, username: &str) {
-        let mut f = self.inner.lock().expect("throttle lock");
-        f.accounts.remove(&username.trim().to_lowercase());
-    }
+pub async fn failed(
+    pool: &AnyPool,
+    username: &str,
+    address: Option<IpAddr>,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("insert into sign_in_failure (account, address, at) values ($1, $2, $3)")
+        .bind(account_key(username))
+        .bind(address.map(|a| a.to_string()))
+        .bind(now)
+        .execute(pool)
+        .await?;
+    // Keeps the table to one window's failures, however many made-up usernames are sprayed.
+    sqlx::query("delete from sign_in_failure where at <= $1")
+        .bind(now - WINDOW_S)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+pub async fn succeeded(pool: &AnyPool, username: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("delete from sign_in_failure where account = $1")
+        .bind(account_key(username))
+        .execute(pool)
+        .await?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_account_locks_after_five_failures_and_opens_when_they_age_out() {
-        let t = SignInThrottle::default();
-        let ip: IpAddr = "10.0.0.1".parse().unwrap();
-        for k in 0..PER_ACCOUNT as i64 {
-            assert_eq!(t.wait("Ada", Some(ip), 100 + k), None);
-            t.failed("Ada", Some(ip), 100 + k);
+    fn recent(count: i64, oldest: i64) -> Recent {
+        Recent {
+            count,
+            oldest: Some(oldest),
         }
-        assert_eq!(t.wait("ada", None, 200), Some(100 + WINDOW_S - 200));
-        assert_eq!(
-            t.wait("bob", Some(ip), 200),
-            None,
-            "other accounts are not locked"
-        );
-        assert_eq!(t.wait("ada", None, 100 + WINDOW_S + 1), None);
     }
 
     #[test]
-    fn an_address_is_refused_after_twenty_failures_across_accounts() {
-        let t = SignInThrottle::default();
-        let ip: IpAddr = "10.0.0.2".parse().unwrap();
-        for k in 0..PER_ADDRESS {
-            t.failed(&format!("user{k}"), Some(ip), 1_000);
-        }
-        assert!(t.wait("someone-else", Some(ip), 1_001).is_some());
-        assert_eq!(t.wait("someone-else", None, 1_001), None);
+    fn an_account_locks_after_five_failures_until_the_oldest_ages_out() {
+        assert_eq!(wait(recent(4, 100), Recent::default(), 200), None);
+        assert_eq!(
+            wait(recent(5, 100), Recent::default(), 200),
+            Some(100 + WINDOW_S - 200)
+        );
+    }
+
+    #[test]
+    fn an_address_is_refused_after_twenty_failures_and_the_longer_wait_wins() {
+        assert_eq!(wait(Recent::default(), recent(19, 10), 20), None);
+        assert_eq!(
+            wait(recent(5, 50), recent(20, 10), 60),
+            Some(50 + WINDOW_S - 60)
+        );
     }
 }

@@ -127,6 +127,7 @@ impl Live {
             secure_cookies: false,
             runtime: runtime.clone(),
             lab: server::lab::Lab::new(None),
+            proxy: Default::default(),
         });
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
         runtime.spawn();

@@ -411,3 +411,116 @@ async fn an_oversized_body_is_refused_with_its_limit_and_changes_nothing() {
         .unwrap();
     assert_eq!(workloads, 0);
 }
+
+/// `POST /login` through `router` as a connection from `peer` carrying `forwarded`.
+async fn sign_in_from(
+    router: &axum::Router,
+    peer: &str,
+    forwarded: Option<&str>,
+    username: &str,
+    password: &str,
+) -> String {
+    use tower::ServiceExt;
+    let mut request = Request::post("/login")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .extension(axum::extract::ConnectInfo(
+            format!("{peer}:40000")
+                .parse::<std::net::SocketAddr>()
+                .unwrap(),
+        ));
+    if let Some(forwarded) = forwarded {
+        request = request.header("x-forwarded-for", forwarded);
+    }
+    let body =
+        serde_urlencoded::to_string([("username", username), ("password", password)]).unwrap();
+    let response = router
+        .clone()
+        .oneshot(request.body(Body::from(body)).unwrap())
+        .await
+        .unwrap();
+    response
+        .headers()
+        .get(header::LOCATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_sign_in_throttling_counts_each_client_not_the_proxy() {
+    let proxy = server::guard::client::ProxySettings::parse(&["10.0.0.0/8".into()], None).unwrap();
+    let app = TestApp::behind_proxy(proxy).await;
+    app.create_user("ada", "researcher", PASSWORD).await;
+    // One client behind the proxy guesses at twenty made-up accounts.
+    for k in 0..20 {
+        let refused = sign_in_from(
+            &app.router,
+            "10.0.0.1",
+            Some("203.0.113.5"),
+            &format!("user{k}"),
+            "guess",
+        )
+        .await;
+        assert!(refused.starts_with("/login?error=1"), "{refused}");
+    }
+    let throttled = sign_in_from(
+        &app.router,
+        "10.0.0.1",
+        Some("203.0.113.5"),
+        "ada",
+        PASSWORD,
+    )
+    .await;
+    assert!(
+        throttled.starts_with("/login?error=throttled"),
+        "{throttled}"
+    );
+    // Everyone else behind the same proxy still signs in.
+    let other = sign_in_from(
+        &app.router,
+        "10.0.0.1",
+        Some("203.0.113.9"),
+        "ada",
+        PASSWORD,
+    )
+    .await;
+    assert_eq!(other, "/");
+    // A client that is not a trusted proxy cannot pass for another address.
+    for k in 0..20 {
+        sign_in_from(
+            &app.router,
+            "198.51.100.1",
+            Some("203.0.113.77"),
+            &format!("x{k}"),
+            "guess",
+        )
+        .await;
+    }
+    let spoofed = sign_in_from(
+        &app.router,
+        "198.51.100.1",
+        Some("203.0.113.78"),
+        "ada",
+        PASSWORD,
+    )
+    .await;
+    assert!(spoofed.starts_with("/login?error=throttled"), "{spoofed}");
+}
+
+#[tokio::test]
+async fn failed_sign_ins_on_two_replicas_add_up() {
+    let app = org().await;
+    let other = app.replica(Default::default()).await;
+    for k in 0..5 {
+        let router = if k % 2 == 0 { &app.router } else { &other };
+        let refused = sign_in_from(router, "192.0.2.1", None, "ada", "guess").await;
+        assert!(refused.starts_with("/login?error=1"), "{refused}");
+    }
+    for router in [&app.router, &other] {
+        let locked = sign_in_from(router, "192.0.2.2", None, "ada", PASSWORD).await;
+        assert!(
+            locked.starts_with("/login?error=throttled"),
+            "locked on every replica: {locked}"
+        );
+    }
+}

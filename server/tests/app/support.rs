@@ -13,6 +13,7 @@ use server::{
     build_app,
     config::ServeArgs,
     db::{self, SessionStore},
+    guard::client::ProxySettings,
     runtime::Runtime,
     serve::{leptos_options, runtime_config},
     users::service,
@@ -229,14 +230,48 @@ impl TestApp {
         .await
     }
 
+    /// A server that believes `proxy` about its clients (`--trusted-proxy`, `--public-url`).
+    pub async fn behind_proxy(proxy: ProxySettings) -> TestApp {
+        let mut app = Self::new().await;
+        app.router = app.replica(proxy).await;
+        app
+    }
+
+    /// Another replica's router on this app's database (its own pools and runtime).
+    pub async fn replica(&self, proxy: ProxySettings) -> Router {
+        let pool = db::open(&self.db.url).await.expect("open database");
+        Self::state(&self.db, pool, false, proxy).await.0
+    }
+
     async fn on_pool<F, Fut>(test_db: TestDb, secure_cookies: bool, open: F) -> TestApp
     where
         F: FnOnce(String) -> Fut,
         Fut: std::future::Future<Output = AnyPool>,
     {
-        let database = test_db.url.clone();
-        let pool = open(database.clone()).await;
-        let sessions = SessionStore::open(&database)
+        let pool = open(test_db.url.clone()).await;
+        let (router, runtime, sessions) = Self::state(
+            &test_db,
+            pool.clone(),
+            secure_cookies,
+            ProxySettings::default(),
+        )
+        .await;
+        TestApp {
+            router,
+            runtime,
+            pool,
+            sessions,
+            db: test_db,
+        }
+    }
+
+    async fn state(
+        test_db: &TestDb,
+        pool: AnyPool,
+        secure_cookies: bool,
+        proxy: ProxySettings,
+    ) -> (Router, Runtime, SessionStore) {
+        let sessions = SessionStore::open(&test_db.url)
             .await
             .expect("open the session store");
         let args = ServeArgs {
@@ -246,19 +281,14 @@ impl TestApp {
         let runtime = Runtime::new(pool.clone(), runtime_config(&args));
         let state = AppState {
             leptos_options: leptos_options(&args).expect("leptos options"),
-            pool: pool.clone(),
+            pool,
             sessions: sessions.clone(),
             secure_cookies,
             runtime: runtime.clone(),
             lab: server::lab::Lab::new(None),
+            proxy: std::sync::Arc::new(proxy),
         };
-        TestApp {
-            router: build_app(state),
-            runtime,
-            pool,
-            sessions,
-            db: test_db,
-        }
+        (build_app(state), runtime, sessions)
     }
 
     pub async fn create_user(&self, username: &str, role: &str, password: &str) {
