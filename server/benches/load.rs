@@ -1,6 +1,7 @@
 //! Load bench (issue: production): a seeded server on loopback; 200 signed-in sessions read the
-//! workloads list and the queue page as fast as they can, then the JSON API takes 50 submissions
-//! a second. Prints p50 / p99 latency and throughput per phase.
+//! workloads list and the queue page, then cycle through every kind of page with no pause (200
+//! renders in flight; every one must answer), then the JSON API takes 50 submissions a second.
+//! Prints p50 / p99 latency and throughput per phase.
 //!
 //! `cargo bench -p server --bench load` (SQLite in a temp dir), or with
 //! `HOURGLASS_BENCH_DATABASE_URL=postgres://…` against PostgreSQL. `HOURGLASS_BENCH_SECONDS`
@@ -27,6 +28,19 @@ const USERS: usize = 20;
 const SUBMISSIONS_PER_S: u64 = 50;
 const QUEUED: usize = 2_000;
 const PASSWORD: &str = "load bench password";
+/// The mixed phase's name, and the pages it cycles through.
+const EVERY_PAGE: &str = "every page kind";
+const PAGES: [&str; 9] = [
+    "/",
+    "/workloads",
+    "/queue",
+    "/nodes",
+    "/tree",
+    "/approvals",
+    "/reports",
+    "/tokens",
+    "/workloads/new",
+];
 
 #[tokio::main]
 async fn main() {
@@ -144,7 +158,14 @@ async fn main() {
     );
     // Each session loads the page, reads it for 1–3 s (people do), and loads it again; the last
     // phase drops the reading time to find the most the server can serve.
-    for (page, think) in [("/workloads", true), ("/queue", true), ("/queue", false)] {
+    // The last phase has every session cycle through every kind of page with no pause: 200
+    // renders in flight at once, each of which must answer.
+    for (page, think) in [
+        ("/workloads", true),
+        ("/queue", true),
+        ("/queue", false),
+        (EVERY_PAGE, false),
+    ] {
         let latencies = Arc::new(Mutex::new(Vec::new()));
         let deadline = Instant::now() + Duration::from_secs(seconds);
         let started = Instant::now();
@@ -158,17 +179,24 @@ async fn main() {
                     // Sessions arrive spread over the first 2 s.
                     tokio::time::sleep(Duration::from_millis(seed % 2_000)).await;
                 }
+                let mut turn = k;
                 while Instant::now() < deadline {
+                    let path = if page == EVERY_PAGE {
+                        turn += 1;
+                        PAGES[turn % PAGES.len()]
+                    } else {
+                        page
+                    };
                     let t = Instant::now();
                     let response = http
-                        .get(format!("{base}{page}"))
+                        .get(format!("{base}{path}"))
                         .header("cookie", &cookie)
                         .send()
                         .await
                         .unwrap();
                     assert!(
                         response.status().is_success(),
-                        "{page}: {}",
+                        "{path}: {}",
                         response.status()
                     );
                     let _ = response.bytes().await.unwrap();
