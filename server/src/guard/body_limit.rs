@@ -18,6 +18,8 @@ use axum::{
 
 /// Forms, JSON API calls and server functions.
 pub const DEFAULT_LIMIT: usize = 1 << 20;
+/// The most of an oversized body read (and dropped) so that its sender sees the refusal.
+const DRAIN_LIMIT: usize = 64 << 20;
 /// The lab's upload: three files of at most [`MAX_UPLOAD_BYTES`] each, form-encoded.
 pub const LAB_LIMIT: usize = 3 * MAX_UPLOAD_BYTES * 3 + (1 << 20);
 
@@ -43,6 +45,15 @@ pub async fn limit_bodies(request: Request, next: Next) -> Response {
     if declared.is_some_and(|len| len > limit as u64)
         && !request.uri().path().starts_with("/api/agent/")
     {
+        // Read (and drop) what the client is sending before answering, up to a bound: a client
+        // still uploading when the connection closes sees a reset instead of this answer.
+        if declared.is_some_and(|len| len <= DRAIN_LIMIT as u64) {
+            let _ = http_body_util::BodyExt::collect(http_body_util::Limited::new(
+                request.into_body(),
+                DRAIN_LIMIT,
+            ))
+            .await;
+        }
         return too_large(limit, what).into_response();
     }
     let (parts, body) = request.into_parts();
