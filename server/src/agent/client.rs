@@ -508,9 +508,14 @@ impl Agent {
                         stop.killed = true;
                         changed = true;
                     }
-                } else if let Some(code) =
-                    leader_exit.or_else(|| process::recorded_exit(&exit_file))
-                {
+                } else if let Some(code) = leader_exit.or_else(|| {
+                    // An adopted run's leader is not this agent's child: it is gone when /proc
+                    // says so (it writes its exit file just before it exits, so the file alone
+                    // does not mean the leader has gone).
+                    (!table.process_alive(run.pgid))
+                        .then(|| process::recorded_exit(&exit_file))
+                        .flatten()
+                }) {
                     // The command ended but left processes behind in its group: they go too.
                     let note = format!(
                         "the command exited with {code}; processes it left behind were stopped"

@@ -69,6 +69,7 @@ pub fn spawn(launch: &Launch) -> std::io::Result<tokio::process::Child> {
 #[derive(Debug, Default)]
 pub struct ProcTable {
     live_groups: BTreeSet<i32>,
+    live_processes: BTreeSet<i32>,
     start_times: std::collections::BTreeMap<i32, u64>,
 }
 
@@ -80,12 +81,18 @@ impl ProcTable {
                 if let Some(parsed) = parse_stat(&stat) {
                     if parsed.state != 'Z' && parsed.state != 'X' {
                         table.live_groups.insert(parsed.pgrp);
+                        table.live_processes.insert(pid);
                     }
                     table.start_times.insert(pid, parsed.start_time);
                 }
             }
         }
         table
+    }
+
+    /// Whether the process `pid` is running (not a zombie).
+    pub fn process_alive(&self, pid: i32) -> bool {
+        self.live_processes.contains(&pid)
     }
 
     /// Whether the run's group still has a live process. A leader with the same pid but another
