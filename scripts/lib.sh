@@ -12,22 +12,22 @@ LEPTOS_TARGET_DIR="${LEPTOS_TARGET_DIR:-$CACHE/target-leptos}"
 export PATH="$TOOLS/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 mkdir -p "$TOOLS"
 
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
 # Incremental caches only grow (tens of GB over weeks of builds) and a full disk fails the build
-# mid-way; past 8 GiB they are dropped (the next build is slower once, nothing else changes).
+# mid-way; past 12 GiB they are dropped (the next build is slower once, nothing else changes).
 prune_incremental() {
   local dir size
   for dir in "$CARGO_TARGET_DIR/debug/incremental" "$LEPTOS_TARGET_DIR/debug/incremental"; do
     [ -d "$dir" ] || continue
     size="$(du -sk "$dir" | cut -f1)"
-    if [ "$size" -gt $((8 * 1024 * 1024)) ]; then
+    if [ "$size" -gt $((12 * 1024 * 1024)) ]; then
       say "Dropping $dir ($((size / 1024 / 1024)) GiB of incremental cache)"
       rm -rf "$dir"
     fi
   done
 }
 prune_incremental
-
-say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
 ensure_rust_tools() {
   if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
