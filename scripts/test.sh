@@ -26,15 +26,25 @@ cargo_test() {
 postgres_url="${HOURGLASS_TEST_POSTGRES_URL:-}"
 unset HOURGLASS_TEST_POSTGRES_URL
 
+# The load test (200 sessions on every kind of page against `serve --demo`) runs alone after each
+# pass, since it takes both cores for minutes: HOURGLASS_LOAD_SECONDS (default 120) each time.
+load_test() {
+  cargo_test -p server --test app load:: -- --ignored --nocapture
+}
+
 say "Unit and integration tests (SQLite)"
 cargo test --workspace --no-run
 cargo_test --workspace
+say "Load test (SQLite): 200 sessions loading every kind of page"
+load_test
 
 if [ -n "$postgres_url" ]; then
   say "Server tests again on PostgreSQL (HOURGLASS_TEST_POSTGRES_URL)"
   # Built outside the time limit: one package alone may unify features differently.
   cargo test -p server --no-run
   HOURGLASS_TEST_POSTGRES_URL="$postgres_url" cargo_test -p server
+  say "Load test (PostgreSQL): 200 sessions loading every kind of page"
+  HOURGLASS_TEST_POSTGRES_URL="$postgres_url" load_test
 else
   say "HOURGLASS_TEST_POSTGRES_URL is not set: skipping the PostgreSQL pass"
 fi

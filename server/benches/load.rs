@@ -82,12 +82,14 @@ async fn main() {
         site_root: dir.path().join("site"),
         ..ServeArgs::default()
     };
-    let runtime = Runtime::new(pool.clone(), runtime_config(&args));
+    let control_pool = db::connect_control(&url).await.expect("control pool");
+    let runtime = Runtime::new(control_pool.clone(), runtime_config(&args));
     let sessions = db::SessionStore::open(&url).await.expect("session store");
     let state = AppState {
         leptos_options: leptos_options(&args).expect("options"),
         sessions,
         pool: pool.clone(),
+        control_pool,
         secure_cookies: false,
         runtime,
         lab: server::lab::Lab::new(None),

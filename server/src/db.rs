@@ -106,6 +106,15 @@ const SQLITE_PRAGMAS: [&str; 4] = [
 pub const POOL_CONNECTIONS: u32 = 8;
 pub const POOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Connections in the control pool: the agents' syncs and the scheduler's passes use their own
+/// few connections, so a crowd of page renders can never make a node's heartbeat wait.
+pub const CONTROL_CONNECTIONS: u32 = 3;
+
+/// The control pool on `url` (already migrated by [`open`]).
+pub async fn connect_control(url: &str) -> Result<AnyPool, ServerError> {
+    connect_sized(url, CONTROL_CONNECTIONS, POOL_ACQUIRE_TIMEOUT).await
+}
+
 /// Opens the database `url` names: a `sqlite:` URL or a plain file path (the file and its folder
 /// are created if missing), or a `postgres://` / `postgresql://` URL (the database must exist).
 pub async fn connect(url: &str) -> Result<AnyPool, ServerError> {

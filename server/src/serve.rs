@@ -17,18 +17,20 @@ pub const OUTPUT_NAME: &str = "hourglass";
 pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     check_site_root(&args.site_root)?;
     let pool = db::open(database).await?;
+    let control_pool = db::connect_control(database).await?;
     let sessions = db::SessionStore::open(database).await?;
     if args.demo {
         crate::demo::prepare(&pool).await?;
     }
     let leptos_options = leptos_options(&args)?;
     let runtime = Runtime::new(
-        pool.clone(),
+        control_pool.clone(),
         crate::settings::load(&pool, runtime_config(&args)).await?,
     );
     let state = AppState {
         leptos_options,
         pool: pool.clone(),
+        control_pool,
         sessions: sessions.clone(),
         secure_cookies: args.secure_cookies,
         runtime: runtime.clone(),

@@ -8,6 +8,11 @@ use sqlx::AnyPool;
 pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub pool: AnyPool,
+    /// The agents' syncs and the scheduler's own connections to the same database
+    /// ([`crate::db::connect_control`]): page renders holding every `pool` connection never
+    /// delay a node's heartbeat or a scheduling pass.
+    #[from_ref(skip)]
+    pub control_pool: AnyPool,
     /// Where sessions are kept (the same database, through the engine's own sqlx store).
     pub sessions: SessionStore,
     /// Send the session cookie with `Secure` (the site is served over HTTPS).

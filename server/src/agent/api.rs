@@ -39,7 +39,7 @@ impl FromRequestParts<AppState> for AgentNode {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer(parts).ok_or(ServerError::Unauthenticated)?;
-        node_service::authenticate(&state.pool, token)
+        node_service::authenticate(&state.control_pool, token)
             .await?
             .map(AgentNode)
             .ok_or(ServerError::Unauthenticated)
@@ -63,7 +63,7 @@ async fn sync(
 ) -> Result<Json<SyncResponse>, ServerError> {
     let now = now();
     // The agent spoke: whatever its report holds, the node is alive.
-    let sync_number = node_repo::touch_heartbeat(&state.pool, node.node_id, now).await?;
+    let sync_number = node_repo::touch_heartbeat(&state.control_pool, node.node_id, now).await?;
     let request = read_request(body).await?;
     if let Some(name) = request.name.as_deref() {
         if name != node.name {
@@ -85,7 +85,7 @@ async fn sync(
         || node.gpu_count != i64::from(request.gpus);
     if node.gpu_count != i64::from(request.gpus) || node.gpu_model != request.gpu_model {
         node_repo::record_gpus(
-            &state.pool,
+            &state.control_pool,
             node.node_id,
             i64::from(request.gpus),
             &request.gpu_model,
@@ -102,7 +102,7 @@ async fn sync(
     let mut ended = false;
     for finished in &request.finished {
         ended |= workload_service::finished(
-            &state.pool,
+            &state.control_pool,
             node.node_id,
             finished.run_id,
             finished.exit_code,
@@ -115,12 +115,12 @@ async fn sync(
     let running: BTreeSet<i64> = request.running.iter().copied().collect();
     let first = plan(&state, node.node_id, &running, request.last_answer).await?;
     for &run_id in &first.release {
-        agent_repo::release(&state.pool, node.node_id, run_id, now).await?;
+        agent_repo::release(&state.control_pool, node.node_id, run_id, now).await?;
     }
     for &run_id in &first.lost {
         tracing::warn!(node = %node.name, run_id, "the agent has no record of a run it was given");
         ended |= workload_service::finished(
-            &state.pool,
+            &state.control_pool,
             node.node_id,
             run_id,
             None,
@@ -205,14 +205,15 @@ async fn record_health(
                 .unhealthy_since
                 .filter(|_| !node.agent_healthy)
                 .unwrap_or(now);
-            node_repo::set_agent_health(&state.pool, node.node_id, Some((&reason, since))).await?;
+            node_repo::set_agent_health(&state.control_pool, node.node_id, Some((&reason, since)))
+                .await?;
             return Ok(node.agent_healthy);
         }
         return Ok(false);
     }
-    if !node.agent_healthy && crate::settings::auto_recover_nodes(&state.pool).await? {
+    if !node.agent_healthy && crate::settings::auto_recover_nodes(&state.control_pool).await? {
         tracing::info!(node = %node.name, "node reported healthy again; back in service");
-        node_repo::set_agent_health(&state.pool, node.node_id, None).await?;
+        node_repo::set_agent_health(&state.control_pool, node.node_id, None).await?;
         return Ok(true);
     }
     Ok(false)
@@ -227,7 +228,7 @@ async fn store_output(
     if request.output.iter().all(|chunk| chunk.len == 0) {
         return Ok(());
     }
-    let mut tx = crate::db::begin_write(&state.pool).await?;
+    let mut tx = crate::db::begin_write(&state.control_pool).await?;
     for chunk in &request.output {
         let Some((workload_id, received)) =
             agent_repo::output_cursor(&mut *tx, node_id, chunk.run_id).await?
@@ -249,7 +250,7 @@ async fn plan(
     running: &BTreeSet<i64>,
     last_answer: i64,
 ) -> Result<Plan, ServerError> {
-    let runs = agent_repo::node_runs(&state.pool, node_id).await?;
+    let runs = agent_repo::node_runs(&state.control_pool, node_id).await?;
     let node_runs: Vec<_> = runs.iter().map(|r| r.node_run()).collect();
     Ok(handout::plan(&node_runs, running, last_answer))
 }
@@ -268,7 +269,7 @@ async fn answer(
     let mut answer = 0;
     let mut start = Vec::new();
     if !plan.start.is_empty() {
-        let mut tx = crate::db::begin_write(&state.pool).await?;
+        let mut tx = crate::db::begin_write(&state.control_pool).await?;
         if let Some(number) = agent_repo::next_answer(&mut *tx, node.node_id, sync_number).await? {
             let runs = agent_repo::node_runs(&mut *tx, node.node_id).await?;
             start = runs
@@ -289,7 +290,7 @@ async fn answer(
         .chain(request.finished.iter().map(|f| f.run_id))
         .chain(request.output.iter().map(|c| c.run_id))
         .collect();
-    let mut db = state.pool.acquire().await?;
+    let mut db = state.control_pool.acquire().await?;
     let output_received = agent_repo::output_received(&mut db, node.node_id, reported).await?;
     Ok(Json(SyncResponse {
         node: node.name.clone(),

@@ -123,6 +123,7 @@ impl Live {
         let router = build_app(AppState {
             leptos_options: app_state_options(&app),
             pool: app.pool.clone(),
+            control_pool: app.pool.clone(),
             sessions: app.sessions.clone(),
             secure_cookies: false,
             runtime: runtime.clone(),

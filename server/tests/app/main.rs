@@ -11,6 +11,7 @@ mod governance;
 mod health;
 mod lab;
 mod live;
+mod load;
 mod pool;
 mod render;
 mod replicas;

@@ -93,3 +93,51 @@ async fn every_page_and_api_answers_on_a_single_database_connection() {
         assert_eq!(response.status, StatusCode::OK, "{path}: {}", response.body);
     }
 }
+
+#[tokio::test]
+async fn agents_sync_and_the_scheduler_decides_while_page_renders_hold_every_page_connection() {
+    let app = TestApp::with_one_connection().await;
+    let (node_token, token) = seed_org(&app.pool).await;
+    let sync = |wait_s: u64| {
+        Request::post("/api/agent/v1/sync")
+            .header(header::AUTHORIZATION, format!("Bearer {node_token}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(
+                json!({ "name": "n1", "gpus": 2, "wait_s": wait_s }).to_string(),
+            ))
+            .unwrap()
+    };
+    let registered = app.send(sync(0)).await;
+    assert_eq!(registered.status, StatusCode::OK, "{}", registered.body);
+    let submitted = app
+        .send(
+            Request::post("/api/v1/workloads")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(
+                    json!({ "project": "ai/olmo", "name": "w", "command": "true", "gpus": 1,
+                            "min_runtime_s": 60, "resumable": true, "priority": 0 })
+                    .to_string(),
+                ))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
+
+    // A crowd of renders has taken the page pool's only connection and keeps it.
+    let _held = app.pool.acquire().await.unwrap();
+    let first = app.send(sync(0)).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    app.runtime
+        .pass(server::users::service::now())
+        .await
+        .expect("the scheduler decides on its own connections");
+    let second = app.send(sync(0)).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.body);
+    let answer: serde_json::Value = serde_json::from_str(&second.body).unwrap();
+    assert_eq!(
+        answer["start"].as_array().map(Vec::len),
+        Some(1),
+        "the node is handed the workload the pass placed: {answer}"
+    );
+}

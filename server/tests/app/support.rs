@@ -278,10 +278,15 @@ impl TestApp {
             site_root: test_db.dir.path().join("site"),
             ..ServeArgs::default()
         };
-        let runtime = Runtime::new(pool.clone(), runtime_config(&args));
+        // The agents' and the scheduler's connections: a pool of their own, as `serve` opens.
+        let control_pool = db::connect_control(&test_db.url)
+            .await
+            .expect("open the control pool");
+        let runtime = Runtime::new(control_pool.clone(), runtime_config(&args));
         let state = AppState {
             leptos_options: leptos_options(&args).expect("leptos options"),
             pool,
+            control_pool,
             sessions: sessions.clone(),
             secure_cookies,
             runtime: runtime.clone(),
