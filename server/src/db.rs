@@ -8,7 +8,7 @@ use sqlx::{
     any::{AnyConnectOptions, AnyPoolOptions},
     postgres::{PgConnectOptions, PgPoolOptions},
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
-    Any, AnyPool, ConnectOptions, Decode, Executor, Transaction, Type,
+    Any, AnyPool, ConnectOptions, Connection, Decode, Executor, Transaction, Type,
 };
 use std::{path::Path, str::FromStr, time::Duration};
 use tower_sessions::{
@@ -141,6 +141,7 @@ pub async fn connect_sized(
             AnyPoolOptions::new()
                 .max_connections(connections)
                 .acquire_timeout(acquire_timeout)
+                .after_release(|conn, _| Box::pin(still_usable(conn)))
                 .connect_with(options)
                 .await
                 .map_err(cannot_open)?
@@ -162,6 +163,7 @@ pub async fn connect_sized(
             AnyPoolOptions::new()
                 .max_connections(connections)
                 .acquire_timeout(acquire_timeout)
+                .after_release(|conn, _| Box::pin(still_usable(conn)))
                 .after_connect(|conn, _| {
                     Box::pin(async move {
                         for pragma in SQLITE_PRAGMAS {
@@ -176,6 +178,16 @@ pub async fn connect_sized(
         }
     };
     Ok(pool)
+}
+
+/// Whether a connection given back to the pool may serve again. A transaction dropped without
+/// commit leaves a rollback queued; the ping runs it. If the database had already ended the
+/// transaction itself (SQLite rolls back on its own when a commit fails with a full disk), that
+/// rollback fails and sqlx still counts the connection as inside a transaction, so every later
+/// `begin` on it would fail: such a connection is closed and replaced instead.
+async fn still_usable(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error> {
+    conn.ping().await?;
+    Ok(!conn.is_in_transaction())
 }
 
 /// Applies the app's migrations (`migrations/sqlite` or `migrations/postgres`: the same names, the

@@ -141,3 +141,28 @@ async fn agents_sync_and_the_scheduler_decides_while_page_renders_hold_every_pag
         "the node is handed the workload the pass placed: {answer}"
     );
 }
+
+/// SQLite ends a transaction on its own when a commit fails for want of disk; sqlx's rollback on
+/// drop then fails and the connection still counts as inside a transaction, so every later write
+/// on it failed ("begin_with at non-zero transaction depth") and the scheduler stopped deciding
+/// for good. Such a connection is closed and replaced when it comes back to the pool.
+#[tokio::test]
+async fn a_connection_whose_transaction_the_database_ended_is_not_reused() {
+    let app = TestApp::with_one_connection().await;
+    {
+        let mut tx = server::db::begin_write(&app.pool).await.unwrap();
+        // The database ends the transaction under sqlx's feet (as SQLite does on SQLITE_FULL);
+        // on PostgreSQL this ends it the same way.
+        sqlx::query("rollback").execute(&mut *tx).await.unwrap();
+    }
+    for attempt in 0..3 {
+        let mut tx = server::db::begin_write(&app.pool)
+            .await
+            .unwrap_or_else(|error| panic!("write {attempt} after the ended transaction: {error}"));
+        sqlx::query("update setting set value = value where key = 'none'")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+}
