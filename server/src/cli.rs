@@ -14,11 +14,12 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let database = cli.database().to_string();
     let result = runtime.block_on(async move {
         match cli.command {
-            None => crate::serve::run(&cli.database, Default::default()).await,
-            Some(Command::Serve(args)) => crate::serve::run(&cli.database, args).await,
-            Some(Command::Admin { command }) => crate::admin::run(&cli.database, command).await,
+            None => crate::serve::run(&database, Default::default()).await,
+            Some(Command::Serve(args)) => crate::serve::run(&database, args).await,
+            Some(Command::Admin { command }) => crate::admin::run(&database, command).await,
             Some(Command::Agent(args)) => {
                 crate::agent::client::run(crate::agent::client::AgentOptions {
                     state_dir: args.state_dir(),
@@ -34,6 +35,9 @@ pub fn main() -> ExitCode {
                 .await
             }
             Some(Command::Simulate(args)) => crate::simulate::run(args),
+            Some(Command::Loadtest(args)) => {
+                crate::loadtest::run(cli.database.as_deref(), args).await
+            }
         }
     });
     match result {

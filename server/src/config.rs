@@ -14,11 +14,19 @@ pub const DEFAULT_DATABASE: &str = "sqlite://data/hourglass.db";
 pub struct Cli {
     /// Database URL: `sqlite://path/to/file.db` or a plain file path (SQLite, created if missing), or
     /// `postgres://user:password@host:5432/database` (PostgreSQL; the database must exist).
-    #[arg(long, global = true, env = "HOURGLASS_DATABASE_URL", default_value = DEFAULT_DATABASE)]
-    pub database: String,
+    /// (Default: sqlite://data/hourglass.db; `loadtest`: a temporary SQLite file.)
+    #[arg(long, global = true, env = "HOURGLASS_DATABASE_URL")]
+    pub database: Option<String>,
 
     #[command(subcommand)]
     pub command: Option<Command>,
+}
+
+impl Cli {
+    /// The database to use: the one given, else [`DEFAULT_DATABASE`].
+    pub fn database(&self) -> &str {
+        self.database.as_deref().unwrap_or(DEFAULT_DATABASE)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,6 +43,10 @@ pub enum Command {
     Agent(AgentArgs),
     /// Replay a workload trace through the scheduler and report (DESIGN §6); or generate inputs.
     Simulate(crate::simulate::SimulateArgs),
+    /// Measure the live system at scale: a real server, simulated nodes speaking the agent
+    /// protocol, submissions and readers; prints the figures, and JSON on its last line. Runs on a
+    /// temporary SQLite file unless --database names an empty database.
+    Loadtest(crate::loadtest::LoadArgs),
 }
 
 #[derive(Debug, Clone, Args)]

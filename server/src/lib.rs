@@ -19,6 +19,7 @@ pub mod error;
 pub mod guard;
 pub mod http;
 pub mod lab;
+pub mod loadtest;
 pub mod nodes;
 pub mod reports;
 pub mod runtime;

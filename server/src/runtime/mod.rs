@@ -13,7 +13,8 @@ use crate::{nodes::repo as node_repo, users::service::now, ServerError};
 use config::RuntimeConfig;
 use sqlx::AnyPool;
 use std::{
-    sync::{Arc, RwLock},
+    collections::VecDeque,
+    sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
 use tokio::sync::{watch, Notify};
@@ -37,7 +38,12 @@ struct Inner {
     /// Set when the server begins to stop: event streams and held agent syncs end at once, so a
     /// graceful shutdown does not wait on them.
     stopping: watch::Sender<bool>,
+    /// How long the leader's recent passes took, database work included (newest last).
+    pass_times: Mutex<VecDeque<Duration>>,
 }
+
+/// How many pass durations [`Runtime::pass_durations`] keeps.
+const PASS_TIMES_KEPT: usize = 100_000;
 
 /// Fault injection for tests (`HOURGLASS_FAULT_PAUSE_BEFORE_COMMIT_MS`): a pass that changes the
 /// cluster waits this long before committing, so a test can kill the process mid-decision.
@@ -72,8 +78,32 @@ impl Runtime {
                 standing: lease::Standing::default(),
                 queue: queue_cache::QueueCache::default(),
                 stopping,
+                pass_times: Mutex::new(VecDeque::new()),
             }),
         }
+    }
+
+    /// The durations of the leader's most recent passes (the last 100,000), oldest first: each
+    /// from taking the write lock to committing, snapshot load and apply included.
+    pub fn pass_durations(&self) -> Vec<Duration> {
+        let times = self
+            .inner
+            .pass_times
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        times.iter().copied().collect()
+    }
+
+    fn record_pass(&self, took: Duration) {
+        let mut times = self
+            .inner
+            .pass_times
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if times.len() == PASS_TIMES_KEPT {
+            times.pop_front();
+        }
+        times.push_back(took);
     }
 
     /// The settings in force now.
@@ -162,7 +192,12 @@ impl Runtime {
             let (mut seen_wake, mut seen_assign, mut seen_settings) = (0, 0, 0);
             let renew_every = Duration::from_millis(lease::RENEW_MS);
             loop {
-                let next = match runtime.pass(now()).await {
+                let began = std::time::Instant::now();
+                let passed = runtime.pass(now()).await;
+                if runtime.is_leader() {
+                    runtime.record_pass(began.elapsed());
+                }
+                let next = match passed {
                     Ok(outcome) => outcome.next_wake,
                     Err(error) => {
                         tracing::error!(%error, "scheduler pass failed");

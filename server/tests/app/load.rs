@@ -4,7 +4,8 @@
 //! may grow older than the deadline after which the scheduler counts it lost.
 //!
 //! It runs alone (`scripts/test.sh` runs ignored tests after the passes, on both databases) for
-//! `HOURGLASS_LOAD_SECONDS` (default 120) and prints p50 / p99 latency.
+//! `HOURGLASS_LOAD_SECONDS` (default 120) and prints p50 / p99 latency. Then `hourglass loadtest`
+//! runs at its small size (the scheduler, simulated agents, submissions and readers together).
 
 use std::{
     process::Stdio,
@@ -225,4 +226,65 @@ async fn two_hundred_sessions_loading_every_kind_of_page_all_get_answers_and_no_
 fn percentile(latencies: &[Duration], p: f64) -> f64 {
     let n = latencies.len();
     latencies[((p * n as f64).ceil() as usize).clamp(1, n) - 1].as_secs_f64() * 1e3
+}
+
+/// `hourglass loadtest` at a small size: 64 simulated nodes speaking the agent protocol over
+/// HTTP, a queue of 300, submissions and 20 readers for 15 s. Not a speed check (the figures are
+/// printed): every request must succeed and the work must really be scheduled and run.
+#[tokio::test]
+#[ignore = "half a minute of load: scripts/test.sh runs it alone after the passes"]
+async fn the_load_harness_runs_64_nodes_with_submissions_and_readers_without_a_failed_request() {
+    let test_db = TestDb::new().await;
+    let output = Command::new(BIN)
+        .args([
+            "loadtest",
+            "--nodes",
+            "64",
+            "--queued",
+            "300",
+            "--submit-rate",
+            "10",
+            "--readers",
+            "20",
+            "--leaves",
+            "30",
+            "--duration",
+            "15s",
+        ])
+        .env("HOURGLASS_DATABASE_URL", &test_db.url)
+        .env("HOURGLASS_LOG", "error")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stdout}");
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let report: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|error| panic!("the last line is the JSON report ({error}): {stdout}"));
+    assert_eq!(report["errors"], 0, "{report}");
+    assert_eq!(report["nodes"], 64);
+    assert_eq!(report["gpus"], 512);
+    for measured in ["passes", "syncs", "pages", "running_at_end"] {
+        assert!(
+            report[measured].as_u64().unwrap_or(0) > 0,
+            "{measured} is measured: {report}"
+        );
+    }
+    assert!(
+        report["submitted"].as_u64().unwrap_or(0) > 300,
+        "the queue and the window's submissions went in: {report}"
+    );
+    let empty_again = Command::new(BIN)
+        .args(["loadtest", "--nodes", "1", "--duration", "1s"])
+        .env("HOURGLASS_DATABASE_URL", &test_db.url)
+        .output()
+        .await
+        .unwrap();
+    let refused = String::from_utf8_lossy(&empty_again.stderr);
+    assert!(
+        !empty_again.status.success() && refused.contains("give it an empty database"),
+        "a database with people is refused: {refused}"
+    );
 }

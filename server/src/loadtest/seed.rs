@@ -1,0 +1,89 @@
+//! The load test's organisation: programs of teams (one researcher each), nodes with tokens.
+
+use crate::{
+    api::tokens,
+    budget::{import::import_org, org_file::OrgFile},
+    nodes::repo as node_repo,
+    secrets,
+    users::{repo as user_repo, service},
+    ServerError,
+};
+use sqlx::AnyPool;
+use std::fmt::Write;
+
+/// Teams per program.
+const TEAMS_PER_PROGRAM: u32 = 15;
+/// The password of every load-test person.
+pub const PASSWORD: &str = "load test password";
+
+/// A team (a leaf of the tree) and its one researcher.
+#[derive(Debug, Clone)]
+pub struct Team {
+    pub project: String,
+    pub person: String,
+    /// Its API token (`Authorization: Bearer`).
+    pub token: String,
+    /// A debug team submits only short 1-GPU work, well inside its share: every one of its
+    /// workloads fits and should start at once.
+    pub debug: bool,
+    /// Its share of the cluster, as a fraction of all GPUs.
+    pub fraction: f64,
+}
+
+/// `leaves` teams under `ceil(leaves / 15)` programs of equal share; within a program, team `j`
+/// has share `1 + j % 3`; the first team of each program is a debug team.
+pub async fn organisation(pool: &AnyPool, leaves: u32, now: i64) -> Result<Vec<Team>, ServerError> {
+    let programs = leaves.div_ceil(TEAMS_PER_PROGRAM);
+    let mut shares = String::from("[shares]\n");
+    let mut members = String::from("[members]\n");
+    let mut teams = Vec::new();
+    for p in 0..programs {
+        let _ = writeln!(shares, "\"prog{p}\" = 1");
+        let in_program: Vec<u32> = (0..TEAMS_PER_PROGRAM)
+            .filter(|j| p * TEAMS_PER_PROGRAM + j < leaves)
+            .collect();
+        let total: u32 = in_program.iter().map(|j| 1 + j % 3).sum();
+        for j in in_program {
+            let k = p * TEAMS_PER_PROGRAM + j;
+            let project = format!("prog{p}/team{j}");
+            let person = format!("r{k}");
+            let _ = writeln!(shares, "\"{project}\" = {}", 1 + j % 3);
+            let _ = writeln!(members, "\"{project}\" = [\"{person}\"]");
+            teams.push(Team {
+                project,
+                person,
+                token: String::new(),
+                debug: j == 0,
+                fraction: (1 + j % 3) as f64 / total as f64 / programs as f64,
+            });
+        }
+    }
+    for team in &teams {
+        service::create_user(pool, &team.person, "researcher", PASSWORD.into()).await?;
+    }
+    let org = OrgFile::parse(&format!("{shares}\n{members}"))?;
+    import_org(pool, &org, now).await?;
+    for team in &mut teams {
+        let user = user_repo::find_user_by_username(pool, &team.person)
+            .await?
+            .ok_or_else(|| ServerError::Config(format!("{} was not created", team.person)))?;
+        team.token = tokens::create_token(pool, user.user_id, "load test").await?;
+    }
+    Ok(teams)
+}
+
+/// Registers `count` nodes (`node0000`…); returns each name with its agent token.
+pub async fn nodes(
+    pool: &AnyPool,
+    count: u32,
+    now: i64,
+) -> Result<Vec<(String, String)>, ServerError> {
+    let mut nodes = Vec::new();
+    for n in 0..count {
+        let name = format!("node{n:04}");
+        let (token, hash) = secrets::generate("hgn_");
+        node_repo::insert_node(pool, &name, &hash, now).await?;
+        nodes.push((name, token));
+    }
+    Ok(nodes)
+}
