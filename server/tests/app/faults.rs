@@ -222,6 +222,16 @@ async fn the_database_going_away_and_back_loses_and_doubles_nothing() {
     assert_eq!(runs, 1, "the run went on through the outage");
     let (ran, booked) = runs_and_ledger(&c.pool).await;
     assert_eq!(booked, ran);
+
+    // Wind down in order before the test database is dropped: the server (waited for), then the
+    // proxy's relays. The drop blocks this test's runtime, so a connection the proxy was relaying
+    // would freeze mid-handshake and leave a PostgreSQL backend waiting in authentication for
+    // 60 s; every CREATE or DROP DATABASE on the server waits for that backend, which slowed every
+    // other test of the pass by a minute.
+    let mut server = c._server;
+    server.kill().await.unwrap();
+    proxy.cut();
+    tokio::time::sleep(Duration::from_millis(200)).await;
 }
 
 #[tokio::test]
