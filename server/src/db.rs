@@ -141,7 +141,7 @@ pub async fn connect_sized(
             AnyPoolOptions::new()
                 .max_connections(connections)
                 .acquire_timeout(acquire_timeout)
-                .after_release(|conn, _| Box::pin(still_usable(conn)))
+                .before_acquire(|conn, _| Box::pin(still_usable(conn)))
                 .connect_with(options)
                 .await
                 .map_err(cannot_open)?
@@ -163,7 +163,7 @@ pub async fn connect_sized(
             AnyPoolOptions::new()
                 .max_connections(connections)
                 .acquire_timeout(acquire_timeout)
-                .after_release(|conn, _| Box::pin(still_usable(conn)))
+                .before_acquire(|conn, _| Box::pin(still_usable(conn)))
                 .after_connect(|conn, _| {
                     Box::pin(async move {
                         for pragma in SQLITE_PRAGMAS {
@@ -180,13 +180,13 @@ pub async fn connect_sized(
     Ok(pool)
 }
 
-/// Whether a connection given back to the pool may serve again. A transaction dropped without
-/// commit leaves a rollback queued; the ping runs it. If the database had already ended the
-/// transaction itself (SQLite rolls back on its own when a commit fails with a full disk), that
-/// rollback fails and sqlx still counts the connection as inside a transaction, so every later
-/// `begin` on it would fail: such a connection is closed and replaced instead.
+/// Whether an idle connection may serve again. A transaction dropped without commit leaves a
+/// rollback queued, which the pool runs (with its ping) when the connection comes back. If the
+/// database had already ended the transaction itself (SQLite rolls back on its own when a commit
+/// fails with a full disk), that rollback fails and sqlx still counts the connection as inside a
+/// transaction, so every later `begin` on it would fail: such a connection is closed and replaced
+/// instead. A counter read, no round trip.
 async fn still_usable(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error> {
-    conn.ping().await?;
     Ok(!conn.is_in_transaction())
 }
 
