@@ -142,15 +142,8 @@ async fn main() {
             .send()
             .await
             .unwrap();
-        let cookie = response
-            .headers()
-            .get_all("set-cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .find(|v| v.starts_with("hourglass_session="))
-            .and_then(|v| v.split(';').next())
-            .expect("a session cookie")
-            .to_string();
+        let cookie =
+            server::auth::session::session_cookie(response.headers()).expect("a session cookie");
         cookies.push(cookie);
     }
 
@@ -289,17 +282,13 @@ async fn submit(http: &reqwest::Client, base: &str, token: &str, i: usize) {
     );
 }
 
-fn report(phase: &str, mut latencies: Vec<Duration>, elapsed: Duration) {
-    latencies.sort();
-    let pick = |p: f64| {
-        let n = latencies.len();
-        latencies[((p * n as f64).ceil() as usize).clamp(1, n) - 1].as_secs_f64() * 1e3
-    };
+fn report(phase: &str, latencies: Vec<Duration>, elapsed: Duration) {
+    let summary = server::loadtest::measure::Summary::of(latencies);
     println!(
         "{phase:<46} {:>9} {:>9.1} {:>9.1} {:>10.1}",
-        latencies.len(),
-        pick(0.50),
-        pick(0.99),
-        latencies.len() as f64 / elapsed.as_secs_f64()
+        summary.count,
+        summary.p50_ms,
+        summary.p99_ms,
+        summary.count as f64 / elapsed.as_secs_f64()
     );
 }

@@ -58,10 +58,12 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         .await
         .map_err(|error| ServerError::Config(format!("cannot listen on {}: {error}", args.addr)))?;
     let addr = listener.local_addr()?;
-    if args.demo {
-        crate::demo::start_agents(&pool, addr).await?;
+    let demo_agents = if args.demo {
         crate::demo::trickle::spawn(pool.clone(), runtime.clone(), Duration::from_secs(15));
-    }
+        crate::demo::start_agents(&pool, addr).await?
+    } else {
+        Vec::new()
+    };
     tracing::info!(%addr, database = %db::redacted(database), "Hourglass is listening");
     println!("Hourglass is listening on http://{addr}");
     let app = build_app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
@@ -75,6 +77,14 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         .await?;
     // Stop deciding before giving the lease up, or the next pass would take it back.
     scheduler.abort();
+    // The demo's agents heard the same signal and are ending their runs (SIGTERM, then SIGKILL
+    // after the grace period): wait for them, so no demo job outlives the server.
+    let grace = Duration::from_secs(runtime.config().grace.max(0) as u64 + 10);
+    for agent in demo_agents {
+        if tokio::time::timeout(grace, agent).await.is_err() {
+            tracing::warn!("a demo agent did not finish stopping its runs in time");
+        }
+    }
     if let Err(error) = runtime.release().await {
         tracing::warn!(%error, "could not release the scheduler lease");
     }

@@ -99,18 +99,25 @@ async fn sync(
     woke |= health_changed;
 
     store_output(&state, node.node_id, &request).await?;
-    let mut ended = false;
+    // Subscribed before this node's runs are read: a decision committed from here on wakes the
+    // held sync below.
+    let mut assignments = runtime.assignments();
+    let mut seen = *assignments.borrow_and_update();
+    // The nodes whose runs ended here (all of a multi-node workload's).
+    let mut ended: BTreeSet<i64> = BTreeSet::new();
     for finished in &request.finished {
-        ended |= workload_service::finished(
-            &state.control_pool,
-            node.node_id,
-            finished.run_id,
-            finished.exit_code,
-            finished.note.as_deref(),
-            finished.by_agent,
-            now,
-        )
-        .await?;
+        ended.extend(
+            workload_service::finished(
+                &state.control_pool,
+                node.node_id,
+                finished.run_id,
+                finished.exit_code,
+                finished.note.as_deref(),
+                finished.by_agent,
+                now,
+            )
+            .await?,
+        );
     }
     let running: BTreeSet<i64> = request.running.iter().copied().collect();
     let first = plan(&state, node.node_id, &running, request.last_answer).await?;
@@ -119,7 +126,7 @@ async fn sync(
     }
     for &run_id in &first.lost {
         tracing::warn!(node = %node.name, run_id, "the agent has no record of a run it was given");
-        ended |= workload_service::finished(
+        ended.extend(workload_service::finished(
             &state.control_pool,
             node.node_id,
             run_id,
@@ -128,23 +135,26 @@ async fn sync(
             false,
             now,
         )
-        .await?;
+        .await?);
     }
-    if ended || !first.release.is_empty() {
-        runtime.announce();
+    if !ended.is_empty() || !first.release.is_empty() {
+        // Released GPUs may let runs held for them start here: this node is concerned too.
+        let mut nodes = ended.clone();
+        if !first.release.is_empty() {
+            nodes.insert(node.node_id);
+        }
+        runtime.announce_nodes(nodes);
     }
-    if woke || ended {
+    if woke || !ended.is_empty() {
         runtime.wake();
     }
 
-    let mut assignments = runtime.assignments();
     // Never hold a sync past the heartbeat interval, or the node would look silent.
     let heartbeat_s = (runtime.config().heartbeat_deadline / 3).max(1);
     let hold = request.wait_s.min(heartbeat_s as u64);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(hold);
     let mut plan_now = first;
     loop {
-        assignments.borrow_and_update();
         if !plan_now.start.is_empty()
             || !plan_now.stop.is_empty()
             || tokio::time::Instant::now() >= deadline
@@ -158,7 +168,12 @@ async fn sync(
                 return answer(&state, &node, sync_number, &request, plan_now, heartbeat_s).await;
             }
         }
-        plan_now = plan(&state, node.node_id, &running, request.last_answer).await?;
+        let latest = *assignments.borrow_and_update();
+        // Submissions and other nodes' changes announce too; only this node's need a new plan.
+        if runtime.node_changed_since(node.node_id, seen) {
+            plan_now = plan(&state, node.node_id, &running, request.last_answer).await?;
+        }
+        seen = latest;
     }
 }
 

@@ -16,6 +16,20 @@ use tower_sessions::{cookie::SameSite, Expiry, Session, SessionManagerLayer};
 pub const COOKIE_NAME: &str = "hourglass_session";
 const USER_ID_KEY: &str = "user_id";
 
+/// `hourglass_session=…` from a response's `Set-Cookie` headers, as a client sends it back.
+pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(axum::http::header::SET_COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| {
+            v.strip_prefix(COOKIE_NAME)
+                .is_some_and(|rest| rest.starts_with('='))
+        })
+        .and_then(|v| v.split(';').next())
+        .map(str::to_string)
+}
+
 /// The session layer: a database-backed store (sessions survive restarts), an `HttpOnly`,
 /// `SameSite=Lax` cookie, `Secure` when the site is served over HTTPS, expiring after a week idle.
 pub fn layer(state: &AppState) -> SessionManagerLayer<SessionStore> {

@@ -64,14 +64,20 @@ pub async fn prepare(pool: &AnyPool) -> Result<(), ServerError> {
 }
 
 /// Starts one in-process agent per demo node against the server at `addr`. Each start gives the
-/// node a fresh token (only hashes are stored, so old ones cannot be reused).
-pub async fn start_agents(pool: &AnyPool, addr: SocketAddr) -> Result<(), ServerError> {
+/// node a fresh token (only hashes are stored, so old ones cannot be reused). The agents stop
+/// their runs when the process is asked to stop (they hear the same SIGINT/SIGTERM); the caller
+/// waits on the returned tasks so that no run outlives the demo.
+pub async fn start_agents(
+    pool: &AnyPool,
+    addr: SocketAddr,
+) -> Result<Vec<tokio::task::JoinHandle<()>>, ServerError> {
     let host = if addr.ip().is_unspecified() {
         "127.0.0.1".to_string()
     } else {
         addr.ip().to_string()
     };
     let server = format!("http://{host}:{}", addr.port());
+    let mut agents = Vec::new();
     for (name, gpus) in NODES {
         let (token, hash) = secrets::generate("hgn_");
         match node_repo::find_node_by_name(pool, name).await? {
@@ -99,11 +105,11 @@ pub async fn start_agents(pool: &AnyPool, addr: SocketAddr) -> Result<(), Server
             health_interval_s: 60,
             ca_cert: None,
         };
-        tokio::spawn(async move {
+        agents.push(tokio::spawn(async move {
             if let Err(error) = client::run(options).await {
                 tracing::error!(%error, "demo agent stopped");
             }
-        });
+        }));
     }
-    Ok(())
+    Ok(agents)
 }

@@ -5,7 +5,7 @@
 //! JSON object on its last line; any failed request makes it exit non-zero.
 
 mod agents;
-mod measure;
+pub mod measure;
 mod people;
 mod seed;
 

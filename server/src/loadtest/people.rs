@@ -109,14 +109,7 @@ pub async fn sign_in(shared: &Shared, person: &str, password: &str) -> Result<St
         .send()
         .await
         .map_err(|e| format!("signing {person} in: {e}"))?;
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with("hourglass_session="))
-        .and_then(|v| v.split(';').next())
-        .map(str::to_string)
+    crate::auth::session::session_cookie(response.headers())
         .ok_or_else(|| format!("signing {person} in: no session ({})", response.status()))
 }
 

@@ -11,12 +11,15 @@ use crate::{
 use scheduler::{Action, AfterStop, Decision, Placement, WorkloadId};
 use serde_json::json;
 use sqlx::AnyConnection;
+use std::collections::BTreeSet;
 
-/// What a pass changed, so the runtime knows whether to tell agents.
-#[derive(Debug, Default, Clone, Copy)]
+/// What a pass changed, so the runtime knows whether to tell agents, and whose.
+#[derive(Debug, Default, Clone)]
 pub struct Applied {
     pub started: usize,
     pub stopped: usize,
+    /// The nodes where runs started or ended.
+    pub nodes: BTreeSet<i64>,
 }
 
 pub async fn apply(
@@ -43,6 +46,12 @@ pub async fn apply(
                 )
                 .await?;
                 applied.started += 1;
+                applied.nodes.extend(
+                    placement
+                        .parts
+                        .iter()
+                        .map(|part| snapshot.node_row(part.node).node_id),
+                );
             }
             Action::Preempt {
                 workload,
@@ -50,8 +59,10 @@ pub async fn apply(
                 then,
             } => {
                 let detail = reasons::preempt(snapshot, reason, *then);
-                stop(db, *workload, *then, "preempted", "preempted", detail, now).await?;
+                let nodes =
+                    stop(db, *workload, *then, "preempted", "preempted", detail, now).await?;
                 applied.stopped += 1;
+                applied.nodes.extend(nodes);
             }
             Action::Drain {
                 workload,
@@ -59,8 +70,9 @@ pub async fn apply(
                 then,
             } => {
                 let detail = reasons::drain(snapshot, reason, *then);
-                stop(db, *workload, *then, "drained", "drained", detail, now).await?;
+                let nodes = stop(db, *workload, *then, "drained", "drained", detail, now).await?;
                 applied.stopped += 1;
+                applied.nodes.extend(nodes);
             }
         }
     }
@@ -120,6 +132,7 @@ async fn start(
 }
 
 /// Ends the workload's current run (charging it through `now`) and moves the workload on.
+/// Returns the nodes its run was on.
 pub async fn stop(
     db: &mut AnyConnection,
     workload: WorkloadId,
@@ -128,9 +141,9 @@ pub async fn stop(
     event: &str,
     detail: serde_json::Value,
     now: i64,
-) -> Result<(), ServerError> {
+) -> Result<Vec<i64>, ServerError> {
     let id = workload.0 as i64;
-    close_runs(db, id, end_kind, now).await?;
+    let nodes = close_runs(db, id, end_kind, now).await?;
     let state = match then {
         AfterStop::Requeue => "queued",
         AfterStop::EndPreempted => "preempted",
@@ -138,23 +151,25 @@ pub async fn stop(
     };
     leave_run(&mut *db, id, state, None, now).await?;
     insert_event(&mut *db, id, now, event, None, &detail).await?;
-    Ok(())
+    Ok(nodes)
 }
 
-/// Charges and closes every open run of a workload.
+/// Charges and closes every open run of a workload (a multi-node one has one per node); returns
+/// the nodes they were on, whose agents must stop them.
 pub async fn close_runs(
     db: &mut AnyConnection,
     workload_id: i64,
     end_kind: &str,
     now: i64,
-) -> Result<(), ServerError> {
-    let runs: Vec<i64> = sqlx::query_scalar(
-        "select workload_run_id from workload_run where workload_id = $1 and ended_at is null",
+) -> Result<Vec<i64>, ServerError> {
+    let runs: Vec<(i64, i64)> = sqlx::query_as(
+        "select workload_run_id, node_id from workload_run where workload_id = $1 and ended_at is null",
     )
     .bind(workload_id)
     .fetch_all(&mut *db)
     .await?;
-    for run in runs {
+    let nodes = runs.iter().map(|&(_, node)| node).collect();
+    for (run, _) in runs {
         ledger::charge_run(db, run, now).await?;
         sqlx::query(
             "update workload_run set ended_at = $2, end_kind = $3 where workload_run_id = $1",
@@ -165,5 +180,5 @@ pub async fn close_runs(
         .execute(&mut *db)
         .await?;
     }
-    Ok(())
+    Ok(nodes)
 }

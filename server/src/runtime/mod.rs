@@ -13,7 +13,7 @@ use crate::{nodes::repo as node_repo, users::service::now, ServerError};
 use config::RuntimeConfig;
 use sqlx::AnyPool;
 use std::{
-    collections::VecDeque,
+    collections::{BTreeSet, HashMap, VecDeque},
     sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
@@ -30,8 +30,11 @@ struct Inner {
     /// Live settings: the Settings page changes them without a restart.
     config: RwLock<RuntimeConfig>,
     wake: Notify,
-    /// Bumped whenever assignments change, so agents' long polls answer at once.
+    /// Bumped whenever the queue or assignments change: pages' event streams follow it, and
+    /// agents' held syncs look at [`Marks`] to see whether their own node is concerned.
     assignments: watch::Sender<u64>,
+    /// Which nodes' assignments changed at which announcement.
+    marks: Mutex<Marks>,
     /// Whether this replica holds the scheduler lease (see [`lease`]).
     standing: lease::Standing,
     queue: queue_cache::QueueCache,
@@ -40,6 +43,16 @@ struct Inner {
     stopping: watch::Sender<bool>,
     /// How long the leader's recent passes took, database work included (newest last).
     pass_times: Mutex<VecDeque<Duration>>,
+}
+
+/// The announcement (a value of `assignments`) at which each node's runs last changed, and the
+/// last one that concerned every node. A held agent sync re-reads its node's runs only when its
+/// node is marked after what it last saw, so a submission or a change on another node costs it
+/// nothing (with a thousand agents, one query each per change adds up).
+#[derive(Default)]
+struct Marks {
+    all: u64,
+    nodes: HashMap<i64, u64>,
 }
 
 /// How many pass durations [`Runtime::pass_durations`] keeps.
@@ -75,6 +88,7 @@ impl Runtime {
                 config: RwLock::new(config),
                 wake: Notify::new(),
                 assignments,
+                marks: Mutex::new(Marks::default()),
                 standing: lease::Standing::default(),
                 queue: queue_cache::QueueCache::default(),
                 stopping,
@@ -175,10 +189,46 @@ impl Runtime {
         &self.inner.queue
     }
 
-    /// Tells waiting agents that assignments may have changed.
+    /// Tells pages that the queue changed (a submission, a health change): no node's runs did.
     pub fn announce(&self) {
         self.inner.queue.invalidate();
         self.inner.assignments.send_modify(|v| *v += 1);
+    }
+
+    /// Tells pages, and the held syncs of these nodes' agents, that runs on them started or ended.
+    pub fn announce_nodes(&self, nodes: impl IntoIterator<Item = i64>) {
+        self.inner.queue.invalidate();
+        self.inner.assignments.send_modify(|v| {
+            *v += 1;
+            let mut marks = self.marks();
+            for node in nodes {
+                marks.nodes.insert(node, *v);
+            }
+        });
+    }
+
+    /// As [`Runtime::announce_nodes`], for every node: when which ones changed is not known here
+    /// (another replica's decision, a cancelled workload).
+    pub fn announce_all_nodes(&self) {
+        self.inner.queue.invalidate();
+        self.inner.assignments.send_modify(|v| {
+            *v += 1;
+            self.marks().all = *v;
+        });
+    }
+
+    /// Whether the runs on `node` changed after announcement `seen` (a value read from
+    /// [`Runtime::assignments`] before the node's runs were last read).
+    pub fn node_changed_since(&self, node: i64, seen: u64) -> bool {
+        let marks = self.marks();
+        marks.all > seen || marks.nodes.get(&node).is_some_and(|&at| at > seen)
+    }
+
+    fn marks(&self) -> std::sync::MutexGuard<'_, Marks> {
+        self.inner
+            .marks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Runs the decision loop until the process ends. The leader passes on every wake-up, at the
@@ -257,7 +307,7 @@ impl Runtime {
                     if assign != seen_assign {
                         seen_assign = assign;
                         if !runtime.is_leader() {
-                            runtime.announce();
+                            runtime.announce_all_nodes();
                         }
                     }
                     if wake != seen_wake {
@@ -297,6 +347,7 @@ impl Runtime {
             tracing::info!(requests = reshared, "scheduled budget changes applied");
         }
         let mut outcome = PassOutcome::default();
+        let mut nodes = BTreeSet::new();
         let mut settle = scheduler::Settle::new();
         while settle.next_pass() {
             let Some(snapshot) = snapshot::load(&mut tx, config, now).await? else {
@@ -312,6 +363,7 @@ impl Runtime {
             let applied = apply::apply(&mut tx, &snapshot, &decision, now).await?;
             outcome.started += applied.started;
             outcome.stopped += applied.stopped;
+            nodes.extend(applied.nodes);
             settle.applied(&decision);
         }
         if outcome.started + outcome.stopped > 0 {
@@ -331,7 +383,7 @@ impl Runtime {
                 stopped = outcome.stopped,
                 "scheduler pass"
             );
-            self.announce();
+            self.announce_nodes(nodes);
         }
         Ok(outcome)
     }

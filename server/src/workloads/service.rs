@@ -146,7 +146,7 @@ pub async fn cancel(
     let now = now();
     let mut tx = crate::db::begin_write(pool).await?;
     ledger::accrue(&mut tx, now).await?;
-    apply::close_runs(&mut tx, id, "cancelled", now).await?;
+    let nodes = apply::close_runs(&mut tx, id, "cancelled", now).await?;
     repo::leave_run(&mut *tx, id, "cancelled", None, now).await?;
     repo::insert_event(
         &mut *tx,
@@ -159,7 +159,7 @@ pub async fn cancel(
     .await?;
     tx.commit().await?;
     runtime.wake();
-    runtime.announce();
+    runtime.announce_nodes(nodes);
     get(pool, id).await
 }
 
@@ -363,6 +363,9 @@ pub async fn my_projects(pool: &AnyPool, actor: &CurrentUser) -> Result<Vec<Stri
 /// run was still open, the workload ends: succeeded on exit 0, failed otherwise — including when
 /// the agent could not learn the exit status (`None`, said in `note`). Idempotent: a report for
 /// a run the server already ended (preempted, drained, cancelled) only frees its GPUs.
+///
+/// Returns the nodes whose runs the end closed (every node of a multi-node workload; empty when
+/// the workload had already ended): their agents must stop what still runs there.
 pub async fn finished(
     pool: &AnyPool,
     node_id: i64,
@@ -371,7 +374,7 @@ pub async fn finished(
     note: Option<&str>,
     by_agent: bool,
     now: i64,
-) -> Result<bool, ServerError> {
+) -> Result<Vec<i64>, ServerError> {
     let mut tx = crate::db::begin_write(pool).await?;
     let run: Option<(i64, Option<i64>)> = sqlx::query_as(
         "select workload_id, ended_at from workload_run where workload_run_id = $1 and node_id = $2",
@@ -381,12 +384,12 @@ pub async fn finished(
     .fetch_optional(&mut *tx)
     .await?;
     let Some((workload_id, ended_at)) = run else {
-        return Ok(false);
+        return Ok(Vec::new());
     };
     crate::agent::repo::release(&mut *tx, node_id, run_id, now).await?;
     if ended_at.is_some() {
         tx.commit().await?;
-        return Ok(false);
+        return Ok(Vec::new());
     }
     // Book demand and usage up to now while the workload still counts as running.
     ledger::accrue(&mut tx, now).await?;
@@ -405,7 +408,7 @@ pub async fn finished(
         } else {
             ("failed", "failed")
         };
-        apply::close_runs(&mut tx, workload_id, "killed", now).await?;
+        let nodes = apply::close_runs(&mut tx, workload_id, "killed", now).await?;
         repo::leave_run(&mut *tx, workload_id, state, exit_code, now).await?;
         repo::insert_event(
             &mut *tx,
@@ -417,7 +420,7 @@ pub async fn finished(
         )
         .await?;
         tx.commit().await?;
-        return Ok(true);
+        return Ok(nodes);
     }
     if let Some(note) = note {
         append_output(
@@ -432,7 +435,7 @@ pub async fn finished(
     } else {
         ("failed", "failed")
     };
-    apply::close_runs(&mut tx, workload_id, kind, now).await?;
+    let nodes = apply::close_runs(&mut tx, workload_id, kind, now).await?;
     repo::leave_run(&mut *tx, workload_id, state, exit_code, now).await?;
     repo::insert_event(
         &mut *tx,
@@ -444,7 +447,7 @@ pub async fn finished(
     )
     .await?;
     tx.commit().await?;
-    Ok(true)
+    Ok(nodes)
 }
 
 /// Appends output to the workload's log, keeping its last MiB.

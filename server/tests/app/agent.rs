@@ -664,3 +664,53 @@ async fn the_nodes_page_says_why_a_node_is_unhealthy_and_since_when() {
     assert!(page.body.contains("Xid 79: GPU has fallen off the bus"));
     assert!(page.body.contains("health-unhealthy"));
 }
+
+#[tokio::test]
+async fn when_one_node_of_a_multi_node_workload_exits_the_other_nodes_agent_is_told_to_stop_at_once(
+) {
+    // Agents' syncs are held up to a third of the heartbeat deadline: 20 s here, so only an
+    // announcement that names the other node answers its held sync in time.
+    let config = server::runtime::config::RuntimeConfig {
+        heartbeat_deadline: 60,
+        ..fast_config()
+    };
+    let mut live = Live::start_with(config).await;
+    live.add_agent("n1", 2).await;
+    live.add_agent("n2", 2).await;
+    let files = tempfile::tempdir().unwrap();
+    let (first, second) = (files.path().join("first"), files.path().join("second"));
+    // Both parts run the command: the first to start fails once the other has started too; the
+    // other would run for 10 minutes.
+    let command = format!(
+        "if mkdir {first}; then while [ ! -e {second} ]; do sleep 0.1; done; exit 3; \
+         else touch {second}; exec sleep 600; fi",
+        first = first.display(),
+        second = second.display()
+    );
+    let id = live
+        .submit("ada", job("ai/olmo", "pair", &command, 4, 900, false))
+        .await;
+    let failed = live.wait_for_state(id, "failed").await;
+    assert_eq!(failed["exit_code"], 3, "{}", failed["events"]);
+    let ended = Instant::now();
+    loop {
+        let open: i64 = sqlx::query_scalar(
+            "select count(*) from workload_run where workload_id = $1 and released_at is null",
+        )
+        .bind(id)
+        .fetch_one(&live.app.pool)
+        .await
+        .unwrap();
+        if open == 0 {
+            break;
+        }
+        assert!(
+            ended.elapsed() < Duration::from_secs(5),
+            "the other node still runs its part {:?} after the workload failed",
+            ended.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let runs = runs_of(&live, id).await;
+    assert_eq!(runs, 2, "one run on each node");
+}

@@ -15,6 +15,7 @@ use std::{
 use tokio::process::Command;
 
 use crate::support::{fake_site, free_port, TestDb};
+use server::loadtest::measure::Summary;
 
 const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
 const SESSIONS: usize = 200;
@@ -92,15 +93,8 @@ async fn two_hundred_sessions_loading_every_kind_of_page_all_get_answers_and_no_
                 .send()
                 .await
                 .unwrap_or_else(|error| panic!("signing {name} in: {error}"));
-            let cookie = response
-                .headers()
-                .get_all("set-cookie")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .find(|v| v.starts_with("hourglass_session="))
-                .and_then(|v| v.split(';').next())
-                .unwrap_or_else(|| panic!("{name} got a session: {}", response.status()))
-                .to_string();
+            let cookie = server::auth::session::session_cookie(response.headers())
+                .unwrap_or_else(|| panic!("{name} got a session: {}", response.status()));
             (cookie, role)
         })
     });
@@ -178,29 +172,44 @@ async fn two_hundred_sessions_loading_every_kind_of_page_all_get_answers_and_no_
     }
     let elapsed = started.elapsed();
     let oldest = watcher.await.unwrap();
-    server.start_kill().unwrap();
+    let demo_runs = format!("hourglass-demo-{port}/");
+    eprintln!(
+        "demo run processes before the stop: {:?}",
+        processes_with_env(&demo_runs)
+    );
+    // A graceful stop, as an operator's: the server exits, and the demo's agents end their runs
+    // first, so no demo job outlives it.
+    let pid = nix::unistd::Pid::from_raw(server.id().expect("the server runs") as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(60), server.wait())
+        .await
+        .expect("serve --demo stops within a minute of SIGTERM")
+        .unwrap();
+    assert!(status.success(), "serve --demo exited with {status}");
+    let survivors = processes_with_env(&demo_runs);
+    assert!(
+        survivors.is_empty(),
+        "demo runs outlived the server: processes {survivors:?}"
+    );
 
     let by_page: Vec<(&str, Duration)> = latencies.lock().unwrap().clone();
     let mut pages: Vec<&str> = by_page.iter().map(|(path, _)| *path).collect();
     pages.sort();
     pages.dedup();
     for page in pages {
-        let mut these: Vec<Duration> = by_page
-            .iter()
-            .filter(|(path, _)| *path == page)
-            .map(|(_, t)| *t)
-            .collect();
-        these.sort();
+        let these = Summary::of(
+            by_page
+                .iter()
+                .filter(|(path, _)| *path == page)
+                .map(|(_, t)| *t)
+                .collect(),
+        );
         eprintln!(
             "  {page:<16} {:>6} loads  p50 {:>6.0} ms  p99 {:>6.0} ms",
-            these.len(),
-            percentile(&these, 0.50),
-            percentile(&these, 0.99)
+            these.count, these.p50_ms, these.p99_ms
         );
     }
-    let mut latencies: Vec<Duration> = by_page.iter().map(|(_, t)| *t).collect();
-    latencies.sort();
-    let pick = |p: f64| percentile(&latencies, p);
+    let all = Summary::of(by_page.iter().map(|(_, t)| *t).collect());
     eprintln!(
         "load ({}): {} pages in {:.0} s ({:.1}/s) by {SESSIONS} sessions, p50 {:.0} ms, \
          p99 {:.0} ms, max {:.0} ms; oldest agent heartbeat {oldest} s",
@@ -209,23 +218,17 @@ async fn two_hundred_sessions_loading_every_kind_of_page_all_get_answers_and_no_
         } else {
             "SQLite"
         },
-        latencies.len(),
+        all.count,
         elapsed.as_secs_f64(),
-        latencies.len() as f64 / elapsed.as_secs_f64(),
-        pick(0.50),
-        pick(0.99),
-        pick(1.0),
+        all.count as f64 / elapsed.as_secs_f64(),
+        all.p50_ms,
+        all.p99_ms,
+        all.max_ms,
     );
     assert!(
-        latencies.len() >= SESSIONS,
+        all.count >= SESSIONS,
         "every session loaded at least one page"
     );
-}
-
-/// The `p` quantile of sorted `latencies`, in milliseconds.
-fn percentile(latencies: &[Duration], p: f64) -> f64 {
-    let n = latencies.len();
-    latencies[((p * n as f64).ceil() as usize).clamp(1, n) - 1].as_secs_f64() * 1e3
 }
 
 /// `hourglass loadtest` at a small size: 64 simulated nodes speaking the agent protocol over
@@ -287,4 +290,18 @@ async fn the_load_harness_runs_64_nodes_with_submissions_and_readers_without_a_f
         !empty_again.status.success() && refused.contains("give it an empty database"),
         "a database with people is refused: {refused}"
     );
+}
+
+/// The processes whose environment mentions `needle` (a zombie's is empty).
+fn processes_with_env(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|entry| {
+            std::fs::read(entry.path().join("environ"))
+                .is_ok_and(|env| String::from_utf8_lossy(&env).contains(needle))
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
 }

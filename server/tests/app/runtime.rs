@@ -184,3 +184,20 @@ async fn the_ledger_books_owed_time_as_the_funded_rate_capped_by_demand() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_announcement_concerns_only_the_nodes_it_names_so_other_agents_held_syncs_stay_asleep() {
+    let app = crate::support::TestApp::new().await;
+    let runtime = server::runtime::Runtime::new(app.pool.clone(), Default::default());
+    let seen = *runtime.assignments().borrow();
+    runtime.announce();
+    assert!(!runtime.node_changed_since(1, seen) && !runtime.node_changed_since(2, seen));
+    runtime.announce_nodes([1]);
+    assert!(runtime.node_changed_since(1, seen));
+    assert!(!runtime.node_changed_since(2, seen));
+    let later = *runtime.assignments().borrow();
+    assert!(later > seen, "pages follow every announcement");
+    assert!(!runtime.node_changed_since(1, later));
+    runtime.announce_all_nodes();
+    assert!(runtime.node_changed_since(1, later) && runtime.node_changed_since(2, later));
+}
