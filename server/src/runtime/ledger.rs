@@ -5,6 +5,7 @@
 use crate::{budget::snapshot as tree_snapshot, nodes::repo as node_repo, ServerError};
 use scheduler::HOUR;
 use sqlx::{AnyConnection, FromRow};
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy)]
 pub enum Column {
@@ -45,18 +46,30 @@ pub async fn book(
     to: i64,
 ) -> Result<(), ServerError> {
     crate::reports::rollup::invalidate(db, from, to).await?;
-    let column = column.name();
     for (hour, seconds) in split_hours(from, to) {
-        sqlx::query(&format!(
-            "insert into usage_hour (budget_node_id, hour, {column}) values ($1, $2, $3)
-             on conflict (budget_node_id, hour) do update set {column} = usage_hour.{column} + excluded.{column}"
-        ))
-        .bind(leaf)
-        .bind(hour)
-        .bind(gpus * seconds as f64)
-        .execute(&mut *db)
-        .await?;
+        add(db, leaf, column, hour, gpus * seconds as f64).await?;
     }
+    Ok(())
+}
+
+/// Adds GPU-seconds to one leaf's hour (the caller invalidates the rollups it touches).
+async fn add(
+    db: &mut AnyConnection,
+    leaf: i64,
+    column: Column,
+    hour: i64,
+    gpu_s: f64,
+) -> Result<(), ServerError> {
+    let column = column.name();
+    sqlx::query(&format!(
+        "insert into usage_hour (budget_node_id, hour, {column}) values ($1, $2, $3)
+         on conflict (budget_node_id, hour) do update set {column} = usage_hour.{column} + excluded.{column}"
+    ))
+    .bind(leaf)
+    .bind(hour)
+    .bind(gpu_s)
+    .execute(&mut *db)
+    .await?;
     Ok(())
 }
 
@@ -117,39 +130,25 @@ async fn charge(db: &mut AnyConnection, run: &RunToCharge, now: i64) -> Result<(
 }
 
 /// Books everything up to `now`: every open run, the allocated demand of each leaf, and the
-/// healthy capacity.
+/// healthy capacity. The runtime calls it once per pass, inside the pass's write transaction (write
+/// transactions run one at a time), with a number of statements that grows with the leaves and
+/// hours booked, not with the runs: at a few thousand runs, one statement per run made every pass
+/// (and, when submissions booked too, every submission) slow.
 pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
-    let runs: Vec<RunToCharge> = sqlx::query_as(
-        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
-         from workload_run r join workload w on w.workload_id = r.workload_id where r.ended_at is null",
-    )
-    .fetch_all(&mut *db)
-    .await?;
-    for run in &runs {
-        charge(db, run, now).await?;
-    }
-
+    charge_open_runs(db, now).await?;
     let through: Option<i64> =
         sqlx::query_scalar("select through from ledger_cursor where name = 'demand'")
             .fetch_optional(&mut *db)
             .await?;
     let from = through.unwrap_or(now);
     if now > from {
-        let demand: Vec<(i64, i64)> = sqlx::query_as(
-            "select budget_node_id, cast(sum(gpus) as bigint) from workload
-             where state in ('queued', 'running') and min_runtime_s > 0 group by budget_node_id order by budget_node_id",
-        )
-        .fetch_all(&mut *db)
-        .await?;
+        book_demand(db, from, now).await?;
         let healthy: f64 = node_repo::list_nodes(&mut *db)
             .await?
             .iter()
             .filter(|n| n.health() == "healthy")
             .map(|n| n.gpu_count as f64)
             .sum();
-        for (leaf, gpus) in demand {
-            book(db, leaf, Column::Demand, gpus as f64, from, now).await?;
-        }
         for (hour, seconds) in split_hours(from, now) {
             sqlx::query(
                 "insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2)
@@ -170,6 +169,88 @@ pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError>
     .bind(now.max(from))
     .execute(&mut *db)
     .await?;
+    Ok(())
+}
+
+/// Charges every open run up to `now`: the GPU-seconds summed per leaf and hour, one upsert each,
+/// then every run's cursor moved to `now` in one statement.
+async fn charge_open_runs(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
+    let runs: Vec<RunToCharge> = sqlx::query_as(
+        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
+         from workload_run r join workload w on w.workload_id = r.workload_id
+         where r.ended_at is null and r.charged_through < $1",
+    )
+    .bind(now)
+    .fetch_all(&mut *db)
+    .await?;
+    let Some(earliest) = runs.iter().map(|r| r.charged_through).min() else {
+        return Ok(());
+    };
+    let mut sums: BTreeMap<(i64, bool, i64), f64> = BTreeMap::new();
+    for run in &runs {
+        for (hour, seconds) in split_hours(run.charged_through, now) {
+            *sums
+                .entry((run.budget_node_id, run.allocated, hour))
+                .or_default() += run.gpus as f64 * seconds as f64;
+        }
+    }
+    crate::reports::rollup::invalidate(db, earliest, now).await?;
+    for ((leaf, allocated, hour), gpu_s) in sums {
+        let column = if allocated {
+            Column::Charged
+        } else {
+            Column::Unallocated
+        };
+        add(db, leaf, column, hour, gpu_s).await?;
+    }
+    // Exactly the runs read above: write transactions run one at a time, so none opened, ended or
+    // was charged in between.
+    sqlx::query(
+        "update workload_run set charged_through = $1 where ended_at is null and charged_through < $1",
+    )
+    .bind(now)
+    .execute(&mut *db)
+    .await?;
+    Ok(())
+}
+
+/// Books each leaf's allocated demand over `[from, to)` (DESIGN §5: the GPUs of its allocated
+/// workloads queued or running), hour by hour, from the workloads' own times: each counts from its
+/// submission until it ended, so a submission, a cancel or an end between two passes is booked
+/// to the second without booking anything when it happens.
+async fn book_demand(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), ServerError> {
+    for (hour, seconds) in split_hours(from, to) {
+        let a = hour.max(from);
+        let b = a + seconds;
+        // `gpus × (min(end, b) − max(submitted, a))` over the workloads alive at some point of
+        // [a, b): those still queued or running (no end yet), and those that ended after `a`.
+        let overlap =
+            "gpus * ((case when ended_at is null or ended_at > $2 then $2 else ended_at end)
+                              - (case when submitted_at > $1 then submitted_at else $1 end))";
+        let mut demand: BTreeMap<i64, i64> = BTreeMap::new();
+        for filter in [
+            "state in ('queued', 'running')",
+            "ended_at > $1 and state not in ('queued', 'running')",
+        ] {
+            let rows: Vec<(i64, i64)> = sqlx::query_as(&format!(
+                "select budget_node_id, cast(sum({overlap}) as bigint) from workload
+                 where {filter} and min_runtime_s > 0 and submitted_at < $2
+                 group by budget_node_id order by budget_node_id"
+            ))
+            .bind(a)
+            .bind(b)
+            .fetch_all(&mut *db)
+            .await?;
+            for (leaf, gpu_s) in rows {
+                *demand.entry(leaf).or_default() += gpu_s;
+            }
+        }
+        for (leaf, gpu_s) in demand {
+            if gpu_s > 0 {
+                add(db, leaf, Column::Demand, hour, gpu_s as f64).await?;
+            }
+        }
+    }
     Ok(())
 }
 

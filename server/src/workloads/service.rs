@@ -7,7 +7,7 @@ use super::{
 use crate::{
     budget::repo as budget_repo,
     db::Flag,
-    runtime::{apply, ledger, snapshot, Runtime},
+    runtime::{apply, snapshot, Runtime},
     users::service::now,
     ServerError,
 };
@@ -69,8 +69,6 @@ pub async fn submit(
     check_fits(pool, new.gpus).await?;
     let now = now();
     let mut tx = crate::db::begin_write(pool).await?;
-    // Book demand up to now before this workload adds to it.
-    ledger::accrue(&mut tx, now).await?;
     let id = repo::insert_workload(
         &mut *tx,
         actor.id,
@@ -145,7 +143,6 @@ pub async fn cancel(
     }
     let now = now();
     let mut tx = crate::db::begin_write(pool).await?;
-    ledger::accrue(&mut tx, now).await?;
     let nodes = apply::close_runs(&mut tx, id, "cancelled", now).await?;
     repo::leave_run(&mut *tx, id, "cancelled", None, now).await?;
     repo::insert_event(
@@ -391,8 +388,6 @@ pub async fn finished(
         tx.commit().await?;
         return Ok(Vec::new());
     }
-    // Book demand and usage up to now while the workload still counts as running.
-    ledger::accrue(&mut tx, now).await?;
     if by_agent {
         // The node's agent stopped it (shutting down, or cut off from the server): the job did not
         // fail; it goes back to the queue if it can resume, like work on a node that went down.

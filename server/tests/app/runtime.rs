@@ -201,3 +201,72 @@ async fn an_announcement_concerns_only_the_nodes_it_names_so_other_agents_held_s
     runtime.announce_all_nodes();
     assert!(runtime.node_changed_since(1, later) && runtime.node_changed_since(2, later));
 }
+
+#[tokio::test]
+async fn demand_counts_each_workload_from_its_submission_to_its_end_to_the_second() {
+    use server::budget::{import::import_org, org_file::OrgFile};
+    let app = crate::support::TestApp::new().await;
+    for name in ["root", "pat", "ada", "bob"] {
+        app.create_user(name, "researcher", "long enough 1").await;
+    }
+    let t = 1_000 * scheduler::HOUR;
+    import_org(
+        &app.pool,
+        &OrgFile::parse(crate::live::ORG).unwrap(),
+        t - 10,
+    )
+    .await
+    .unwrap();
+    let accrue = |at: i64| {
+        let pool = app.pool.clone();
+        async move {
+            let mut tx = server::db::begin_write(&pool).await.unwrap();
+            server::runtime::ledger::accrue(&mut tx, at).await.unwrap();
+            tx.commit().await.unwrap();
+        }
+    };
+    accrue(t).await;
+    // Between two bookings: 4 GPUs submitted at t+100 and still queued, 2 GPUs submitted at
+    // t+200 and cancelled at t+500, and free work (not demand).
+    for (gpus, min_runtime, state, submitted, ended) in [
+        (4, 900, "queued", t + 100, None),
+        (2, 900, "cancelled", t + 200, Some(t + 500)),
+        (1, 0, "queued", t + 300, None),
+    ] {
+        sqlx::query(
+            "insert into workload (user_id, budget_node_id, name, command, gpus, min_runtime_s, resumable,
+                                   priority, state, submitted_at, queued_at, ended_at)
+             select u.user_id, b.budget_node_id, 'w', 'true', $1, $2, 1, 0, $3, $4, $4, $5
+             from \"user\" u, budget_node b where u.username = 'ada' and b.path = 'ai/olmo'",
+        )
+        .bind(gpus)
+        .bind(min_runtime)
+        .bind(state)
+        .bind(submitted)
+        .bind(ended)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    let demand = |hour: i64| {
+        let pool = app.pool.clone();
+        async move {
+            let demand: f64 = sqlx::query_scalar(
+                "select coalesce(sum(u.demand_gpu_s), 0.0) from usage_hour u
+                 join budget_node b on b.budget_node_id = u.budget_node_id
+                 where b.path = 'ai/olmo' and u.hour = $1",
+            )
+            .bind(hour)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            demand
+        }
+    };
+    accrue(t + 1_000).await;
+    assert_eq!(demand(t).await, 4.0 * 900.0 + 2.0 * 300.0);
+    // Across an hour boundary: each hour gets its own part.
+    accrue(t + scheduler::HOUR + 100).await;
+    assert_eq!(demand(t).await, 4.0 * 3_500.0 + 2.0 * 300.0);
+    assert_eq!(demand(t + scheduler::HOUR).await, 4.0 * 100.0);
+}
