@@ -54,7 +54,14 @@ pub(crate) fn fair_share(
         0
     };
     let debug_running = pool.debug_gpus;
+    // The headroom never exceeds the lane's own share (without its one-workload floor): a
+    // cluster too small for a tenth to hold a GPU keeps none.
+    let headroom = ((fast_lane * f64::from(schedulable)).floor() as u32)
+        .saturating_sub(debug_running)
+        .min(engine.config().headroom_gpus);
     let mut pass = Pass {
+        headroom,
+        held_by_headroom: false,
         reserve_cap: (engine.config().max_reserved_fraction * f64::from(schedulable)).floor()
             as u32,
         lane_room: lane_cap.saturating_sub(debug_running),
@@ -104,6 +111,10 @@ struct Group {
 }
 
 struct Pass<'a> {
+    /// GPUs other allocated work must leave within the fast lane's reach (DESIGN §4.11).
+    headroom: u32,
+    /// Some workload waits only for the headroom: it grows when resumable work's protection ends.
+    held_by_headroom: bool,
     /// GPUs reservations may hold together (beyond the first).
     reserve_cap: u32,
     /// GPUs debug work may still take through the fast lane in this pass.
@@ -370,6 +381,38 @@ impl Pass<'_> {
             || (w.resumable && self.now + w.min_runtime <= held.at)
     }
 
+    /// Whether starting `w` as `choice` would leave the fast lane less than its headroom. Debug
+    /// work is never held back. Other allocated work takes out of the lane's reach every GPU it
+    /// gets except those of non-resumable victims (which the lane could not have taken).
+    fn takes_headroom(&self, w: &WorkloadSpec, choice: &Choice) -> bool {
+        if self.headroom == 0 || w.is_debug() {
+            return false;
+        }
+        let outside: u32 = choice
+            .victims
+            .iter()
+            .map(|&v| &self.pool.runs[v as usize])
+            .filter(|r| r.spec.is_allocated() && !r.spec.resumable)
+            .map(|r| r.usable_gpus)
+            .sum();
+        let taken = w.gpus.saturating_sub(outside);
+        self.pool.lane_reach() < self.headroom + taken
+    }
+
+    /// Notes that `w` could start but for the headroom.
+    fn held_back(&mut self, w: &WorkloadSpec, group: &mut Group) {
+        self.held_by_headroom = true;
+        if !group.noted {
+            group.noted = true;
+            self.note_blocked(&group.eligible);
+        }
+        if self.watch == Some(w.id) {
+            self.watched = Some(WaitReason::Headroom {
+                kept_gpus: self.headroom,
+            });
+        }
+    }
+
     fn try_allocated(&mut self, q: u32, group: &mut Group) {
         let w = self.queued[q as usize];
         let key = QueueKey::fair_share(&w, group.rank);
@@ -420,6 +463,11 @@ impl Pass<'_> {
         };
         self.nodes = nodes;
         let found = match choice {
+            Ok(choice) if self.takes_headroom(&w, &choice) => {
+                // A placement exists: nothing to record as a failed search.
+                self.held_back(&w, group);
+                return;
+            }
             Ok(choice) => {
                 self.start(q, group.rank, choice, &group.eligible, None);
                 return;
@@ -474,7 +522,12 @@ impl Pass<'_> {
                     || (r.spec.resumable && QueueKey::fair_share(&r.spec, r.rank) > key))
         };
         let victim = |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && behind(r));
-        let choice = self.find_idle_then_preempting(&w, key, &victim);
+        let mut choice = self.find_idle_then_preempting(&w, key, &victim);
+        if choice.as_ref().is_some_and(|c| self.takes_headroom(&w, c)) {
+            // Held back by the headroom, a gang still reserves: its hosts come to it in time.
+            choice = None;
+            self.held_by_headroom = true;
+        }
         if let Some(choice) = choice {
             self.start(
                 q,
@@ -640,6 +693,16 @@ impl Pass<'_> {
                 .runs
                 .iter()
                 .filter(|r| r.alive && self.wake_for[r.rank as usize])
+                .filter_map(|r| r.protected_until.filter(|&t| t > self.now))
+                .min();
+            self.wake_at(soonest);
+        }
+        if self.held_by_headroom {
+            let soonest = self
+                .pool
+                .runs
+                .iter()
+                .filter(|r| r.alive && r.spec.is_allocated() && r.spec.resumable)
                 .filter_map(|r| r.protected_until.filter(|&t| t > self.now))
                 .min();
             self.wake_at(soonest);

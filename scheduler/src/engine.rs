@@ -42,6 +42,12 @@ pub struct Config {
     /// at most this fraction of the schedulable GPUs (and at least room for one debug workload of
     /// the largest size). 0 disables the lane.
     pub fast_lane: f64,
+    /// The lane's headroom (DESIGN §4.11): other allocated work starts only while at least this
+    /// many GPUs stay idle, free or held by unprotected resumable work (what debug work can take
+    /// at once), so a cluster just filled with protected work still starts the next debug
+    /// workload now. Never more than the lane's room (so 0 on a cluster whose lane share is under
+    /// one GPU, and shrinking as debug work fills the lane). 0 disables it.
+    pub headroom_gpus: u32,
 }
 
 impl Default for Config {
@@ -53,6 +59,7 @@ impl Default for Config {
             max_reservations: 4,
             max_reserved_fraction: 0.5,
             fast_lane: 0.1,
+            headroom_gpus: crate::snapshot::DEBUG_MAX_GPUS,
         }
     }
 }

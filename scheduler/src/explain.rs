@@ -60,6 +60,9 @@ pub enum WaitReason {
     },
     /// Unallocated work takes only idle GPUs, after all allocated work.
     IdleOnly { idle_gpus: u32 },
+    /// It would start, but only by taking the fast lane's headroom (DESIGN §4.11): these GPUs are
+    /// kept idle, free or held by preemptible work so that short debug work starts at once.
+    Headroom { kept_gpus: u32 },
     /// It fits only on hosts that take no new work (cordoned, unhealthy or down).
     HostsOutOfService { nodes: Vec<NodeId> },
     /// It asks for more GPUs than any placement on this cluster can give.

@@ -19,6 +19,11 @@
 //! The cheapest set of victims is chosen (free work first, non-resumable work last, least progress
 //! lost), and every preemption carries a [`PreemptReason`].
 //!
+//! Debug work (DESIGN §4.11) goes first through a fast lane capped at a share of the cluster, and
+//! may preempt unprotected resumable work of any leaf. The lane keeps a headroom: other allocated
+//! work starts only while room for one more debug workload stays idle, free or preemptible, so a
+//! cluster just filled with protected work still starts the next debug workload at once.
+//!
 //! Placement is best fit on one host, or whole hosts for larger workloads. A workload near the head
 //! of the queue that cannot start reserves the GPUs that will be free or preemptible by it soonest
 //! (the engine knows when every protection ends); other work starts there only if it will be

@@ -173,6 +173,8 @@ pub(crate) struct Pool {
     pub free_work_gpus: u32,
     /// Live, unprotected, allocated GPUs on schedulable hosts, by leaf rank.
     pub unprotected_by_rank: Vec<u32>,
+    /// Of those, the resumable ones: with idle GPUs and free work, what the fast lane can take.
+    pub unprotected_resumable_gpus: u32,
     /// Live GPUs the baseline may preempt (not `baseline_protected`) on schedulable hosts.
     pub baseline_preemptible_gpus: u32,
     may_be_victim: fn(&Run, Time) -> bool,
@@ -243,6 +245,7 @@ impl Pool {
             whole_idle_gpus: 0,
             free_work_gpus: 0,
             unprotected_by_rank: vec![0; ranks.max(1)],
+            unprotected_resumable_gpus: 0,
             baseline_preemptible_gpus: 0,
             may_be_victim,
             changes: 0,
@@ -362,6 +365,9 @@ impl Pool {
         } else if !r.is_protected(self.now) {
             let rank = r.rank as usize;
             apply(&mut self.unprotected_by_rank[rank]);
+            if r.spec.resumable {
+                apply(&mut self.unprotected_resumable_gpus);
+            }
         }
         if !r.baseline_protected {
             apply(&mut self.baseline_preemptible_gpus);
@@ -392,6 +398,11 @@ impl Pool {
             max_idle: self.max_idle(),
             whole_idle: self.whole_idle_gpus,
         }
+    }
+
+    /// GPUs debug work could take at once: idle, free work, unprotected resumable work.
+    pub(crate) fn lane_reach(&self) -> u32 {
+        self.idle_total + self.free_work_gpus + self.unprotected_resumable_gpus
     }
 
     /// GPUs on hosts that take new work.

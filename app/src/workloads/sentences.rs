@@ -137,6 +137,10 @@ pub fn waiting_for(value: &Value) -> String {
             }
             text
         }
+        Some("headroom") => format!(
+            "It would start now, but only on the last {} GPUs that short debug work can take at once; they are kept for it, and it starts when more work finishes or passes its minimum runtime.",
+            value["kept_gpus"]
+        ),
         Some("idle-only") => format!(
             "It runs for free (minimum runtime 0), so it takes only idle GPUs after all funded work; {} are idle.",
             value["idle_gpus"]
@@ -182,6 +186,15 @@ mod tests {
         );
         assert!(
             text.ends_with("back to the queue with its progress."),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_workload_held_back_by_the_debug_headroom_says_so_and_for_how_many_gpus() {
+        let text = waiting_for(&json!({ "kind": "headroom", "kept_gpus": 8 }));
+        assert!(
+            text.contains("the last 8 GPUs that short debug work can take at once"),
             "{text}"
         );
     }

@@ -131,3 +131,58 @@ fn on_a_cluster_too_small_for_a_tenth_to_hold_one_the_lane_still_takes_one_debug
     assert_eq!(preempt_rules(&decision), [(old, PreemptRule::FastLane)]);
     assert_eq!(starts(&decision)[0].0, debug);
 }
+
+#[test]
+fn a_cluster_filled_with_protected_work_keeps_one_debug_workloads_room_and_debug_starts_at_once() {
+    // 11 hosts of 8: the lane's tenth is 8 GPUs, the headroom one host.
+    let mut w = World::new(TWO_TEAMS, 11, 8);
+    let training: Vec<WorkloadId> = (0..11).map(|_| w.submit("a", 8, 4 * HOUR)).collect();
+    let first = w.step();
+    assert_eq!(
+        starts(&first).len(),
+        10,
+        "the eleventh would take the last 8 GPUs debug work could have"
+    );
+    let held = training[10];
+    match w.explain(held).waiting_for {
+        WaitReason::Headroom { kept_gpus } => assert_eq!(kept_gpus, 8),
+        other => panic!("held back by the headroom, not {other:?}"),
+    }
+    assert!(
+        first.next_wake.is_some(),
+        "it is woken when protected resumable work becomes preemptible"
+    );
+    // A debug workload of the other team starts at once, though every other GPU is protected.
+    let debug = w.submit("b", 2, 10 * 60);
+    let second = w.step();
+    let started: Vec<WorkloadId> = starts(&second).iter().map(|s| s.0).collect();
+    assert_eq!(started, [debug]);
+    assert!(preempted(&second).is_empty());
+
+    // Without a headroom (or without the lane) all eleven start, and debug work waits.
+    for config in [
+        Config {
+            headroom_gpus: 0,
+            ..Config::default()
+        },
+        Config {
+            fast_lane: 0.0,
+            ..Config::default()
+        },
+    ] {
+        let mut w = World::with_config(TWO_TEAMS, 11, 8, config);
+        for _ in 0..11 {
+            w.submit("a", 8, 4 * HOUR);
+        }
+        assert_eq!(starts(&w.step()).len(), 11);
+        w.submit("b", 2, 10 * 60);
+        assert!(w.decide().actions.is_empty());
+    }
+}
+
+#[test]
+fn the_headroom_is_none_where_the_lanes_share_is_under_one_gpu() {
+    let mut w = World::new(TWO_TEAMS, 1, 8);
+    w.submit("a", 8, HOUR);
+    assert_eq!(starts(&w.decide()).len(), 1);
+}

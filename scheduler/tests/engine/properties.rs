@@ -385,7 +385,10 @@ proptest! {
     #[test]
     fn an_unallocated_workload_never_blocks_an_allocated_one_that_fits_after_preempting_it(case in case()) {
         for reservations in [0, case.reservations] {
-            let b = build(&case, Policy::FairShare, reservations);
+            let mut b = build(&case, Policy::FairShare, reservations);
+            // The debug headroom holds funded work back from idle GPUs by design (DESIGN §4.11).
+            let config = Config { headroom_gpus: 0, ..*b.engine.config() };
+            b.engine.set_config(config);
             let d = b.engine.decide(&b.state(), 0).expect("valid snapshot");
             let holder = apply(&b, &d)?;
             check_free_work_never_blocks(&b, &d, &holder)?;

@@ -14,8 +14,13 @@ fn free_work(w: &mut World, path: &str, started_at: Time, node: u32, gpus: &[u32
 
 #[test]
 fn a_failed_search_rules_out_only_requests_larger_than_any_host_could_gather() {
-    // Node 0 has 3 idle GPUs, node 1 has 2; everything else is a's own protected work.
-    let mut w = World::new(TWO_TEAMS, 2, 8);
+    // Node 0 has 3 idle GPUs, node 1 has 2; everything else is a's own protected work. (No
+    // debug headroom: it would keep the last idle GPU.)
+    let config = Config {
+        headroom_gpus: 0,
+        ..Config::default()
+    };
+    let mut w = World::with_config(TWO_TEAMS, 2, 8, config);
     w.running("a", HOUR, 0, 0, &[0, 1, 2, 3, 4]);
     w.running("a", HOUR, 0, 1, &[0, 1, 2, 3, 4, 5]);
     let mut ask = |gpus, priority| {

@@ -253,6 +253,9 @@ async fn explain(
         WaitReason::IdleOnly { idle_gpus } => {
             json!({ "kind": "idle-only", "idle_gpus": idle_gpus })
         }
+        WaitReason::Headroom { kept_gpus } => {
+            json!({ "kind": "headroom", "kept_gpus": kept_gpus })
+        }
         WaitReason::HostsOutOfService { nodes } => json!({
             "kind": "hosts-out-of-service",
             "nodes": nodes.iter().map(|n| snap.node_row(*n).name.clone()).collect::<Vec<_>>()
