@@ -59,8 +59,9 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         .map_err(|error| ServerError::Config(format!("cannot listen on {}: {error}", args.addr)))?;
     let addr = listener.local_addr()?;
     let demo_agents = if args.demo {
+        let agents = crate::demo::start_agents(&pool, addr).await?;
         crate::demo::trickle::spawn(pool.clone(), runtime.clone(), Duration::from_secs(15));
-        crate::demo::start_agents(&pool, addr).await?
+        agents
     } else {
         Vec::new()
     };

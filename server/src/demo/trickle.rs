@@ -36,9 +36,20 @@ impl Rng {
     }
 }
 
-/// Submits a workload every `every` until the process ends.
+/// Submits a workload every `every` until the process ends, the first as soon as a demo node has
+/// connected (before that, a submission is refused: nothing could run).
 pub fn spawn(pool: AnyPool, runtime: Runtime, every: Duration) {
     tokio::spawn(async move {
+        for _ in 0..600 {
+            let connected: Result<i64, _> =
+                sqlx::query_scalar("select count(*) from node where gpu_count > 0")
+                    .fetch_one(&pool)
+                    .await;
+            if connected.is_ok_and(|n| n > 0) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let mut rng = Rng(service::now() as u64 | 1);
         let mut n = 0u64;
         loop {

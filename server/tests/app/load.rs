@@ -103,8 +103,27 @@ async fn two_hundred_sessions_loading_every_kind_of_page_all_get_answers_and_no_
         sessions.push(sign_in.await.unwrap());
     }
 
-    // The demo's agents' heartbeats, watched from the database every second.
+    // The pages include `/workloads/1`: wait for the demo's first workload (its trickle submits
+    // one as soon as a node has connected), or every load of that page would be a 404.
     let pool = server::db::connect(&test_db.url).await.unwrap();
+    let mut first_workload = false;
+    for _ in 0..300 {
+        let count: i64 = sqlx::query_scalar("select count(*) from workload where workload_id = 1")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        if count == 1 {
+            first_workload = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        first_workload,
+        "the demo submitted its first workload within 30 s"
+    );
+
+    // The demo's agents' heartbeats, watched from the database every second.
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let watcher = tokio::spawn(async move {
         let mut oldest = 0_i64;
