@@ -1,46 +1,137 @@
-//! The Queue page's list, shared by everyone who looks at it until something changes.
+//! What the pages compute from the whole queue — the Queue page's list and the snapshot behind
+//! every "why does it wait" — shared by everyone who looks until something changes.
+//!
+//! A request is served a result computed after it arrived (so it reflects every change committed
+//! before it asked) and at most [`MAX_AGE`] old. Concurrent requests share one computation: while
+//! one computes, the others wait for it, and every request that arrived before it began takes its
+//! result. Under a steady stream of submissions (each one a change) this computes about once per
+//! computation's duration, however many people are looking, instead of once per look.
 
+use super::snapshot::Snapshot;
 use app::workloads::QueueRow;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The longest a computed queue is shown without recomputing it.
+/// The longest a computed result is shown without recomputing it.
 pub const MAX_AGE: Duration = Duration::from_secs(1);
 
-/// A computed list: its generation, when it was computed, the rows.
-type Computed = (u64, Instant, Arc<Vec<QueueRow>>);
-
-#[derive(Default)]
-pub struct QueueCache {
-    /// Bumped on every change; a list computed under an older generation is not stored.
-    generation: AtomicU64,
-    rows: Mutex<Option<Computed>>,
+/// One shared result: the generation it was computed under, when, and the value.
+pub struct Shared<T> {
+    value: Mutex<Option<(u64, Instant, Arc<T>)>>,
     /// Held while one request computes, so concurrent requests share its result.
-    pub computing: tokio::sync::Mutex<()>,
+    computing: tokio::sync::Mutex<()>,
 }
 
-impl QueueCache {
-    pub fn fresh(&self) -> Option<Arc<Vec<QueueRow>>> {
-        let generation = self.generation();
-        let rows = self.rows.lock().unwrap_or_else(|p| p.into_inner());
-        match &*rows {
-            Some((g, at, rows)) if *g == generation && at.elapsed() < MAX_AGE => Some(rows.clone()),
+impl<T> Default for Shared<T> {
+    fn default() -> Self {
+        Shared {
+            value: Mutex::new(None),
+            computing: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl<T> Shared<T> {
+    /// The stored value if it was computed at generation `since` or later, and is young enough.
+    fn fresh(&self, since: u64) -> Option<Arc<T>> {
+        let value = self.value.lock().unwrap_or_else(|p| p.into_inner());
+        match &*value {
+            Some((g, at, value)) if *g >= since && at.elapsed() < MAX_AGE => Some(value.clone()),
             _ => None,
         }
     }
 
+    fn store(&self, generation: u64, value: Arc<T>) {
+        *self.value.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((generation, Instant::now(), value));
+    }
+}
+
+#[derive(Default)]
+pub struct QueueCache {
+    /// Bumped on every change.
+    generation: AtomicU64,
+    pub rows: Shared<Vec<QueueRow>>,
+    /// `None` until a budget tree exists.
+    pub snapshot: Shared<Option<Snapshot>>,
+}
+
+impl QueueCache {
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
-    pub fn store(&self, generation: u64, rows: Arc<Vec<QueueRow>>) {
-        *self.rows.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some((generation, Instant::now(), rows));
-    }
-
-    /// Something changed: the next look computes afresh.
+    /// Something changed: requests from now on need a result computed from now on.
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The value of `shared` for a request that arrived at generation `since`: the stored one if
+    /// it is fresh enough for it, else the result of the computation under way or of a new one.
+    pub async fn get_or_compute<T, E, F>(
+        &self,
+        shared: &Shared<T>,
+        since: u64,
+        compute: impl FnOnce() -> F,
+    ) -> Result<Arc<T>, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        if let Some(value) = shared.fresh(since) {
+            return Ok(value);
+        }
+        let _computing = shared.computing.lock().await;
+        if let Some(value) = shared.fresh(since) {
+            return Ok(value);
+        }
+        let generation = self.generation();
+        let value = Arc::new(compute().await?);
+        shared.store(generation, value.clone());
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[tokio::test]
+    async fn concurrent_looks_share_one_computation_and_a_change_asks_for_a_new_one() {
+        let cache = Arc::new(QueueCache::default());
+        let computed = Arc::new(AtomicUsize::new(0));
+        let look = |cache: Arc<QueueCache>, computed: Arc<AtomicUsize>| async move {
+            let since = cache.generation();
+            cache
+                .get_or_compute(&cache.rows, since, || async {
+                    computed.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Ok::<_, ()>(Vec::new())
+                })
+                .await
+                .unwrap()
+        };
+        let looks: Vec<_> = (0..20)
+            .map(|_| tokio::spawn(look(cache.clone(), computed.clone())))
+            .collect();
+        for l in looks {
+            l.await.unwrap();
+        }
+        assert_eq!(
+            computed.load(Ordering::SeqCst),
+            1,
+            "twenty looks, one computation"
+        );
+        look(cache.clone(), computed.clone()).await;
+        assert_eq!(computed.load(Ordering::SeqCst), 1, "still fresh");
+        cache.invalidate();
+        look(cache.clone(), computed.clone()).await;
+        assert_eq!(
+            computed.load(Ordering::SeqCst),
+            2,
+            "a change since: computed again"
+        );
     }
 }

@@ -208,8 +208,9 @@ async fn explain(
     id: i64,
 ) -> Result<Option<QueueExplanation>, ServerError> {
     let now = now();
-    let mut db = pool.acquire().await?;
-    let Some(snap) = snapshot::load(&mut db, &runtime.config(), now).await? else {
+    let since = runtime.queue_cache().generation();
+    let snap = page_snapshot(pool, runtime, since).await?;
+    let Some(snap) = snap.as_ref() else {
         return Ok(None);
     };
     let explanation = snap
@@ -293,25 +294,39 @@ async fn explain(
 /// or a second has passed; one request computes while the others wait for its result.
 pub async fn queue(pool: &AnyPool, runtime: &Runtime) -> Result<Arc<Vec<QueueRow>>, ServerError> {
     let cache = runtime.queue_cache();
-    if let Some(rows) = cache.fresh() {
-        return Ok(rows);
-    }
-    let _computing = cache.computing.lock().await;
-    if let Some(rows) = cache.fresh() {
-        return Ok(rows);
-    }
-    let generation = cache.generation();
-    let rows = Arc::new(compute_queue(pool, runtime).await?);
-    cache.store(generation, rows.clone());
-    Ok(rows)
+    let since = cache.generation();
+    cache
+        .get_or_compute(&cache.rows, since, || compute_queue(pool, runtime, since))
+        .await
 }
 
-async fn compute_queue(pool: &AnyPool, runtime: &Runtime) -> Result<Vec<QueueRow>, ServerError> {
+/// The snapshot the pages read (the queue's order, why a workload waits): loaded at most once per
+/// change and second, whoever asks (see `queue_cache`). `None` until a budget tree exists.
+async fn page_snapshot(
+    pool: &AnyPool,
+    runtime: &Runtime,
+    since: u64,
+) -> Result<Arc<Option<snapshot::Snapshot>>, ServerError> {
+    let cache = runtime.queue_cache();
+    cache
+        .get_or_compute(&cache.snapshot, since, || async {
+            let mut db = pool.acquire().await?;
+            snapshot::load(&mut db, &runtime.config(), now()).await
+        })
+        .await
+}
+
+async fn compute_queue(
+    pool: &AnyPool,
+    runtime: &Runtime,
+    since: u64,
+) -> Result<Vec<QueueRow>, ServerError> {
     let now = now();
-    let mut db = pool.acquire().await?;
-    let Some(snap) = snapshot::load(&mut db, &runtime.config(), now).await? else {
+    let snap = page_snapshot(pool, runtime, since).await?;
+    let Some(snap) = snap.as_ref() else {
         return Ok(Vec::new());
     };
+    let mut db = pool.acquire().await?;
     let standings = snap.engine.standings(now);
     let mut order: Vec<(bool, u32, i32, i64, i64)> = snap
         .queued
