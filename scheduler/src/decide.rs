@@ -46,17 +46,16 @@ pub(crate) fn fair_share(
     // On a small cluster a tenth may not hold even one debug workload: the lane always has room
     // for the largest one (unless it is off).
     let fast_lane = engine.config().fast_lane;
+    let lane_share = (fast_lane * f64::from(schedulable)).floor() as u32;
     let lane_cap = if fast_lane > 0.0 {
-        ((fast_lane * f64::from(schedulable)).floor() as u32)
-            .max(DEBUG_MAX_GPUS)
-            .min(schedulable)
+        lane_share.max(DEBUG_MAX_GPUS).min(schedulable)
     } else {
         0
     };
     let debug_running = pool.debug_gpus;
     // The headroom never exceeds the lane's own share (without its one-workload floor): a
     // cluster too small for a tenth to hold a GPU keeps none.
-    let headroom = ((fast_lane * f64::from(schedulable)).floor() as u32)
+    let headroom = lane_share
         .saturating_sub(debug_running)
         .min(engine.config().headroom_gpus);
     let mut pass = Pass {
@@ -687,22 +686,18 @@ impl Pass<'_> {
     }
 
     fn finish(mut self) -> (Decision, Option<WaitReason>) {
-        if self.blocked {
+        // Blocked work waits for protections of leaves it may preempt to end; work held back by
+        // the headroom for any resumable work's (it then comes within the lane's reach).
+        if self.blocked || self.held_by_headroom {
             let soonest = self
                 .pool
                 .runs
                 .iter()
-                .filter(|r| r.alive && self.wake_for[r.rank as usize])
-                .filter_map(|r| r.protected_until.filter(|&t| t > self.now))
-                .min();
-            self.wake_at(soonest);
-        }
-        if self.held_by_headroom {
-            let soonest = self
-                .pool
-                .runs
-                .iter()
-                .filter(|r| r.alive && r.spec.is_allocated() && r.spec.resumable)
+                .filter(|r| {
+                    r.alive
+                        && ((self.blocked && self.wake_for[r.rank as usize])
+                            || (self.held_by_headroom && r.spec.is_allocated() && r.spec.resumable))
+                })
                 .filter_map(|r| r.protected_until.filter(|&t| t > self.now))
                 .min();
             self.wake_at(soonest);

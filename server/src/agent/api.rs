@@ -103,7 +103,7 @@ async fn sync(
     // held sync below.
     let mut assignments = runtime.assignments();
     let mut seen = *assignments.borrow_and_update();
-    // The nodes whose runs ended here (all of a multi-node workload's).
+    // The nodes whose runs ended here (all of a multi-node workload's), then whose to tell.
     let mut ended: BTreeSet<i64> = BTreeSet::new();
     for finished in &request.finished {
         ended.extend(
@@ -137,15 +137,15 @@ async fn sync(
         )
         .await?);
     }
-    if !ended.is_empty() || !first.release.is_empty() {
+    let decide = woke || !ended.is_empty();
+    if !first.release.is_empty() {
         // Released GPUs may let runs held for them start here: this node is concerned too.
-        let mut nodes = ended.clone();
-        if !first.release.is_empty() {
-            nodes.insert(node.node_id);
-        }
-        runtime.announce_nodes(nodes);
+        ended.insert(node.node_id);
     }
-    if woke || !ended.is_empty() {
+    if !ended.is_empty() {
+        runtime.announce_nodes(ended);
+    }
+    if decide {
         runtime.wake();
     }
 

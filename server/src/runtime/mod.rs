@@ -191,29 +191,30 @@ impl Runtime {
 
     /// Tells pages that the queue changed (a submission, a health change): no node's runs did.
     pub fn announce(&self) {
-        self.inner.queue.invalidate();
-        self.inner.assignments.send_modify(|v| *v += 1);
+        self.bump(|_, _| {});
     }
 
     /// Tells pages, and the held syncs of these nodes' agents, that runs on them started or ended.
     pub fn announce_nodes(&self, nodes: impl IntoIterator<Item = i64>) {
-        self.inner.queue.invalidate();
-        self.inner.assignments.send_modify(|v| {
-            *v += 1;
-            let mut marks = self.marks();
+        self.bump(|marks, at| {
             for node in nodes {
-                marks.nodes.insert(node, *v);
+                marks.nodes.insert(node, at);
             }
         });
     }
 
     /// As [`Runtime::announce_nodes`], for every node: when which ones changed is not known here
-    /// (another replica's decision, a cancelled workload).
+    /// (another replica's decision).
     pub fn announce_all_nodes(&self) {
+        self.bump(|marks, at| marks.all = at);
+    }
+
+    /// A new announcement, its marks set before anyone waiting on it wakes.
+    fn bump(&self, mark: impl FnOnce(&mut Marks, u64)) {
         self.inner.queue.invalidate();
         self.inner.assignments.send_modify(|v| {
             *v += 1;
-            self.marks().all = *v;
+            mark(&mut self.marks(), *v);
         });
     }
 
