@@ -22,9 +22,11 @@ pub struct NodeRow {
 
 impl NodeRow {
     /// The health the engine sees: down beats everything, then unhealthy (admin or agent), then
-    /// the admin's state. A node that never sent a heartbeat is down.
+    /// the admin's state. A node is down until its agent has both spoken and reported its GPUs:
+    /// a first sync records the heartbeat before the inventory, and a node shown healthy in
+    /// between would refuse every submission as "no GPU node has connected".
     pub fn health(&self) -> &'static str {
-        if self.down_since.is_some() || self.last_heartbeat_at.is_none() {
+        if self.down_since.is_some() || self.last_heartbeat_at.is_none() || self.gpu_count == 0 {
             "down"
         } else if self.admin_state == "unhealthy" || !self.agent_healthy {
             "unhealthy"
@@ -173,4 +175,40 @@ pub async fn set_admin_state(
         .execute(db)
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NodeRow;
+
+    fn node() -> NodeRow {
+        NodeRow {
+            node_id: 1,
+            name: "n1".into(),
+            gpu_model: "NVIDIA H200".into(),
+            gpu_count: 8,
+            admin_state: "healthy".into(),
+            agent_healthy: true,
+            down_since: None,
+            registered_at: 0,
+            last_heartbeat_at: Some(10),
+            health_reason: None,
+            unhealthy_since: None,
+        }
+    }
+
+    #[test]
+    fn a_node_is_up_only_once_its_agent_has_spoken_and_reported_its_gpus() {
+        assert_eq!(node().health(), "healthy");
+        let silent = NodeRow {
+            last_heartbeat_at: None,
+            ..node()
+        };
+        assert_eq!(silent.health(), "down");
+        let no_inventory_yet = NodeRow {
+            gpu_count: 0,
+            ..node()
+        };
+        assert_eq!(no_inventory_yet.health(), "down");
+    }
 }
