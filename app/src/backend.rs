@@ -10,8 +10,10 @@ mod ssr {
         budget::{ChangeRequestView, ImpactView, ProposalInput, TreeNodeView},
         error::AppError,
         model::{CurrentUser, NewUser, UserSummary},
+        nodes::NodeView,
         settings::{SettingsForm, SettingsView},
-        workloads::{NodeView, QueueView, SubmitForm, TokenView, WorkloadDetail, WorkloadView},
+        tokens::TokenView,
+        workloads::{QueueView, SubmitForm, WorkloadDetail, WorkloadView},
     };
     use leptos::prelude::*;
     use std::sync::Arc;

@@ -1,6 +1,92 @@
 //! The budget tree and change requests as the pages see them.
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Where a change request is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangeState {
+    /// Waiting for an owner's decision.
+    Pending,
+    /// Approved, applied at its effective date.
+    Scheduled,
+    Applied,
+    Rejected,
+    /// Another change to the node's shares landed first: it must be rebased.
+    Stale,
+}
+
+/// What a change request does to one child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangeAction {
+    Set,
+    Add,
+    Rename,
+    Remove,
+}
+
+/// A name that is not one of an enum's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub name: String,
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\" is not a {}", self.name, self.what)
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+macro_rules! named {
+    ($ty:ident, $what:literal, $($variant:ident => $name:literal),+ $(,)?) => {
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
+
+            /// The stable name, as stored and in the JSON API.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name),+
+                }
+            }
+        }
+
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = UnknownName;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($name => Ok($ty::$variant),)+
+                    _ => Err(UnknownName { what: $what, name: s.to_string() }),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $ty {
+            type Error = UnknownName;
+
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                s.parse()
+            }
+        }
+    };
+}
+
+named!(ChangeState, "change request state",
+    Pending => "pending", Scheduled => "scheduled", Applied => "applied", Rejected => "rejected",
+    Stale => "stale");
+named!(ChangeAction, "change action",
+    Set => "set", Add => "add", Rename => "rename", Remove => "remove");
 
 /// One node of the budget tree with its standing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,8 +114,8 @@ pub struct TreeNodeView {
 #[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
 pub struct ChangeItem {
     pub child: String,
-    /// `set`, `add`, `rename` or `remove`.
-    pub action: String,
+    #[cfg_attr(feature = "ssr", sqlx(try_from = "String"))]
+    pub action: ChangeAction,
     pub old_share: Option<f64>,
     pub new_share: Option<f64>,
     pub new_name: Option<String>,
@@ -43,8 +129,7 @@ pub struct ChangeRequestView {
     pub justification: String,
     pub base_version: i64,
     pub effective_at: Option<i64>,
-    /// `pending`, `scheduled`, `applied`, `rejected` or `stale`.
-    pub state: String,
+    pub state: ChangeState,
     pub created_at: i64,
     pub decided_at: Option<i64>,
     pub decided_by: Option<String>,

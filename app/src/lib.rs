@@ -12,10 +12,12 @@ pub mod error;
 pub mod lab;
 pub mod live;
 pub mod model;
+pub mod nodes;
 pub mod pages;
 pub mod reports;
 pub mod session;
 pub mod settings;
+pub mod tokens;
 pub mod users;
 pub mod workloads;
 

@@ -2,6 +2,33 @@
 
 use serde::{Deserialize, Serialize};
 
+/// How long each bucket of a chart or series is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Granularity {
+    Hour,
+    Day,
+    /// Weeks from Monday 00:00 UTC.
+    Week,
+}
+
+impl Granularity {
+    /// The stable name, as in the JSON API and the CSV export's query.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Granularity::Hour => "hour",
+            Granularity::Day => "day",
+            Granularity::Week => "week",
+        }
+    }
+}
+
+impl std::fmt::Display for Granularity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The review's headline (DESIGN §5), the figures the reference reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Headline {
@@ -62,8 +89,7 @@ pub struct UsageSeries {
     pub node: String,
     pub from: i64,
     pub to: i64,
-    /// `hour` or `day`.
-    pub granularity: String,
+    pub granularity: Granularity,
     /// Each bucket's start (epoch seconds).
     pub buckets: Vec<i64>,
     pub lines: Vec<UsageLine>,
@@ -93,8 +119,7 @@ pub struct ReasonSeries {
 pub struct ClusterActivity {
     pub from: i64,
     pub to: i64,
-    /// `hour`, `day` or `week`.
-    pub granularity: String,
+    pub granularity: Granularity,
     pub buckets: Vec<i64>,
     /// Workloads waiting to run, averaged over the bucket's elapsed time.
     pub queue_depth: Vec<f64>,

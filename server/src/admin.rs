@@ -82,7 +82,8 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
             println!("{token}");
         }
         AdminCommand::Node { name, action } => {
-            let node = node_service::set_admin_state(&pool, &name, &action).await?;
+            let action = node_service::parse_action(&action)?;
+            let node = node_service::set_admin_state(&pool, &name, action).await?;
             println!("Node {} is now {}.", node.name, node.health());
         }
     }

@@ -5,7 +5,7 @@
 
 use crate::lab::{TeamRow, WaitRow};
 use crate::pages::users::{civil_date, format_date};
-use crate::reports::{ClusterActivity, UsageSeries};
+use crate::reports::{ClusterActivity, Granularity, UsageSeries};
 use leptos::prelude::*;
 use leptos_meta::Script;
 
@@ -435,12 +435,12 @@ fn fractions(series: &UsageSeries) -> (Vec<Option<f64>>, Vec<Option<f64>>) {
 /// `2026-11-02` (day and week buckets) or `11-02 14:00` (hour buckets).
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
 fn bucket_labels(series: &UsageSeries) -> Vec<String> {
-    labels(&series.buckets, &series.granularity)
+    labels(&series.buckets, series.granularity)
 }
 
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-fn labels(buckets: &[i64], granularity: &str) -> Vec<String> {
-    let hourly = granularity == "hour";
+fn labels(buckets: &[i64], granularity: Granularity) -> Vec<String> {
+    let hourly = granularity == Granularity::Hour;
     buckets
         .iter()
         .map(|b| {
@@ -545,7 +545,7 @@ mod tests {
             node: String::new(),
             from: 1_782_864_000,
             to: 1_782_864_000 + 2 * 86_400,
-            granularity: "day".into(),
+            granularity: Granularity::Day,
             buckets: vec![1_782_864_000, 1_782_864_000 + 86_400],
             lines: vec![
                 line("", vec![12.0, 6.0], vec![6.0, 0.0]),
@@ -688,7 +688,7 @@ mod activity_charts {
             .x_axis(
                 Axis::new()
                     .type_(AxisType::Category)
-                    .data(labels(&a.buckets, &a.granularity)),
+                    .data(labels(&a.buckets, a.granularity)),
             )
             .y_axis(Axis::new().type_(AxisType::Value).name(unit))
     }

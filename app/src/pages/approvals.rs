@@ -65,7 +65,7 @@ pub fn ApprovalsPage() -> impl IntoView {
                                                 <td>{r.id}</td>
                                                 <td>{node_label(&r.node)}</td>
                                                 <td>{r.proposer.clone()}</td>
-                                                <td><span class=format!("state state-{}", r.state)>{r.state.clone()}</span></td>
+                                                <td><span class=format!("state state-{}", r.state)>{r.state.as_str()}</span></td>
                                                 <td>{r.decided_by.clone().unwrap_or_default()}</td>
                                                 <td>{format_date(r.decided_at.unwrap_or(r.created_at))}</td>
                                                 <td>{r.justification.clone()}{(!r.comment.is_empty()).then(|| format!(" — {}", r.comment))}</td>
@@ -133,7 +133,7 @@ fn RequestCard(request: ChangeRequestView, decide: ServerAction<DecideChange>) -
                     {request.items.iter().map(|item| view! {
                         <tr>
                             <td>{item.child.clone()}{item.new_name.clone().map(|n| format!(" → {n}"))}</td>
-                            <td>{item.action.clone()}</td>
+                            <td>{item.action.as_str()}</td>
                             <td class="num">{percent(item.old_share, old_total)}</td>
                             <td class="num">{percent(item.new_share, new_total)}</td>
                         </tr>

@@ -3,12 +3,12 @@
 use crate::{
     components::field::{FieldError, FormError},
     live::{now_s, use_live_updates},
-    session::use_current_user,
-    workloads::{
-        api::{list_nodes, NodeAction, RegisterNode},
-        sentences::{clock, duration},
-        NodeView,
+    nodes::{
+        api::{list_nodes, RegisterNode, SetNodeState},
+        NodeAction, NodeView,
     },
+    session::use_current_user,
+    workloads::sentences::{clock, duration},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -16,7 +16,7 @@ use leptos_meta::Title;
 #[component]
 pub fn NodesPage() -> impl IntoView {
     let live = use_live_updates();
-    let act = ServerAction::<NodeAction>::new();
+    let act = ServerAction::<SetNodeState>::new();
     let register = ServerAction::<RegisterNode>::new();
     let nodes = Resource::new(
         move || (live.get(), act.version().get(), register.version().get()),
@@ -49,7 +49,7 @@ pub fn NodesPage() -> impl IntoView {
 }
 
 #[component]
-fn NodeCard(node: NodeView, admin: bool, act: ServerAction<NodeAction>) -> impl IntoView {
+fn NodeCard(node: NodeView, admin: bool, act: ServerAction<SetNodeState>) -> impl IntoView {
     let now = now_s();
     let heartbeat = node
         .heartbeat_age_s
@@ -60,7 +60,7 @@ fn NodeCard(node: NodeView, admin: bool, act: ServerAction<NodeAction>) -> impl 
         <section class="card node" aria-label=format!("Node {}", node.name)>
             <header class="node-head">
                 <h2>{node.name.clone()}</h2>
-                <span class=format!("health health-{}", node.state)>{node.state.clone()}</span>
+                <span class=format!("health health-{}", node.state)>{node.state.as_str()}</span>
             </header>
             <p class="hint">{format!("{} × {} · {}", node.gpus, if node.gpu_model.is_empty() { "GPU" } else { &node.gpu_model }, heartbeat)}</p>
             {node.health_reason.clone().map(|reason| {
@@ -91,8 +91,9 @@ fn NodeCard(node: NodeView, admin: bool, act: ServerAction<NodeAction>) -> impl 
             </ul>
             {admin.then(|| {
                 let group = format!("Actions for {name}");
-                let buttons = [("cordon", "Cordon"), ("drain", "Drain"), ("mark-unhealthy", "Mark unhealthy"), ("uncordon", "Uncordon")]
-                    .map(|(action, label)| {
+                let buttons = NodeAction::ALL
+                    .map(|action| {
+                        let (label, action) = (action.label(), action.as_str());
                         let aria = format!("{label} {name}");
                         let name = name.clone();
                         view! {

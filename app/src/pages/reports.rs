@@ -167,7 +167,7 @@ fn ReviewCharts(
                     {move || Suspend::new(async move {
                         match allocation.await {
                             Ok(series) => {
-                                let id = chart_id(&["allocation", &series.node, &series.granularity, &from.to_string()]);
+                                let id = chart_id(&["allocation", &series.node, series.granularity.as_str(), &from.to_string()]);
                                 view! { <AllocationChart series id /> }.into_any()
                             }
                             Err(e) => error(e),

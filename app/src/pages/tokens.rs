@@ -3,7 +3,7 @@
 use crate::{
     components::field::{FieldError, FormError},
     pages::users::format_date,
-    workloads::api::{list_tokens, CreateToken, RevokeToken},
+    tokens::api::{list_tokens, CreateToken, RevokeToken},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -1,7 +1,7 @@
-//! Server functions of the workload, queue, node and token pages. Authorization lives in the
+//! Server functions of the workload and queue pages. Authorization lives in the
 //! backend's services, shared with the JSON API.
 
-use super::{NodeView, QueueView, TokenView, WorkloadDetail, WorkloadView};
+use super::{QueueView, WorkloadDetail, WorkloadView};
 use crate::error::AppError;
 use leptos::prelude::*;
 
@@ -72,41 +72,3 @@ pub async fn queue(#[server(default)] all: bool) -> Result<QueueView, AppError> 
 
 /// Rows the Queue page shows before "Show all".
 pub const QUEUE_PAGE: usize = 200;
-
-#[server(prefix = "/api", endpoint = "nodes/list")]
-pub async fn list_nodes() -> Result<Vec<NodeView>, AppError> {
-    use crate::backend::*;
-    with_status(async { backend()?.nodes(&require_user()?).await }.await)
-}
-
-#[server(prefix = "/api", endpoint = "nodes/action")]
-pub async fn node_action(name: String, action: String) -> Result<(), AppError> {
-    use crate::backend::*;
-    with_status(async { backend()?.node_action(&require_user()?, name, action).await }.await)
-}
-
-/// Registers a node; returns its agent token (shown once).
-#[server(prefix = "/api", endpoint = "nodes/register")]
-pub async fn register_node(name: String) -> Result<String, AppError> {
-    use crate::backend::*;
-    with_status(async { backend()?.register_node(&require_user()?, name).await }.await)
-}
-
-#[server(prefix = "/api", endpoint = "tokens/list")]
-pub async fn list_tokens() -> Result<Vec<TokenView>, AppError> {
-    use crate::backend::*;
-    with_status(async { backend()?.list_tokens(&require_user()?).await }.await)
-}
-
-/// Creates a personal API token; returns the secret (shown once).
-#[server(prefix = "/api", endpoint = "tokens/create")]
-pub async fn create_token(name: String) -> Result<String, AppError> {
-    use crate::backend::*;
-    with_status(async { backend()?.create_token(&require_user()?, name).await }.await)
-}
-
-#[server(prefix = "/api", endpoint = "tokens/revoke")]
-pub async fn revoke_token(id: i64) -> Result<(), AppError> {
-    use crate::backend::*;
-    with_status(async { backend()?.revoke_token(&require_user()?, id).await }.await)
-}

@@ -2,10 +2,90 @@
 //! scheduler's reason data.
 
 pub mod api;
+pub mod reasons;
 pub mod sentences;
 
+use reasons::{Event, WaitingFor};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use std::fmt;
+
+/// Where a workload is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    /// Stopped to make room and not resumable.
+    Preempted,
+}
+
+impl WorkloadState {
+    pub const ALL: [WorkloadState; 6] = [
+        WorkloadState::Queued,
+        WorkloadState::Running,
+        WorkloadState::Succeeded,
+        WorkloadState::Failed,
+        WorkloadState::Cancelled,
+        WorkloadState::Preempted,
+    ];
+
+    /// The state's stable name, as stored and in the JSON API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadState::Queued => "queued",
+            WorkloadState::Running => "running",
+            WorkloadState::Succeeded => "succeeded",
+            WorkloadState::Failed => "failed",
+            WorkloadState::Cancelled => "cancelled",
+            WorkloadState::Preempted => "preempted",
+        }
+    }
+
+    /// Queued or running: it may still take GPUs.
+    pub fn is_active(self) -> bool {
+        matches!(self, WorkloadState::Queued | WorkloadState::Running)
+    }
+}
+
+impl fmt::Display for WorkloadState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not a workload state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownState(pub String);
+
+impl fmt::Display for UnknownState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\" is not a workload state", self.0)
+    }
+}
+
+impl std::error::Error for UnknownState {}
+
+impl std::str::FromStr for WorkloadState {
+    type Err = UnknownState;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        WorkloadState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == s)
+            .ok_or_else(|| UnknownState(s.to_string()))
+    }
+}
+
+impl TryFrom<String> for WorkloadState {
+    type Error = UnknownState;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
 
 /// A workload row (also the JSON API's workload object).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,7 +99,7 @@ pub struct WorkloadView {
     pub min_runtime_s: i64,
     pub resumable: bool,
     pub priority: i64,
-    pub state: String,
+    pub state: WorkloadState,
     pub submitted_at: i64,
     pub first_started_at: Option<i64>,
     pub started_at: Option<i64>,
@@ -34,16 +114,16 @@ pub struct WorkloadView {
 
 impl WorkloadView {
     pub fn is_active(&self) -> bool {
-        matches!(self.state.as_str(), "queued" | "running")
+        self.state.is_active()
     }
 }
 
-/// One entry of a workload's timeline; `detail` holds the engine's reason data.
+/// One entry of a workload's timeline (`{"at", "kind", "detail"}` in JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventView {
     pub at: i64,
-    pub kind: String,
-    pub detail: Value,
+    #[serde(flatten)]
+    pub event: Event,
 }
 
 /// GPUs a workload holds on one node.
@@ -72,8 +152,7 @@ pub struct QueueExplanation {
     pub queue_len: usize,
     pub leaf_rank: u32,
     pub path: Vec<PathRatio>,
-    /// `{"kind": "capacity" | "reserved-ahead" | …, …}`.
-    pub waiting_for: Value,
+    pub waiting_for: WaitingFor,
 }
 
 /// Everything the Workload page shows.
@@ -115,44 +194,4 @@ pub struct SubmitForm {
     pub min_runtime_s: String,
     pub resumable: bool,
     pub priority: String,
-}
-
-/// A GPU node with what holds each of its GPUs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NodeView {
-    pub name: String,
-    pub gpu_model: String,
-    pub gpus: i64,
-    pub state: String,
-    pub heartbeat_age_s: Option<i64>,
-    /// Why the node's own health check failed, and since when.
-    pub health_reason: Option<String>,
-    pub unhealthy_since: Option<i64>,
-    pub slots: Vec<GpuSlot>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GpuSlot {
-    pub index: u32,
-    pub holder: Option<GpuHolder>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GpuHolder {
-    pub workload_id: i64,
-    pub name: String,
-    pub project: String,
-    /// Protected until this time; `None` for free (unallocated) work.
-    pub protected_until: Option<i64>,
-    pub allocated: bool,
-}
-
-/// A personal API token as listed (never the secret).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(sqlx::FromRow))]
-pub struct TokenView {
-    pub api_token_id: i64,
-    pub name: String,
-    pub created_at: i64,
-    pub last_used_at: Option<i64>,
 }

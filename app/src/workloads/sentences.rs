@@ -1,6 +1,8 @@
 //! Sentences for people, built from the scheduler's reason data (DESIGN §4.6, §4.9).
 
-use serde_json::Value;
+use super::reasons::{
+    AfterStop, Drain, DrainRule, Event, Party, PreemptRule, Preemption, WaitingFor,
+};
 
 /// `2 h`, `15 min`, `1 h 30 min`, `45 s`.
 pub fn duration(seconds: i64) -> String {
@@ -22,145 +24,170 @@ pub fn clock(epoch_s: i64) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
 }
 
-pub fn ratio(value: &Value) -> String {
+pub fn ratio(value: Option<f64>) -> String {
     value
-        .as_f64()
         .map(|r| format!("{r:.2}"))
         .unwrap_or_else(|| "∞ (nothing funded)".to_string())
 }
 
-fn name_of(party: &Value) -> String {
-    party["name"]
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("workload {}", party["workload_id"]))
+fn name_of(party: &Party) -> String {
+    party
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("workload {}", party.workload_id))
 }
 
-/// Why a workload was preempted or drained, from the event's detail.
-pub fn stop_reason(kind: &str, detail: &Value) -> String {
-    let at = detail["at"].as_i64().map(clock).unwrap_or_default();
-    let victim = &detail["victim"];
-    let victim_leaf = victim["leaf"].as_str().unwrap_or("?");
-    let min_runtime = detail["victim_min_runtime_s"].as_i64().unwrap_or(0);
-    let then = match detail["then"].as_str() {
-        Some("requeued") => " It went back to the queue with its progress.",
-        Some("ended-preempted") => " It was not resumable, so it ended; resubmit it to run again.",
-        Some("failed") => " It was not resumable, so it failed.",
-        _ => "",
-    };
-    if kind == "drained" {
-        let node = detail["node"].as_str().unwrap_or("its node");
-        return match detail["rule"].as_str() {
-            Some("host-down") => format!("Stopped at {at} because node {node} went down (its agent stopped answering).{then}"),
-            Some("agent-stopped") => format!(
-                "Stopped at {at} by the agent on node {node}: {}.{then}",
-                detail["note"].as_str().unwrap_or("it stopped its runs")
-            ),
-            Some("host-cordoned") => format!(
-                "Drained at {at} because node {node} was cordoned for maintenance and your {} minimum runtime had passed.{then}",
-                duration(min_runtime)
-            ),
-            _ => {
-                let why = detail["node_reason"]
-                    .as_str()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default();
-                format!(
-                    "Drained at {at} because node {node} was unhealthy{why} and your {} minimum runtime had passed.{then}",
-                    duration(min_runtime)
-                )
-            }
-        };
+fn then(then: AfterStop) -> &'static str {
+    match then {
+        AfterStop::Requeued => " It went back to the queue with its progress.",
+        AfterStop::EndedPreempted => {
+            " It was not resumable, so it ended; resubmit it to run again."
+        }
+        AfterStop::Failed => " It was not resumable, so it failed.",
     }
-    let preemptor = &detail["preemptor"];
-    let by = format!(
-        "{} (project {}, ratio {})",
-        name_of(preemptor),
-        preemptor["leaf"].as_str().unwrap_or("?"),
-        ratio(&preemptor["ratio"])
-    );
-    match detail["rule"].as_str() {
-        Some("free-work") => format!(
-            "Preempted at {at} by {by}: it ran for free (minimum runtime 0), and free work gives way to any funded workload.{then}"
+}
+
+/// Why a workload was preempted or drained; `None` for events that did not stop it.
+pub fn stop_reason(event: &Event) -> Option<String> {
+    match event {
+        Event::Preempted(p) => Some(preemption(p)),
+        Event::Drained(d) => Some(drain(d)),
+        _ => None,
+    }
+}
+
+/// Why a workload's node stopped it.
+pub fn drain(d: &Drain) -> String {
+    let at = clock(d.at);
+    let then = then(d.then);
+    let node = &d.node;
+    let min_runtime = duration(d.victim_min_runtime_s);
+    match d.rule {
+        DrainRule::HostDown => format!(
+            "Stopped at {at} because node {node} went down (its agent stopped answering).{then}"
         ),
-        Some("fast-lane") => format!(
-            "Preempted at {at} by {by}: a short debug workload may take the GPUs of resumable work whose minimum runtime has passed, whatever its project (the fast lane, charged to the debug workload's project), and your {} minimum runtime had passed.{then}",
-            duration(min_runtime)
+        DrainRule::AgentStopped => format!(
+            "Stopped at {at} by the agent on node {node}: {}.{then}",
+            d.note.as_deref().unwrap_or("it stopped its runs")
         ),
-        Some("reserved") => format!(
-            "Preempted at {at} by {by}: those GPUs were reserved for it, a multi-node workload ahead of yours in the queue; yours started there because its {} minimum runtime would end before the reservation, and it had.{then}",
-            duration(min_runtime)
+        DrainRule::HostCordoned => format!(
+            "Drained at {at} because node {node} was cordoned for maintenance and your {min_runtime} minimum runtime had passed.{then}"
         ),
-        Some("fair-share") => {
-            let split = &detail["split"];
+        DrainRule::HostUnhealthy => {
+            let why = d
+                .node_reason
+                .as_ref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
             format!(
-                "Preempted at {at} by {by} because {} was at ratio {} — more over-served than {} at {} by more than the {} margin — and your {} minimum runtime had passed.{then}",
-                split["victim_side"].as_str().unwrap_or(victim_leaf),
-                ratio(&split["victim_side_ratio"]),
-                split["preemptor_side"].as_str().unwrap_or("?"),
-                ratio(&split["preemptor_side_ratio"]),
-                split["margin"].as_f64().map(|m| format!("{m:.2}")).unwrap_or_default(),
-                duration(min_runtime)
+                "Drained at {at} because node {node} was unhealthy{why} and your {min_runtime} minimum runtime had passed.{then}"
             )
         }
-        _ => format!("Preempted at {at} by {by} (priority rule).{then}"),
     }
 }
 
-/// What a queued workload waits for, from the explanation's `waiting_for`.
-pub fn waiting_for(value: &Value) -> String {
-    match value["kind"].as_str() {
-        Some("starts-now") => "Nothing: it starts on the scheduler's next pass.".into(),
-        Some("own-reservation") => format!(
+/// Why a workload was preempted, naming the rule that allowed it.
+pub fn preemption(p: &Preemption) -> String {
+    let at = clock(p.at);
+    let then = then(p.then);
+    let min_runtime = duration(p.victim_min_runtime_s);
+    let by = format!(
+        "{} (project {}, ratio {})",
+        name_of(&p.preemptor),
+        p.preemptor.leaf,
+        ratio(p.preemptor.ratio)
+    );
+    match (p.rule, &p.split) {
+        (PreemptRule::FreeWork, _) => format!(
+            "Preempted at {at} by {by}: it ran for free (minimum runtime 0), and free work gives way to any funded workload.{then}"
+        ),
+        (PreemptRule::FastLane, _) => format!(
+            "Preempted at {at} by {by}: a short debug workload may take the GPUs of resumable work whose minimum runtime has passed, whatever its project (the fast lane, charged to the debug workload's project), and your {min_runtime} minimum runtime had passed.{then}"
+        ),
+        (PreemptRule::Reserved, _) => format!(
+            "Preempted at {at} by {by}: those GPUs were reserved for it, a multi-node workload ahead of yours in the queue; yours started there because its {min_runtime} minimum runtime would end before the reservation, and it had.{then}"
+        ),
+        (PreemptRule::FairShare, Some(split)) => format!(
+            "Preempted at {at} by {by} because {} was at ratio {} — more over-served than {} at {} by more than the {:.2} margin — and your {min_runtime} minimum runtime had passed.{then}",
+            split.victim_side,
+            ratio(split.victim_side_ratio),
+            split.preemptor_side,
+            ratio(split.preemptor_side_ratio),
+            split.margin,
+        ),
+        (PreemptRule::FairShare, None) => format!(
+            "Preempted at {at} by {by} because {} was more over-served, and your {min_runtime} minimum runtime had passed.{then}",
+            p.victim.leaf
+        ),
+        (PreemptRule::Priority, _) => format!("Preempted at {at} by {by} (priority rule).{then}"),
+    }
+}
+
+/// What a queued workload waits for.
+pub fn waiting_for(value: &WaitingFor) -> String {
+    match value {
+        WaitingFor::StartsNow { .. } => "Nothing: it starts on the scheduler's next pass.".into(),
+        WaitingFor::OwnReservation { at, .. } => format!(
             "GPUs are reserved for it; it starts by {} when the work on them finishes or becomes preemptible.",
-            value["at"].as_i64().map(clock).unwrap_or_default()
+            clock(*at)
         ),
-        Some("reserved-ahead") => format!(
+        WaitingFor::ReservedAhead { holder_name, at, .. } => format!(
             "The GPUs it fits on are reserved for {} (ahead of it, from {}), and its own minimum runtime would not end before then.",
-            value["holder_name"].as_str().unwrap_or("a larger workload"),
-            value["at"].as_i64().map(clock).unwrap_or_default()
+            holder_name.as_deref().unwrap_or("a larger workload"),
+            clock(*at)
         ),
-        Some("capacity") => {
-            let mut text = format!("Capacity: {} GPUs are idle.", value["idle_gpus"]);
-            if value["protected_gpus"].as_u64().unwrap_or(0) > 0 {
+        WaitingFor::Capacity {
+            idle_gpus,
+            protected_gpus,
+            protected_until,
+            outranking_gpus,
+            within_margin_gpus,
+        } => {
+            let mut text = format!("Capacity: {idle_gpus} GPUs are idle.");
+            if *protected_gpus > 0 {
                 text += &format!(
-                    " {} GPUs run work it may preempt once their minimum runtime ends{}.",
-                    value["protected_gpus"],
-                    value["protected_until"].as_i64().map(|t| format!(" (first at {})", clock(t))).unwrap_or_default()
+                    " {protected_gpus} GPUs run work it may preempt once their minimum runtime ends{}.",
+                    protected_until.map(|t| format!(" (first at {})", clock(t))).unwrap_or_default()
                 );
             }
-            if value["outranking_gpus"].as_u64().unwrap_or(0) > 0 {
-                text += &format!(" {} GPUs run work of projects ranked at least as well as yours.", value["outranking_gpus"]);
+            if *outranking_gpus > 0 {
+                text += &format!(" {outranking_gpus} GPUs run work of projects ranked at least as well as yours.");
             }
-            if value["within_margin_gpus"].as_u64().unwrap_or(0) > 0 {
-                text += &format!(" {} GPUs run work within the damping margin of yours.", value["within_margin_gpus"]);
+            if *within_margin_gpus > 0 {
+                text += &format!(" {within_margin_gpus} GPUs run work within the damping margin of yours.");
             }
             text
         }
-        Some("headroom") => format!(
-            "It would start now, but only on the last {} GPUs that short debug work can take at once; they are kept for it, and it starts when more work finishes or passes its minimum runtime.",
-            value["kept_gpus"]
+        WaitingFor::Headroom { kept_gpus } => format!(
+            "It would start now, but only on the last {kept_gpus} GPUs that short debug work can take at once; they are kept for it, and it starts when more work finishes or passes its minimum runtime."
         ),
-        Some("idle-only") => format!(
-            "It runs for free (minimum runtime 0), so it takes only idle GPUs after all funded work; {} are idle.",
-            value["idle_gpus"]
+        WaitingFor::IdleOnly { idle_gpus } => format!(
+            "It runs for free (minimum runtime 0), so it takes only idle GPUs after all funded work; {idle_gpus} are idle."
         ),
-        Some("hosts-out-of-service") => format!(
+        WaitingFor::HostsOutOfService { nodes } => format!(
             "It fits only on nodes that take no new work: {}.",
-            value["nodes"].as_array().map(|n| n.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+            nodes.join(", ")
         ),
-        Some("too-large") => format!(
-            "It asks for {} GPUs but the largest placement on this cluster is {}.",
-            value["gpus"], value["largest_placement"]
+        WaitingFor::TooLarge { gpus, largest_placement } => format!(
+            "It asks for {gpus} GPUs but the largest placement on this cluster is {largest_placement}."
         ),
-        _ => "The scheduler has not explained it yet.".into(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    /// The sentence for a stored event, read through the JSON contract the server writes.
+    fn stop_reason(kind: &str, detail: &Value) -> String {
+        let event = Event::from_parts(kind, &detail.to_string()).expect("a valid event");
+        super::stop_reason(&event).expect("a stop")
+    }
+
+    fn waiting_for(value: &Value) -> String {
+        super::waiting_for(&serde_json::from_value(value.clone()).expect("a valid wait"))
+    }
 
     #[test]
     fn a_fair_share_preemption_reads_as_a_sentence_with_both_ratios() {

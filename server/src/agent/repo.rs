@@ -2,6 +2,7 @@
 
 use super::{handout::NodeRun, protocol::Assignment};
 use crate::runtime::snapshot::parse_indices;
+use app::workloads::WorkloadState;
 use sqlx::{AnyConnection, AnyExecutor, FromRow};
 use std::collections::BTreeMap;
 
@@ -15,7 +16,8 @@ pub struct RunRow {
     pub run_count: i64,
     pub sent_answer: Option<i64>,
     pub ended_at: Option<i64>,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: WorkloadState,
 }
 
 impl RunRow {
@@ -24,7 +26,7 @@ impl RunRow {
             run_id: self.run_id,
             gpus: parse_indices(&self.gpu_indices),
             sent_answer: self.sent_answer,
-            live: self.ended_at.is_none() && self.state == "running",
+            live: self.ended_at.is_none() && self.state == WorkloadState::Running,
         }
     }
 

@@ -5,7 +5,7 @@ use crate::{
     budget::changes::{self, Proposal},
     AppState, ServerError,
 };
-use app::budget::ChangeRequestView;
+use app::budget::{ChangeRequestView, ChangeState};
 use axum::{
     body::Bytes,
     extract::{Path, Query, State},
@@ -36,22 +36,18 @@ pub async fn list(
     ApiUser(user): ApiUser,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Vec<ChangeRequestView>>, ServerError> {
-    if let Some(s) = query.state.as_deref() {
-        if !["pending", "scheduled", "applied", "rejected", "stale"].contains(&s) {
-            return Err(ServerError::invalid(
+    let filter = match query.state.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(name) => Some(name.parse::<ChangeState>().map_err(|_| {
+            let names: Vec<&str> = ChangeState::ALL.iter().map(|s| s.as_str()).collect();
+            ServerError::invalid(
                 "state",
-                format!("Unknown state \"{s}\"."),
-            ));
-        }
-    }
+                format!("Unknown state \"{name}\": use one of {}.", names.join(", ")),
+            )
+        })?),
+    };
     Ok(Json(
-        changes::list(
-            &state.pool,
-            &user,
-            query.state.as_deref(),
-            query.node.as_deref(),
-        )
-        .await?,
+        changes::list(&state.pool, &user, filter, query.node.as_deref()).await?,
     ))
 }
 

@@ -52,7 +52,7 @@ pub async fn usage_csv(
 ) -> Result<impl IntoResponse, ServerError> {
     let to = q.to.unwrap_or_else(now);
     let from = q.from.unwrap_or(to - 7 * 86_400);
-    let granularity = usage::Granularity::parse(&q.granularity)?;
+    let granularity = usage::parse_granularity(&q.granularity)?;
     let series = usage::series(&state.pool, &q.node, from, to, granularity).await?;
     Ok((
         [

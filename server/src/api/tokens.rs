@@ -50,7 +50,7 @@ pub async fn authenticate(pool: &AnyPool, token: &str) -> Result<Option<CurrentU
 pub async fn list_tokens(
     pool: &AnyPool,
     user_id: i64,
-) -> Result<Vec<app::workloads::TokenView>, ServerError> {
+) -> Result<Vec<app::tokens::TokenView>, ServerError> {
     Ok(sqlx::query_as(
         "select api_token_id, name, created_at, last_used_at from api_token
          where user_id = $1 and revoked_at is null order by api_token_id desc",

@@ -52,14 +52,7 @@ pub async fn node_action(
     ApiUser(user): ApiUser,
     Path((name, action)): Path<(String, String)>,
 ) -> Result<Json<Value>, ServerError> {
-    if !user.is_admin() {
-        return Err(ServerError::Forbidden(
-            "Only administrators can change a node's state.".into(),
-        ));
-    }
-    let node = node_service::set_admin_state(&state.pool, &name, &action).await?;
-    tracing::info!(admin = %user.username, node = %name, %action, "node state changed");
-    state.runtime.wake();
+    let node = node_service::act(&state.pool, &state.runtime, &user, &name, &action).await?;
     Ok(Json(
         json!({ "name": node.name, "state": node.health(), "admin_state": node.admin_state }),
     ))

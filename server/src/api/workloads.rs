@@ -2,7 +2,10 @@
 
 use super::{auth::ApiUser, body::ApiJson};
 use crate::{
-    workloads::{domain::SubmitWorkload, repo, service},
+    workloads::{
+        domain::{self, SubmitWorkload},
+        repo, service,
+    },
     AppState, ServerError,
 };
 use app::workloads::{WorkloadDetail, WorkloadView};
@@ -31,32 +34,16 @@ pub struct ListQuery {
     limit: Option<i64>,
 }
 
-const STATES: [&str; 6] = [
-    "queued",
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "preempted",
-];
-
 pub async fn list(
     State(state): State<AppState>,
     ApiUser(user): ApiUser,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Vec<WorkloadView>>, ServerError> {
-    if let Some(s) = query.state.as_deref() {
-        if !STATES.contains(&s) {
-            return Err(ServerError::invalid(
-                "state",
-                format!("Unknown state \"{s}\": use one of {}.", STATES.join(", ")),
-            ));
-        }
-    }
+    let filter = domain::state_filter(query.state.as_deref())?;
     let limit = query.limit.unwrap_or(500).clamp(1, 5000);
     let owner = query.mine.then_some(user.id);
     Ok(Json(
-        repo::list_workloads(&state.pool, owner, query.state.as_deref(), limit).await?,
+        repo::list_workloads(&state.pool, owner, filter, limit).await?,
     ))
 }
 

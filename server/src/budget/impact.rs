@@ -5,7 +5,7 @@
 use super::changes;
 use crate::{nodes::repo as node_repo, users::service::now, ServerError};
 use app::{
-    budget::{ImpactRow, ImpactView},
+    budget::{ChangeAction, ImpactRow, ImpactView},
     model::CurrentUser,
 };
 use scheduler::{
@@ -59,8 +59,8 @@ pub async fn impact(
     let mut proposed = current.clone();
     for item in &request.items {
         let path = format!("{prefix}{}", item.child);
-        match (item.action.as_str(), item.new_share) {
-            ("remove", _) => {
+        match (item.action, item.new_share) {
+            (ChangeAction::Remove, _) => {
                 proposed.retain(|p, _| *p != path && !p.starts_with(&format!("{path}/")));
             }
             (_, Some(share)) => {

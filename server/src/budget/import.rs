@@ -27,7 +27,7 @@ pub async fn import_org(
     let root = match repo::find_node_by_path(&mut tx, "").await? {
         Some(id) => id,
         None => {
-            let id = repo::insert_budget_node(&mut tx, None, "cluster", "", now).await?;
+            let id = repo::insert_budget_node(&mut *tx, None, "cluster", "", now).await?;
             repo::set_share(&mut tx, id, 1.0, now).await?;
             id
         }
@@ -48,7 +48,7 @@ pub async fn import_org(
                         })?
                 };
                 summary.created += 1;
-                let id = repo::insert_budget_node(&mut tx, Some(parent), name, path, now).await?;
+                let id = repo::insert_budget_node(&mut *tx, Some(parent), name, path, now).await?;
                 repo::set_share(&mut tx, id, *share, now).await?;
                 continue;
             }

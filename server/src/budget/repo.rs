@@ -1,6 +1,6 @@
 //! SQL for the budget tree.
 
-use sqlx::{Any, AnyExecutor, AnyPool, FromRow, Transaction};
+use sqlx::{Any, AnyConnection, AnyExecutor, AnyPool, FromRow, Transaction};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct BudgetNodeRow {
@@ -53,7 +53,7 @@ pub async fn find_node_by_path(
 }
 
 pub async fn insert_budget_node(
-    tx: &mut Transaction<'_, Any>,
+    db: impl AnyExecutor<'_>,
     parent_id: Option<i64>,
     name: &str,
     path: &str,
@@ -67,7 +67,7 @@ pub async fn insert_budget_node(
     .bind(name)
     .bind(path)
     .bind(now)
-    .fetch_one(&mut **tx)
+    .fetch_one(db)
     .await
 }
 
@@ -86,7 +86,7 @@ pub async fn current_share(
 
 /// Closes the version in force and opens a new one at `at`.
 pub async fn set_share(
-    tx: &mut Transaction<'_, Any>,
+    db: &mut AnyConnection,
     node_id: i64,
     share: f64,
     at: i64,
@@ -94,7 +94,7 @@ pub async fn set_share(
     sqlx::query("update share_version set effective_to = $2 where budget_node_id = $1 and effective_to is null")
         .bind(node_id)
         .bind(at)
-        .execute(&mut **tx)
+        .execute(&mut *db)
         .await?;
     sqlx::query(
         "insert into share_version (budget_node_id, share, effective_from) values ($1, $2, $3)",
@@ -102,7 +102,7 @@ pub async fn set_share(
     .bind(node_id)
     .bind(share)
     .bind(at)
-    .execute(&mut **tx)
+    .execute(&mut *db)
     .await?;
     Ok(())
 }
@@ -175,4 +175,15 @@ pub async fn member_leaves(
     .bind(user_id)
     .fetch_all(pool)
     .await
+}
+
+/// Each live node's children version (bumped by every applied change to its children), by path.
+pub async fn children_versions(
+    db: impl AnyExecutor<'_>,
+) -> Result<std::collections::BTreeMap<String, i64>, sqlx::Error> {
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("select path, children_version from budget_node where removed_at is null")
+            .fetch_all(db)
+            .await?;
+    Ok(rows.into_iter().collect())
 }

@@ -1,8 +1,8 @@
 //! The budget tree as people see it: shares, effective fractions, owners, usage ratios.
 
 use super::{
-    changes::may_propose,
-    repo::{grants, Grant},
+    changes::{policy, repo as changes_repo},
+    repo::{children_versions, grants, Grant},
 };
 use crate::{runtime::snapshot, runtime::Runtime, users::service::now, ServerError};
 use app::{budget::TreeNodeView, model::CurrentUser};
@@ -26,13 +26,9 @@ pub async fn tree_view(
     for (path, user) in grants(&mut *db, Grant::Owner).await? {
         owners.entry(path).or_default().push(user);
     }
-    let versions: BTreeMap<String, i64> = sqlx::query_as::<_, (String, i64)>(
-        "select path, children_version from budget_node where removed_at is null",
-    )
-    .fetch_all(&mut *db)
-    .await?
-    .into_iter()
-    .collect();
+    let versions = children_versions(&mut *db).await?;
+    let owner_ids = changes_repo::owners(&mut *db).await?;
+    let member_paths = changes_repo::member_paths(&mut *db, actor.id).await?;
     let tree = &snap.tree.tree;
     let standings = snap.engine.standings(now);
     let shares = tree.version_at(now);
@@ -63,7 +59,8 @@ pub async fn tree_view(
             usage_gpu_h: standings.usage(id) / 3600.0,
             allocated_gpu_h: standings.allocated(id) / 3600.0,
             ratio: Some(standings.ratio(id)).filter(|r| r.is_finite()),
-            can_propose: !tree.is_leaf(id) && may_propose(&mut db, actor, &path).await?,
+            can_propose: !tree.is_leaf(id)
+                && policy::may_propose(&owner_ids, &member_paths, actor, &path),
             children_version: versions.get(&path).copied().unwrap_or(0),
             path,
         });

@@ -1,5 +1,6 @@
 //! SQL for the `node` table.
 
+use app::nodes::NodeHealth;
 use serde::Serialize;
 use sqlx::{AnyExecutor, FromRow};
 
@@ -9,7 +10,9 @@ pub struct NodeRow {
     pub name: String,
     pub gpu_model: String,
     pub gpu_count: i64,
-    pub admin_state: String,
+    /// What an admin set: healthy, unhealthy or cordoned.
+    #[sqlx(try_from = "String")]
+    pub admin_state: NodeHealth,
     #[sqlx(try_from = "crate::db::Flag")]
     pub agent_healthy: bool,
     pub down_since: Option<i64>,
@@ -25,15 +28,15 @@ impl NodeRow {
     /// the admin's state. A node is down until its agent has both spoken and reported its GPUs:
     /// a first sync records the heartbeat before the inventory, and a node shown healthy in
     /// between would refuse every submission as "no GPU node has connected".
-    pub fn health(&self) -> &'static str {
+    pub fn health(&self) -> NodeHealth {
         if self.down_since.is_some() || self.last_heartbeat_at.is_none() || self.gpu_count == 0 {
-            "down"
-        } else if self.admin_state == "unhealthy" || !self.agent_healthy {
-            "unhealthy"
-        } else if self.admin_state == "cordoned" {
-            "cordoned"
+            NodeHealth::Down
+        } else if self.admin_state == NodeHealth::Unhealthy || !self.agent_healthy {
+            NodeHealth::Unhealthy
+        } else if self.admin_state == NodeHealth::Cordoned {
+            NodeHealth::Cordoned
         } else {
-            "healthy"
+            NodeHealth::Healthy
         }
     }
 }
@@ -167,19 +170,44 @@ pub async fn mark_silent_nodes_down(
 pub async fn set_admin_state(
     db: impl AnyExecutor<'_>,
     node_id: i64,
-    state: &str,
+    state: NodeHealth,
 ) -> Result<(), sqlx::Error> {
     sqlx::query("update node set admin_state = $2 where node_id = $1")
         .bind(node_id)
-        .bind(state)
+        .bind(state.as_str())
         .execute(db)
         .await?;
     Ok(())
 }
 
+/// An open run's GPUs and what the Nodes page says about their holder.
+#[derive(Debug, Clone, FromRow)]
+pub struct HeldGpus {
+    pub node_id: i64,
+    pub gpu_indices: String,
+    pub workload_id: i64,
+    pub name: String,
+    pub project: String,
+    pub protected_until: Option<i64>,
+    #[sqlx(try_from = "crate::db::Flag")]
+    pub allocated: bool,
+}
+
+/// The GPUs every open run holds, by node.
+pub async fn held_gpus(db: impl AnyExecutor<'_>) -> Result<Vec<HeldGpus>, sqlx::Error> {
+    sqlx::query_as(
+        "select r.node_id, r.gpu_indices, w.workload_id, w.name, b.path as project, r.protected_until, r.allocated
+         from workload_run r join workload w on w.workload_id = r.workload_id
+         join budget_node b on b.budget_node_id = w.budget_node_id
+         where r.ended_at is null order by r.node_id",
+    )
+    .fetch_all(db)
+    .await
+}
+
 #[cfg(test)]
 mod tests {
-    use super::NodeRow;
+    use super::{NodeHealth, NodeRow};
 
     fn node() -> NodeRow {
         NodeRow {
@@ -187,7 +215,7 @@ mod tests {
             name: "n1".into(),
             gpu_model: "NVIDIA H200".into(),
             gpu_count: 8,
-            admin_state: "healthy".into(),
+            admin_state: NodeHealth::Healthy,
             agent_healthy: true,
             down_since: None,
             registered_at: 0,
@@ -199,16 +227,16 @@ mod tests {
 
     #[test]
     fn a_node_is_up_only_once_its_agent_has_spoken_and_reported_its_gpus() {
-        assert_eq!(node().health(), "healthy");
+        assert_eq!(node().health(), NodeHealth::Healthy);
         let silent = NodeRow {
             last_heartbeat_at: None,
             ..node()
         };
-        assert_eq!(silent.health(), "down");
+        assert_eq!(silent.health(), NodeHealth::Down);
         let no_inventory_yet = NodeRow {
             gpu_count: 0,
             ..node()
         };
-        assert_eq!(no_inventory_yet.health(), "down");
+        assert_eq!(no_inventory_yet.health(), NodeHealth::Down);
     }
 }

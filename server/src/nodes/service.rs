@@ -1,8 +1,18 @@
 //! Node operations shared by the CLI, the agent API and the JSON API.
 
 use super::repo::{self, NodeRow};
-use crate::{secrets, users::service::now, ServerError};
+use crate::{
+    runtime::{snapshot::parse_indices, Runtime},
+    secrets,
+    users::service::now,
+    ServerError,
+};
+use app::{
+    model::CurrentUser,
+    nodes::{GpuHolder, GpuSlot, NodeAction, NodeHealth, NodeView},
+};
 use sqlx::AnyPool;
+use std::collections::BTreeMap;
 
 /// Registers a node and returns it with its token (shown once; only the hash is kept).
 pub async fn register_node(pool: &AnyPool, name: &str) -> Result<(NodeRow, String), ServerError> {
@@ -18,9 +28,38 @@ pub async fn register_node(pool: &AnyPool, name: &str) -> Result<(NodeRow, Strin
     }
 }
 
+/// An admin registers a node from the Nodes page; returns its agent token (shown once).
+pub async fn register_by(
+    pool: &AnyPool,
+    actor: &CurrentUser,
+    name: &str,
+) -> Result<String, ServerError> {
+    if !actor.is_admin() {
+        return Err(ServerError::Forbidden(
+            "Only administrators can register nodes.".into(),
+        ));
+    }
+    let (node, token) = register_node(pool, name).await?;
+    tracing::info!(admin = %actor.username, node = %node.name, "node registered");
+    Ok(token)
+}
+
 /// The node a bearer token belongs to.
 pub async fn authenticate(pool: &AnyPool, token: &str) -> Result<Option<NodeRow>, ServerError> {
     Ok(repo::find_node_by_token(pool, &secrets::hash(token)).await?)
+}
+
+/// Reads an admin action as typed in a URL, form or command line.
+pub fn parse_action(raw: &str) -> Result<NodeAction, ServerError> {
+    raw.trim().parse().map_err(|_| {
+        ServerError::invalid(
+            "action",
+            format!(
+                "Unknown node action \"{}\": use cordon, drain, mark-unhealthy or uncordon.",
+                raw.trim()
+            ),
+        )
+    })
 }
 
 /// Admin actions: cordon (no new work, drain at min runtime), drain (same, said plainly), mark
@@ -28,31 +67,78 @@ pub async fn authenticate(pool: &AnyPool, token: &str) -> Result<Option<NodeRow>
 pub async fn set_admin_state(
     pool: &AnyPool,
     name: &str,
-    action: &str,
+    action: NodeAction,
 ) -> Result<NodeRow, ServerError> {
-    let state = match action {
-        "cordon" | "drain" => "cordoned",
-        "unhealthy" | "mark-unhealthy" => "unhealthy",
-        "uncordon" | "healthy" => "healthy",
-        other => {
-            return Err(ServerError::invalid(
-                "action",
-                format!(
-                "Unknown node action \"{other}\": use cordon, drain, mark-unhealthy or uncordon."
-            ),
-            ))
-        }
-    };
+    let state = action.admin_state();
     let node = repo::find_node_by_name(pool, name)
         .await?
         .ok_or_else(|| ServerError::NotFound(format!("There is no node named \"{name}\".")))?;
     repo::set_admin_state(pool, node.node_id, state).await?;
-    if state == "healthy" {
+    if state == NodeHealth::Healthy {
         // An admin returning a node to service also clears its agent's last failed check; if the
         // check still fails, the agent's next report takes the node out again.
         repo::set_agent_health(pool, node.node_id, None).await?;
     }
     Ok(repo::find_node_by_name(pool, name).await?.unwrap_or(node))
+}
+
+/// An admin's action from the pages or the JSON API: checked, applied, logged, and the
+/// scheduler woken to drain or refill the node.
+pub async fn act(
+    pool: &AnyPool,
+    runtime: &Runtime,
+    actor: &CurrentUser,
+    name: &str,
+    action: &str,
+) -> Result<NodeRow, ServerError> {
+    if !actor.is_admin() {
+        return Err(ServerError::Forbidden(
+            "Only administrators can change a node's state.".into(),
+        ));
+    }
+    let action = parse_action(action)?;
+    let node = set_admin_state(pool, name, action).await?;
+    tracing::info!(admin = %actor.username, node = %name, action = action.as_str(), "node state changed");
+    runtime.wake();
+    Ok(node)
+}
+
+/// Every node with its health, heartbeat age and what holds each GPU, at `now`.
+pub async fn views(pool: &AnyPool, now: i64) -> Result<Vec<NodeView>, ServerError> {
+    let rows = repo::list_nodes(pool).await?;
+    let mut holders: BTreeMap<(i64, u32), GpuHolder> = BTreeMap::new();
+    for run in repo::held_gpus(pool).await? {
+        for index in parse_indices(&run.gpu_indices) {
+            holders.insert(
+                (run.node_id, index),
+                GpuHolder {
+                    workload_id: run.workload_id,
+                    name: run.name.clone(),
+                    project: run.project.clone(),
+                    protected_until: run.protected_until,
+                    allocated: run.allocated,
+                },
+            );
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .map(|n| NodeView {
+            slots: (0..n.gpu_count.max(0) as u32)
+                .map(|index| GpuSlot {
+                    index,
+                    holder: holders.get(&(n.node_id, index)).cloned(),
+                })
+                .collect(),
+            state: n.health(),
+            heartbeat_age_s: n.last_heartbeat_at.map(|t| now - t),
+            health_reason: n.health_reason,
+            unhealthy_since: n.unhealthy_since,
+            name: n.name,
+            gpu_model: n.gpu_model,
+            gpus: n.gpu_count,
+        })
+        .collect())
 }
 
 fn parse_node_name(raw: &str) -> Result<String, ServerError> {

@@ -2,9 +2,10 @@
 //! (averaged over each bucket), how long those that started waited (percentiles by class, as
 //! DESIGN §5 defines them), and preemptions by the engine's rule.
 
-use super::usage::Granularity;
+use super::usage::{Buckets, Granularity};
 use crate::ServerError;
 use app::reports::{ClusterActivity, ReasonSeries, WaitSeries};
+use app::workloads::WorkloadState;
 use scheduler::sim::{WaitStats, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 use scheduler::DAY;
 use sqlx::AnyPool;
@@ -15,7 +16,8 @@ struct WorkloadRow {
     workload_id: i64,
     gpus: i64,
     min_runtime_s: i64,
-    state: String,
+    #[sqlx(try_from = "String")]
+    state: WorkloadState,
     submitted_at: i64,
     first_started_at: Option<i64>,
     ended_at: Option<i64>,
@@ -115,9 +117,9 @@ pub async fn activity(
             // every earlier one ended.
             queued_since = *stop;
         }
-        match (queued_since, w.state.as_str()) {
-            (Some(since), "queued") => add(since, now, gpus),
-            (Some(since), "cancelled") if w.first_started_at.is_none() => {
+        match (queued_since, w.state) {
+            (Some(since), WorkloadState::Queued) => add(since, now, gpus),
+            (Some(since), WorkloadState::Cancelled) if w.first_started_at.is_none() => {
                 add(since, w.ended_at.unwrap_or(now), gpus)
             }
             _ => {}
@@ -191,7 +193,7 @@ pub async fn activity(
     Ok(ClusterActivity {
         from,
         to,
-        granularity: granularity.name().to_string(),
+        granularity,
         queue_depth: per(&waited),
         queued_gpus: per(&waited_gpus),
         buckets,

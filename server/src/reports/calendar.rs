@@ -1,5 +1,7 @@
 //! UTC calendar arithmetic for reports and dates typed into forms.
 
+use crate::ServerError;
+
 /// Seconds since the epoch of `y-m-d 00:00 UTC` (Howard Hinnant's days-from-civil).
 pub fn epoch_of(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -24,6 +26,31 @@ pub fn quarter(year: i32, q: u32) -> Option<(i64, i64)> {
         epoch_of(i64::from(year), first_month + 3, 1)
     };
     Some((start, end))
+}
+
+/// `YYYY-MM-DD` → that day's 00:00 UTC; empty → `None` (on approval).
+pub fn parse_date(raw: &str) -> Result<Option<i64>, ServerError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let invalid = || {
+        ServerError::invalid(
+            "effective_at",
+            format!("\"{raw}\" is not a date like 2027-01-01."),
+        )
+    };
+    let parts: Vec<i64> = raw
+        .split('-')
+        .map(|p| p.parse().map_err(|_| invalid()))
+        .collect::<Result<_, _>>()?;
+    let [y, m, d] = parts[..] else {
+        return Err(invalid());
+    };
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return Err(invalid());
+    }
+    Ok(Some(epoch_of(y, m, d)))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use super::calendar;
 use crate::{budget::snapshot as tree_snapshot, ServerError};
+use app::reports::{UsageLine, UsageSeries};
 use scheduler::{BudgetId, DAY, HOUR};
 use sqlx::AnyPool;
 use std::{collections::BTreeMap, fmt::Write};
@@ -10,37 +11,31 @@ use std::{collections::BTreeMap, fmt::Write};
 pub const CSV_HEADER: &str =
     "bucket_start,path,funded_gpu_h,owed_gpu_h,delivered_gpu_h,unallocated_gpu_h";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Granularity {
-    Hour,
-    Day,
-    /// Weeks from Monday 00:00 UTC.
-    Week,
+pub use app::reports::Granularity;
+
+/// The granularity a query or form names; empty is a day.
+pub fn parse_granularity(raw: &str) -> Result<Granularity, ServerError> {
+    match raw.trim() {
+        "hour" => Ok(Granularity::Hour),
+        "day" | "" => Ok(Granularity::Day),
+        "week" => Ok(Granularity::Week),
+        other => Err(ServerError::invalid(
+            "granularity",
+            format!("Use hour, day or week, not \"{other}\"."),
+        )),
+    }
 }
 
-impl Granularity {
-    pub fn parse(raw: &str) -> Result<Granularity, ServerError> {
-        match raw {
-            "hour" => Ok(Granularity::Hour),
-            "day" | "" => Ok(Granularity::Day),
-            "week" => Ok(Granularity::Week),
-            other => Err(ServerError::invalid(
-                "granularity",
-                format!("Use hour, day or week, not \"{other}\"."),
-            )),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Granularity::Hour => "hour",
-            Granularity::Day => "day",
-            Granularity::Week => "week",
-        }
-    }
-
+/// Bucket arithmetic in UTC.
+pub trait Buckets {
     /// The start of the bucket after the one starting at `bucket`.
-    pub fn next(self, bucket: i64) -> i64 {
+    fn next(self, bucket: i64) -> i64;
+    /// The start of the bucket holding `t`.
+    fn bucket(self, t: i64) -> i64;
+}
+
+impl Buckets for Granularity {
+    fn next(self, bucket: i64) -> i64 {
         match self {
             Granularity::Hour => bucket + HOUR,
             Granularity::Day => bucket + DAY,
@@ -48,8 +43,7 @@ impl Granularity {
         }
     }
 
-    /// The start of the bucket holding `t`.
-    pub fn bucket(self, t: i64) -> i64 {
+    fn bucket(self, t: i64) -> i64 {
         // 1970-01-05, the first Monday after the epoch.
         const MONDAY: i64 = 4 * DAY;
         match self {
@@ -58,6 +52,66 @@ impl Granularity {
             Granularity::Week => (t - MONDAY).div_euclid(7 * DAY) * 7 * DAY + MONDAY,
         }
     }
+}
+
+/// The allocation chart's data: `node` (first line) and its children, one value per bucket.
+pub async fn usage_series(
+    pool: &AnyPool,
+    node: String,
+    from: i64,
+    to: i64,
+    granularity: Granularity,
+) -> Result<UsageSeries, ServerError> {
+    let cells = series(pool, &node, from, to, granularity).await?;
+    let (buckets, lines) = pivot(&cells);
+    Ok(UsageSeries {
+        node,
+        from,
+        to,
+        granularity,
+        buckets,
+        lines,
+    })
+}
+
+/// Cells by `(bucket, path)` into the buckets and one line per path: the node itself (the
+/// shortest path, a prefix of its children's) first, then its children by path.
+fn pivot(cells: &BTreeMap<(i64, String), [f64; 4]>) -> (Vec<i64>, Vec<UsageLine>) {
+    let buckets: Vec<i64> = cells
+        .keys()
+        .map(|(bucket, _)| *bucket)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let index: std::collections::HashMap<i64, usize> =
+        buckets.iter().enumerate().map(|(i, b)| (*b, i)).collect();
+    let mut lines: Vec<UsageLine> = Vec::new();
+    for ((bucket, path), [funded, owed, delivered, free]) in cells {
+        let at = match lines.iter().position(|l| &l.path == path) {
+            Some(at) => at,
+            None => {
+                let empty = vec![0.0; buckets.len()];
+                lines.push(UsageLine {
+                    path: path.clone(),
+                    funded: empty.clone(),
+                    owed: empty.clone(),
+                    delivered: empty.clone(),
+                    unallocated: empty,
+                });
+                lines.len() - 1
+            }
+        };
+        let (line, i) = (&mut lines[at], index[bucket]);
+        line.funded[i] = *funded;
+        line.owed[i] = *owed;
+        line.delivered[i] = *delivered;
+        line.unallocated[i] = *free;
+    }
+    lines.sort_by(|a, b| (a.path.len(), &a.path).cmp(&(b.path.len(), &b.path)));
+    if lines.len() > 1 {
+        lines[1..].sort_by(|a, b| a.path.cmp(&b.path));
+    }
+    (buckets, lines)
 }
 
 /// `(bucket start, path) → [funded, owed, delivered, unallocated]` GPU-hours for `node` and its

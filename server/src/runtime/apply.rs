@@ -8,8 +8,8 @@ use crate::{
     workloads::repo::{insert_event, leave_run},
     ServerError,
 };
+use app::workloads::{reasons::Event, GpuPlacement, WorkloadState};
 use scheduler::{Action, AfterStop, Decision, Placement, WorkloadId};
-use serde_json::json;
 use sqlx::AnyConnection;
 use std::collections::BTreeSet;
 
@@ -59,8 +59,7 @@ pub async fn apply(
                 then,
             } => {
                 let detail = reasons::preempt(snapshot, reason, *then);
-                let nodes =
-                    stop(db, *workload, *then, "preempted", "preempted", detail, now).await?;
+                let nodes = stop(db, *workload, *then, "preempted", &detail, now).await?;
                 applied.stopped += 1;
                 applied.nodes.extend(nodes);
             }
@@ -70,7 +69,7 @@ pub async fn apply(
                 then,
             } => {
                 let detail = reasons::drain(snapshot, reason, *then);
-                let nodes = stop(db, *workload, *then, "drained", "drained", detail, now).await?;
+                let nodes = stop(db, *workload, *then, "drained", &detail, now).await?;
                 applied.stopped += 1;
                 applied.nodes.extend(nodes);
             }
@@ -109,7 +108,10 @@ async fn start(
         .bind(protected_until)
         .execute(&mut *db)
         .await?;
-        parts.push(json!({ "node": node.name, "gpus": part.gpus.indices().collect::<Vec<_>>() }));
+        parts.push(GpuPlacement {
+            node: node.name.clone(),
+            gpus: part.gpus.indices().collect(),
+        });
     }
     sqlx::query(
         "update workload set state = 'running', started_at = $2, first_started_at = coalesce(first_started_at, $2),
@@ -121,13 +123,13 @@ async fn start(
     .bind(protected_until)
     .execute(&mut *db)
     .await?;
-    let detail = json!({
-        "placement": parts,
-        "protected_until": protected_until,
-        "resumed": row.run_count > 0,
-        "wait_s": now - row.submitted_at,
-    });
-    insert_event(&mut *db, id, now, "started", None, &detail).await?;
+    let event = Event::Started {
+        placement: parts,
+        protected_until,
+        resumed: row.run_count > 0,
+        wait_s: now - row.submitted_at,
+    };
+    insert_event(&mut *db, id, now, None, &event).await?;
     Ok(())
 }
 
@@ -138,19 +140,18 @@ pub async fn stop(
     workload: WorkloadId,
     then: AfterStop,
     end_kind: &str,
-    event: &str,
-    detail: serde_json::Value,
+    event: &Event,
     now: i64,
 ) -> Result<Vec<i64>, ServerError> {
     let id = workload.0 as i64;
     let nodes = close_runs(db, id, end_kind, now).await?;
     let state = match then {
-        AfterStop::Requeue => "queued",
-        AfterStop::EndPreempted => "preempted",
-        AfterStop::Fail => "failed",
+        AfterStop::Requeue => WorkloadState::Queued,
+        AfterStop::EndPreempted => WorkloadState::Preempted,
+        AfterStop::Fail => WorkloadState::Failed,
     };
     leave_run(&mut *db, id, state, None, now).await?;
-    insert_event(&mut *db, id, now, event, None, &detail).await?;
+    insert_event(&mut *db, id, now, None, event).await?;
     Ok(nodes)
 }
 

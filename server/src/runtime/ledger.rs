@@ -146,7 +146,7 @@ pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError>
         let healthy: f64 = node_repo::list_nodes(&mut *db)
             .await?
             .iter()
-            .filter(|n| n.health() == "healthy")
+            .filter(|n| n.health() == app::nodes::NodeHealth::Healthy)
             .map(|n| n.gpu_count as f64)
             .sum();
         for (hour, seconds) in split_hours(from, now) {

@@ -6,6 +6,7 @@ use crate::{
     nodes::repo::{self as node_repo, NodeRow},
     ServerError,
 };
+use app::{nodes::NodeHealth, workloads::WorkloadState};
 use scheduler::{
     ClusterState, Engine, GpuSet, Health, NodeGpus, NodeId, NodeState, Placement, RunningWorkload,
     WorkloadId, WorkloadSpec, HOUR,
@@ -24,7 +25,8 @@ pub struct WorkloadRow {
     #[sqlx(try_from = "crate::db::Flag")]
     pub resumable: bool,
     pub priority: i64,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: WorkloadState,
     pub submitted_at: i64,
     pub started_at: Option<i64>,
     pub run_count: i64,
@@ -87,10 +89,10 @@ pub fn format_indices(gpus: GpuSet) -> String {
 
 fn health(row: &NodeRow) -> Health {
     match row.health() {
-        "healthy" => Health::Healthy,
-        "cordoned" => Health::Cordoned,
-        "unhealthy" => Health::Unhealthy,
-        _ => Health::Down,
+        NodeHealth::Healthy => Health::Healthy,
+        NodeHealth::Cordoned => Health::Cordoned,
+        NodeHealth::Unhealthy => Health::Unhealthy,
+        NodeHealth::Down => Health::Down,
     }
 }
 
@@ -170,8 +172,8 @@ pub async fn load(
             priority: row.priority as i32,
             submitted_at: row.submitted_at,
         };
-        match (row.state.as_str(), parts.remove(&row.workload_id)) {
-            ("running", Some(mut placement)) => {
+        match (row.state, parts.remove(&row.workload_id)) {
+            (WorkloadState::Running, Some(mut placement)) => {
                 placement.sort();
                 running.push(RunningWorkload {
                     spec,
@@ -180,7 +182,7 @@ pub async fn load(
                     baseline_protected: false,
                 });
             }
-            ("queued", _) => queued.push(spec),
+            (WorkloadState::Queued, _) => queued.push(spec),
             _ => tracing::warn!(
                 workload = row.workload_id,
                 "running workload without an open run; skipped"

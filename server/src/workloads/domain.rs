@@ -1,6 +1,7 @@
 //! A submission, validated once into a [`NewWorkload`].
 
 use crate::ServerError;
+use app::workloads::{SubmitForm, WorkloadState};
 use serde::Deserialize;
 
 /// The body of `POST /api/v1/workloads` (and the submit form).
@@ -16,6 +17,39 @@ pub struct SubmitWorkload {
     pub resumable: bool,
     #[serde(default)]
     pub priority: i64,
+}
+
+impl SubmitWorkload {
+    /// The Submit form's fields as typed: numbers must be whole; blank means 0.
+    pub fn from_form(form: SubmitForm) -> Result<SubmitWorkload, ServerError> {
+        Ok(SubmitWorkload {
+            gpus: whole("gpus", &form.gpus, "the GPU count")?,
+            min_runtime_s: whole(
+                "min_runtime_s",
+                &form.min_runtime_s,
+                "the minimum runtime in seconds",
+            )?,
+            priority: whole("priority", &form.priority, "the priority")?,
+            project: form.project,
+            name: form.name,
+            command: form.command,
+            resumable: form.resumable,
+        })
+    }
+}
+
+/// A form field that must be a whole number; blank is 0.
+fn whole(field: &'static str, raw: &str, what: &str) -> Result<i64, ServerError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(0);
+    }
+    raw.parse().map_err(|_| {
+        ServerError::invalid(
+            field,
+            format!("Enter {what} as a whole number, not \"{raw}\"."),
+        )
+    })
 }
 
 /// A valid submission (the project is resolved against the tree and membership by the service).
@@ -101,6 +135,20 @@ impl NewWorkload {
             resumable: input.resumable,
             priority,
         })
+    }
+}
+
+/// A state filter as typed in a query or the Workloads page's menu: empty or `all` is any state.
+pub fn state_filter(raw: Option<&str>) -> Result<Option<WorkloadState>, ServerError> {
+    match raw.map(str::trim) {
+        None | Some("") | Some("all") => Ok(None),
+        Some(name) => name.parse().map(Some).map_err(|_| {
+            let names: Vec<&str> = WorkloadState::ALL.iter().map(|s| s.as_str()).collect();
+            ServerError::invalid(
+                "state",
+                format!("Unknown state \"{name}\": use one of {}.", names.join(", ")),
+            )
+        }),
     }
 }
 

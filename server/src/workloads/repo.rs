@@ -1,6 +1,6 @@
 //! SQL for workloads and their events.
 
-use app::workloads::{EventView, WorkloadView};
+use app::workloads::{reasons::Event, EventView, WorkloadState, WorkloadView};
 use sqlx::{AnyExecutor, FromRow};
 
 const SELECT: &str = "select w.workload_id, w.name, b.path as project, u.username as owner, w.command, w.gpus,
@@ -21,7 +21,8 @@ struct WorkloadRow {
     #[sqlx(try_from = "crate::db::Flag")]
     resumable: bool,
     priority: i64,
-    state: String,
+    #[sqlx(try_from = "String")]
+    state: WorkloadState,
     submitted_at: i64,
     first_started_at: Option<i64>,
     started_at: Option<i64>,
@@ -105,7 +106,7 @@ pub async fn find_workload(
 pub async fn list_workloads(
     db: impl AnyExecutor<'_>,
     user_id: Option<i64>,
-    state: Option<&str>,
+    state: Option<WorkloadState>,
     limit: i64,
 ) -> Result<Vec<WorkloadView>, sqlx::Error> {
     let rows: Vec<WorkloadRow> = sqlx::query_as(&format!(
@@ -113,7 +114,7 @@ pub async fn list_workloads(
          order by w.workload_id desc limit $3"
     ))
     .bind(user_id)
-    .bind(state)
+    .bind(state.map(WorkloadState::as_str))
     .bind(limit)
     .fetch_all(db)
     .await?;
@@ -133,9 +134,9 @@ pub async fn events(
     // `detail` is JSON kept as text on both engines.
     rows.into_iter()
         .map(|(at, kind, detail)| {
-            let detail = serde_json::from_str(&detail)
+            let event = Event::from_parts(&kind, &detail)
                 .map_err(|error| sqlx::Error::Decode(Box::new(error)))?;
-            Ok(EventView { at, kind, detail })
+            Ok(EventView { at, event })
         })
         .collect()
 }
@@ -144,16 +145,15 @@ pub async fn insert_event(
     db: impl AnyExecutor<'_>,
     workload_id: i64,
     at: i64,
-    kind: &str,
     node_id: Option<i64>,
-    detail: &serde_json::Value,
+    event: &Event,
 ) -> Result<(), sqlx::Error> {
     sqlx::query("insert into workload_event (workload_id, at, kind, node_id, detail) values ($1, $2, $3, $4, $5)")
         .bind(workload_id)
         .bind(at)
-        .bind(kind)
+        .bind(event.kind())
         .bind(node_id)
-        .bind(detail.to_string())
+        .bind(event.detail_json())
         .execute(db)
         .await?;
     Ok(())
@@ -185,7 +185,7 @@ pub async fn log_tail(db: impl AnyExecutor<'_>, workload_id: i64) -> Result<Stri
 pub async fn leave_run(
     db: impl AnyExecutor<'_>,
     workload_id: i64,
-    state: &str,
+    state: WorkloadState,
     exit_code: Option<i32>,
     now: i64,
 ) -> Result<(), sqlx::Error> {
@@ -198,7 +198,7 @@ pub async fn leave_run(
          where workload_id = $1 and state in ('queued', 'running')",
     )
     .bind(workload_id)
-    .bind(state)
+    .bind(state.as_str())
     .bind(exit_code)
     .bind(now)
     .execute(db)

@@ -7,16 +7,17 @@ use super::{
 use crate::{
     budget::repo as budget_repo,
     db::Flag,
-    runtime::{apply, snapshot, Runtime},
+    runtime::{apply, reasons, snapshot, Runtime},
     users::service::now,
     ServerError,
 };
 use app::model::CurrentUser;
+use app::workloads::reasons::{AfterStop, Drain, DrainRule, Event};
 use app::workloads::{
-    GpuPlacement, PathRatio, QueueExplanation, QueueRow, WorkloadDetail, WorkloadView,
+    GpuPlacement, PathRatio, QueueExplanation, QueueRow, WorkloadDetail, WorkloadState,
+    WorkloadView,
 };
-use scheduler::{NodeGpus, WaitReason, WorkloadId};
-use serde_json::{json, Value};
+use scheduler::WorkloadId;
 use sqlx::AnyPool;
 use std::sync::Arc;
 
@@ -82,15 +83,10 @@ pub async fn submit(
         now,
     )
     .await?;
-    repo::insert_event(
-        &mut *tx,
-        id,
-        now,
-        "submitted",
-        None,
-        &json!({ "by": actor.username }),
-    )
-    .await?;
+    let event = Event::Submitted {
+        by: actor.username.clone(),
+    };
+    repo::insert_event(&mut *tx, id, now, None, &event).await?;
     tx.commit().await?;
     runtime.wake();
     runtime.announce();
@@ -135,7 +131,7 @@ pub async fn cancel(
             "Only the workload's owner or an admin can cancel it.".into(),
         ));
     }
-    if !matches!(workload.state.as_str(), "queued" | "running") {
+    if !workload.is_active() {
         return Err(ServerError::conflict(
             "state",
             format!("The workload has already ended ({}).", workload.state),
@@ -144,16 +140,11 @@ pub async fn cancel(
     let now = now();
     let mut tx = crate::db::begin_write(pool).await?;
     let nodes = apply::close_runs(&mut tx, id, "cancelled", now).await?;
-    repo::leave_run(&mut *tx, id, "cancelled", None, now).await?;
-    repo::insert_event(
-        &mut *tx,
-        id,
-        now,
-        "cancelled",
-        None,
-        &json!({ "by": actor.username }),
-    )
-    .await?;
+    repo::leave_run(&mut *tx, id, WorkloadState::Cancelled, None, now).await?;
+    let event = Event::Cancelled {
+        by: actor.username.clone(),
+    };
+    repo::insert_event(&mut *tx, id, now, None, &event).await?;
     tx.commit().await?;
     runtime.wake();
     runtime.announce_nodes(nodes);
@@ -185,7 +176,7 @@ pub async fn detail(
         })
         .collect();
     let events = repo::events(pool, id).await?;
-    let queue = if workload.state == "queued" {
+    let queue = if workload.state == WorkloadState::Queued {
         explain(pool, runtime, id).await?
     } else {
         None
@@ -221,53 +212,7 @@ async fn explain(
         return Ok(None);
     };
     let tree = &snap.tree.tree;
-    let gpus = |parts: &[NodeGpus]| -> Vec<Value> {
-        parts
-            .iter()
-            .map(|p| json!({ "node": snap.node_row(p.node).name, "gpus": p.gpus.indices().collect::<Vec<_>>() }))
-            .collect()
-    };
-    let waiting_for = match &e.waiting_for {
-        WaitReason::StartsNow { placement } => {
-            json!({ "kind": "starts-now", "placement": gpus(&placement.parts) })
-        }
-        WaitReason::OwnReservation { at, gpus: held } => {
-            json!({ "kind": "own-reservation", "at": at, "gpus": gpus(held) })
-        }
-        WaitReason::ReservedAhead { holder, at } => json!({
-            "kind": "reserved-ahead", "holder": holder.0,
-            "holder_name": snap.workload(*holder).map(|w| w.name.clone()), "at": at
-        }),
-        WaitReason::Capacity {
-            idle_gpus,
-            protected_gpus,
-            protected_until,
-            outranking_gpus,
-            within_margin_gpus,
-        } => {
-            json!({
-                "kind": "capacity", "idle_gpus": idle_gpus, "protected_gpus": protected_gpus,
-                "protected_until": protected_until, "outranking_gpus": outranking_gpus,
-                "within_margin_gpus": within_margin_gpus,
-            })
-        }
-        WaitReason::IdleOnly { idle_gpus } => {
-            json!({ "kind": "idle-only", "idle_gpus": idle_gpus })
-        }
-        WaitReason::Headroom { kept_gpus } => {
-            json!({ "kind": "headroom", "kept_gpus": kept_gpus })
-        }
-        WaitReason::HostsOutOfService { nodes } => json!({
-            "kind": "hosts-out-of-service",
-            "nodes": nodes.iter().map(|n| snap.node_row(*n).name.clone()).collect::<Vec<_>>()
-        }),
-        WaitReason::TooLarge {
-            gpus,
-            largest_placement,
-        } => {
-            json!({ "kind": "too-large", "gpus": gpus, "largest_placement": largest_placement })
-        }
-    };
+    let waiting_for = reasons::waiting_for(snap, &e.waiting_for);
     Ok(Some(QueueExplanation {
         position: e.position,
         queue_len: e.queue_len,
@@ -343,7 +288,7 @@ async fn compute_queue(
         .collect();
     order.sort();
     let mut views: std::collections::HashMap<i64, _> =
-        repo::list_workloads(&mut *db, None, Some("queued"), i64::MAX)
+        repo::list_workloads(&mut *db, None, Some(WorkloadState::Queued), i64::MAX)
             .await?
             .into_iter()
             .map(|w| (w.id, w))
@@ -417,21 +362,24 @@ pub async fn finished(
         .fetch_one(&mut *tx)
         .await?;
         let (state, then) = if resumable.0 {
-            ("queued", "requeued")
+            (WorkloadState::Queued, AfterStop::Requeued)
         } else {
-            ("failed", "failed")
+            (WorkloadState::Failed, AfterStop::Failed)
         };
         let nodes = apply::close_runs(&mut tx, workload_id, "killed", now).await?;
         repo::leave_run(&mut *tx, workload_id, state, exit_code, now).await?;
-        repo::insert_event(
-            &mut *tx,
-            workload_id,
-            now,
-            "drained",
-            Some(node_id),
-            &json!({ "rule": "agent-stopped", "at": now, "node": node, "note": note, "then": then }),
-        )
-        .await?;
+        let event = Event::Drained(Drain {
+            rule: DrainRule::AgentStopped,
+            at: now,
+            node,
+            node_reason: None,
+            victim: None,
+            victim_min_runtime_s: 0,
+            victim_protected_until: None,
+            note: note.map(str::to_string),
+            then,
+        });
+        repo::insert_event(&mut *tx, workload_id, now, Some(node_id), &event).await?;
         tx.commit().await?;
         return Ok(nodes);
     }
@@ -443,22 +391,17 @@ pub async fn finished(
         )
         .await?;
     }
-    let (kind, state) = if exit_code == Some(0) {
-        ("completed", "succeeded")
+    let note = note.map(str::to_string);
+    let (kind, state, event) = if exit_code == Some(0) {
+        let event = Event::Succeeded { exit_code, note };
+        ("completed", WorkloadState::Succeeded, event)
     } else {
-        ("failed", "failed")
+        let event = Event::Failed { exit_code, note };
+        ("failed", WorkloadState::Failed, event)
     };
     let nodes = apply::close_runs(&mut tx, workload_id, kind, now).await?;
     repo::leave_run(&mut *tx, workload_id, state, exit_code, now).await?;
-    repo::insert_event(
-        &mut *tx,
-        workload_id,
-        now,
-        state,
-        Some(node_id),
-        &json!({ "exit_code": exit_code, "note": note }),
-    )
-    .await?;
+    repo::insert_event(&mut *tx, workload_id, now, Some(node_id), &event).await?;
     tx.commit().await?;
     Ok(nodes)
 }

@@ -5,8 +5,9 @@ use crate::{
     live::{now_s, use_live_updates},
     workloads::{
         api::{get_workload_detail, CancelWorkload},
-        sentences::{clock, duration, stop_reason, waiting_for},
-        EventView, QueueExplanation, WorkloadDetail,
+        reasons::Event,
+        sentences::{clock, drain, duration, preemption, stop_reason, waiting_for},
+        EventView, QueueExplanation, WorkloadDetail, WorkloadState,
     },
 };
 use leptos::prelude::*;
@@ -53,8 +54,7 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
         .events
         .iter()
         .rev()
-        .find(|e| e.kind == "preempted" || e.kind == "drained")
-        .cloned();
+        .find_map(|e| stop_reason(&e.event).map(|text| (e.event.kind(), text)));
     let resubmit = format!("/workloads/new?from={}", w.id);
     let placement = detail
         .placement
@@ -72,20 +72,21 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
         })
         .collect::<Vec<_>>()
         .join("; ");
-    let protection = match (w.state.as_str(), w.protected_until) {
-        ("running", Some(t)) if t > now => {
+    let running = w.state == WorkloadState::Running;
+    let protection = match (running, w.protected_until) {
+        (true, Some(t)) if t > now => {
             format!("protected until {} ({} left)", clock(t), duration(t - now))
         }
-        ("running", Some(_)) => {
+        (true, Some(_)) => {
             "minimum runtime passed: preemptible if its project is over-served".into()
         }
-        ("running", None) => "free work: interruptible at any moment".into(),
+        (true, None) => "free work: interruptible at any moment".into(),
         _ => String::new(),
     };
     view! {
         <Title text=w.name.clone() />
         <div class="page-head">
-            <h1>{w.name.clone()} " " <StateBadge state=w.state.clone() /></h1>
+            <h1>{w.name.clone()} " " <StateBadge state=w.state /></h1>
             <div class="actions">
                 <a class="button button-quiet" href=resubmit>"Resubmit"</a>
                 {detail.can_cancel.then(|| view! {
@@ -116,10 +117,10 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
             </section>
             <div class="grow">
                 {detail.queue.clone().map(|q| view! { <WhyWaiting queue=q /> })}
-                {last_stop.map(|e| view! {
+                {last_stop.map(|(kind, text)| view! {
                     <section class="card why" aria-labelledby="why-stopped">
-                        <h2 id="why-stopped">{if e.kind == "drained" { "Why it was drained" } else { "Why it was preempted" }}</h2>
-                        <p>{stop_reason(&e.kind, &e.detail)}</p>
+                        <h2 id="why-stopped">{if kind == "drained" { "Why it was drained" } else { "Why it was preempted" }}</h2>
+                        <p>{text}</p>
                     </section>
                 })}
             </div>
@@ -167,46 +168,49 @@ fn WhyWaiting(queue: QueueExplanation) -> impl IntoView {
 
 #[component]
 fn TimelineEntry(event: EventView) -> impl IntoView {
-    let text = match event.kind.as_str() {
-        "submitted" => format!(
-            "Submitted by {}.",
-            event.detail["by"].as_str().unwrap_or("?")
-        ),
-        "started" => {
-            let nodes = event.detail["placement"]
-                .as_array()
-                .map(|parts| {
-                    parts
-                        .iter()
-                        .map(|p| format!("{} GPU {}", p["node"].as_str().unwrap_or("?"), p["gpus"]))
-                        .collect::<Vec<_>>()
-                        .join("; ")
+    let kind = event.event.kind();
+    let text = match &event.event {
+        Event::Submitted { by } => format!("Submitted by {by}."),
+        Event::Started {
+            placement,
+            protected_until,
+            resumed,
+            ..
+        } => {
+            let nodes = placement
+                .iter()
+                .map(|p| {
+                    let gpus: Vec<String> = p.gpus.iter().map(u32::to_string).collect();
+                    format!("{} GPU [{}]", p.node, gpus.join(","))
                 })
-                .unwrap_or_default();
-            let resumed = if event.detail["resumed"] == true {
-                "Resumed"
-            } else {
-                "Started"
-            };
-            let protection = event.detail["protected_until"]
-                .as_i64()
+                .collect::<Vec<_>>()
+                .join("; ");
+            let resumed = if *resumed { "Resumed" } else { "Started" };
+            let protection = protected_until
                 .map(|t| format!(", protected until {}", clock(t)))
                 .unwrap_or_else(|| ", interruptible (free)".into());
             format!("{resumed} on {nodes}{protection}.")
         }
-        "preempted" | "drained" => stop_reason(&event.kind, &event.detail),
-        "succeeded" => "Finished successfully (exit code 0).".into(),
-        "failed" => format!("Failed (exit code {}).", event.detail["exit_code"]),
-        "cancelled" => format!(
-            "Cancelled by {}.",
-            event.detail["by"].as_str().unwrap_or("?")
+        Event::Preempted(p) => preemption(p),
+        Event::Drained(d) => drain(d),
+        Event::Succeeded { .. } => "Finished successfully (exit code 0).".into(),
+        Event::Failed {
+            exit_code: Some(code),
+            ..
+        } => format!("Failed (exit code {code})."),
+        Event::Failed {
+            exit_code: None,
+            note,
+        } => format!(
+            "Failed ({}).",
+            note.as_deref().unwrap_or("its exit code is unknown")
         ),
-        other => other.to_string(),
+        Event::Cancelled { by } => format!("Cancelled by {by}."),
     };
     view! {
         <li>
             <time>{clock(event.at)}</time>
-            <span class=format!("event event-{}", event.kind)>{event.kind.clone()}</span>
+            <span class=format!("event event-{kind}")>{kind}</span>
             <span>{text}</span>
         </li>
     }

@@ -3,19 +3,12 @@
 use crate::{
     components::badge::StateBadge,
     live::{now_s, use_live_updates},
-    workloads::{api::list_workloads, sentences::clock, sentences::duration, WorkloadView},
+    workloads::{
+        api::list_workloads, sentences::clock, sentences::duration, WorkloadState, WorkloadView,
+    },
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
-
-pub const STATES: [&str; 6] = [
-    "queued",
-    "running",
-    "succeeded",
-    "failed",
-    "cancelled",
-    "preempted",
-];
 
 #[component]
 pub fn WorkloadsPage() -> impl IntoView {
@@ -41,7 +34,7 @@ pub fn WorkloadsPage() -> impl IntoView {
             <label for="state-filter">"State"</label>
             <select id="state-filter" on:change=move |ev| set_state.set(event_target_value(&ev))>
                 <option value="">"Any"</option>
-                {STATES.map(|s| view! { <option value=s>{s}</option> }).collect_view()}
+                {WorkloadState::ALL.map(|s| view! { <option value=s.as_str()>{s.as_str()}</option> }).collect_view()}
             </select>
         </div>
         <Transition fallback=|| view! { <p class="loading">"Loading workloads…"</p> }>
@@ -83,16 +76,17 @@ fn WorkloadTable(list: Vec<WorkloadView>) -> impl IntoView {
                     {list.into_iter().map(|w| {
                         let href = format!("/workloads/{}", w.id);
                         let timing = timing(&w, now);
-                        let protected = match (w.state.as_str(), w.protected_until) {
-                            ("running", Some(t)) if t > now => clock(t),
-                            ("running", None) => "interruptible (free)".to_string(),
-                            ("running", Some(_)) => "passed".to_string(),
+                        let running = w.state == WorkloadState::Running;
+                        let protected = match (running, w.protected_until) {
+                            (true, Some(t)) if t > now => clock(t),
+                            (true, None) => "interruptible (free)".to_string(),
+                            (true, Some(_)) => "passed".to_string(),
                             _ => String::new(),
                         };
                         view! {
                             <tr>
                                 <td><a href=href>{w.name.clone()}</a></td>
-                                <td><StateBadge state=w.state.clone() /></td>
+                                <td><StateBadge state=w.state /></td>
                                 <td>{w.project.clone()}</td>
                                 <td>{w.owner.clone()}</td>
                                 <td class="num">{w.gpus}</td>
@@ -109,9 +103,11 @@ fn WorkloadTable(list: Vec<WorkloadView>) -> impl IntoView {
 
 /// "waiting 3 min", "running 1 h 2 min", "ran 14 min".
 pub fn timing(w: &WorkloadView, now: i64) -> String {
-    match w.state.as_str() {
-        "queued" => format!("waiting {}", duration(now - w.submitted_at)),
-        "running" => format!("running {}", duration(now - w.started_at.unwrap_or(now))),
+    match w.state {
+        WorkloadState::Queued => format!("waiting {}", duration(now - w.submitted_at)),
+        WorkloadState::Running => {
+            format!("running {}", duration(now - w.started_at.unwrap_or(now)))
+        }
         _ => format!("ran {}", duration(w.progress_s)),
     }
 }

@@ -1,0 +1,24 @@
+//! Server functions of the Nodes page.
+
+use super::NodeView;
+use crate::error::AppError;
+use leptos::prelude::*;
+
+#[server(prefix = "/api", endpoint = "nodes/list")]
+pub async fn list_nodes() -> Result<Vec<NodeView>, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.nodes(&require_user()?).await }.await)
+}
+
+#[server(name = SetNodeState, prefix = "/api", endpoint = "nodes/action")]
+pub async fn node_action(name: String, action: String) -> Result<(), AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.node_action(&require_user()?, name, action).await }.await)
+}
+
+/// Registers a node; returns its agent token (shown once).
+#[server(prefix = "/api", endpoint = "nodes/register")]
+pub async fn register_node(name: String) -> Result<String, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.register_node(&require_user()?, name).await }.await)
+}

@@ -1,0 +1,168 @@
+//! GPU nodes as the pages see them: their health, what holds each GPU, and what an admin may
+//! do to them.
+
+pub mod api;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A node's health as the scheduler sees it: down beats unhealthy beats cordoned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeHealth {
+    /// Takes new work.
+    Healthy,
+    /// Failed its own check or was marked by an admin: no new work, drained at minimum runtime.
+    Unhealthy,
+    /// Under maintenance: no new work, drained at minimum runtime.
+    Cordoned,
+    /// Its agent stopped answering (or never reported its GPUs).
+    Down,
+}
+
+impl NodeHealth {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeHealth::Healthy => "healthy",
+            NodeHealth::Unhealthy => "unhealthy",
+            NodeHealth::Cordoned => "cordoned",
+            NodeHealth::Down => "down",
+        }
+    }
+}
+
+impl fmt::Display for NodeHealth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not a node health or action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownNodeWord(pub String);
+
+impl fmt::Display for UnknownNodeWord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{}\" is not a node state", self.0)
+    }
+}
+
+impl std::error::Error for UnknownNodeWord {}
+
+impl std::str::FromStr for NodeHealth {
+    type Err = UnknownNodeWord;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "healthy" => Ok(NodeHealth::Healthy),
+            "unhealthy" => Ok(NodeHealth::Unhealthy),
+            "cordoned" => Ok(NodeHealth::Cordoned),
+            "down" => Ok(NodeHealth::Down),
+            other => Err(UnknownNodeWord(other.to_string())),
+        }
+    }
+}
+
+impl TryFrom<String> for NodeHealth {
+    type Error = UnknownNodeWord;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+/// What an admin may do to a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeAction {
+    /// No new work; running work is drained once its minimum runtime passes.
+    Cordon,
+    /// The same as cordon, said plainly.
+    Drain,
+    MarkUnhealthy,
+    /// Back in service.
+    Uncordon,
+}
+
+impl NodeAction {
+    pub const ALL: [NodeAction; 4] = [
+        NodeAction::Cordon,
+        NodeAction::Drain,
+        NodeAction::MarkUnhealthy,
+        NodeAction::Uncordon,
+    ];
+
+    /// The name in URLs and forms.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeAction::Cordon => "cordon",
+            NodeAction::Drain => "drain",
+            NodeAction::MarkUnhealthy => "mark-unhealthy",
+            NodeAction::Uncordon => "uncordon",
+        }
+    }
+
+    /// The button's label.
+    pub fn label(self) -> &'static str {
+        match self {
+            NodeAction::Cordon => "Cordon",
+            NodeAction::Drain => "Drain",
+            NodeAction::MarkUnhealthy => "Mark unhealthy",
+            NodeAction::Uncordon => "Uncordon",
+        }
+    }
+
+    /// The admin state the action leaves the node in.
+    pub fn admin_state(self) -> NodeHealth {
+        match self {
+            NodeAction::Cordon | NodeAction::Drain => NodeHealth::Cordoned,
+            NodeAction::MarkUnhealthy => NodeHealth::Unhealthy,
+            NodeAction::Uncordon => NodeHealth::Healthy,
+        }
+    }
+}
+
+impl std::str::FromStr for NodeAction {
+    type Err = UnknownNodeWord;
+
+    /// Also reads `unhealthy` and `healthy`, the states the actions lead to.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cordon" => Ok(NodeAction::Cordon),
+            "drain" => Ok(NodeAction::Drain),
+            "mark-unhealthy" | "unhealthy" => Ok(NodeAction::MarkUnhealthy),
+            "uncordon" | "healthy" => Ok(NodeAction::Uncordon),
+            other => Err(UnknownNodeWord(other.to_string())),
+        }
+    }
+}
+
+/// A GPU node with what holds each of its GPUs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub name: String,
+    pub gpu_model: String,
+    pub gpus: i64,
+    pub state: NodeHealth,
+    pub heartbeat_age_s: Option<i64>,
+    /// Why the node's own health check failed, and since when.
+    pub health_reason: Option<String>,
+    pub unhealthy_since: Option<i64>,
+    pub slots: Vec<GpuSlot>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSlot {
+    pub index: u32,
+    pub holder: Option<GpuHolder>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuHolder {
+    pub workload_id: i64,
+    pub name: String,
+    pub project: String,
+    /// Protected until this time; `None` for free (unallocated) work.
+    pub protected_until: Option<i64>,
+    pub allocated: bool,
+}

@@ -1,0 +1,213 @@
+//! Change requests as operations: propose, read, decide, apply when due. Authorization and
+//! validation come from `policy`, every query from `repo`.
+
+use super::{
+    policy::{self, Owners, Proposal},
+    repo::{self, RequestRow},
+};
+use crate::{users::service::now, ServerError};
+use app::{
+    budget::{ChangeItem, ChangeRequestView, ChangeState},
+    model::CurrentUser,
+};
+use sqlx::{AnyConnection, AnyPool};
+
+pub async fn propose(
+    pool: &AnyPool,
+    actor: &CurrentUser,
+    proposal: Proposal,
+) -> Result<ChangeRequestView, ServerError> {
+    let now = now();
+    let mut tx = crate::db::begin_write(pool).await?;
+    let node = repo::node_by_path(&mut *tx, &proposal.node)
+        .await?
+        .ok_or_else(|| {
+            ServerError::invalid(
+                "node",
+                format!("There is no node \"{}\" in the budget tree.", proposal.node),
+            )
+        })?;
+    let owners = repo::owners(&mut *tx).await?;
+    let member_paths = repo::member_paths(&mut *tx, actor.id).await?;
+    if !policy::may_propose(&owners, &member_paths, actor, &node.path) {
+        return Err(ServerError::Forbidden(format!(
+            "Only people in \"{}\"'s subtree (its members and owners) can propose changes to it.",
+            node.path
+        )));
+    }
+    let current = repo::children(&mut *tx, node.budget_node_id).await?;
+    let plan = policy::plan(&proposal, &node.path, &current, now)?;
+    for (child_id, name) in &plan.removed {
+        let path = if node.path.is_empty() {
+            name.clone()
+        } else {
+            format!("{}/{name}", node.path)
+        };
+        if repo::holds_anything(&mut tx, *child_id, &path).await? {
+            return Err(ServerError::invalid(
+                "shares",
+                format!("\"{path}\" cannot be removed: it has children or queued or running work."),
+            ));
+        }
+    }
+    let id = repo::insert_request(
+        &mut tx,
+        &node,
+        actor.id,
+        proposal.justification.trim(),
+        proposal.effective_at,
+        plan.items.values(),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(request = id, node = %node.path, proposer = %actor.username, "change request proposed");
+    get(pool, actor, id).await
+}
+
+/// A request as `actor` sees it (whether they may decide it, whether it went stale).
+fn view(
+    owners: &Owners,
+    actor: &CurrentUser,
+    row: RequestRow,
+    items: Vec<ChangeItem>,
+) -> ChangeRequestView {
+    let state = policy::shown_state(row.state, row.base_version, row.children_version);
+    let can_decide = state == ChangeState::Pending
+        && policy::may_decide(owners, actor, &row.path, row.proposer_id).is_ok();
+    ChangeRequestView {
+        id: row.change_request_id,
+        node: row.path,
+        proposer: row.proposer,
+        justification: row.justification,
+        base_version: row.base_version,
+        effective_at: row.effective_at,
+        state,
+        created_at: row.created_at,
+        decided_at: row.decided_at,
+        decided_by: row.decided_by,
+        comment: row.decision_comment,
+        items,
+        can_decide,
+    }
+}
+
+async fn views(
+    db: &mut AnyConnection,
+    actor: &CurrentUser,
+    rows: Vec<RequestRow>,
+) -> Result<Vec<ChangeRequestView>, ServerError> {
+    let owners = repo::owners(&mut *db).await?;
+    let ids: Vec<i64> = rows.iter().map(|r| r.change_request_id).collect();
+    let mut items = repo::items_of(&mut *db, &ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let mine = items.remove(&row.change_request_id).unwrap_or_default();
+            view(&owners, actor, row, mine)
+        })
+        .collect())
+}
+
+pub async fn get(
+    pool: &AnyPool,
+    actor: &CurrentUser,
+    id: i64,
+) -> Result<ChangeRequestView, ServerError> {
+    let mut db = pool.acquire().await?;
+    let row = repo::request(&mut *db, id)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("There is no change request {id}.")))?;
+    let mut one = views(&mut db, actor, vec![row]).await?;
+    Ok(one.remove(0))
+}
+
+/// Requests, newest first; `state` filters by the stored state (`pending` includes stale ones,
+/// shown as stale); `node` limits to one node's history.
+pub async fn list(
+    pool: &AnyPool,
+    actor: &CurrentUser,
+    state: Option<ChangeState>,
+    node: Option<&str>,
+) -> Result<Vec<ChangeRequestView>, ServerError> {
+    let mut db = pool.acquire().await?;
+    let rows = repo::requests(&mut *db, state, node).await?;
+    views(&mut db, actor, rows).await
+}
+
+/// Approves (`approve = true`) or rejects a pending request: it ends `applied`, `scheduled` or
+/// `rejected`.
+pub async fn decide(
+    pool: &AnyPool,
+    actor: &CurrentUser,
+    id: i64,
+    approve: bool,
+    comment: &str,
+) -> Result<ChangeRequestView, ServerError> {
+    let now = now();
+    let mut tx = crate::db::begin_write(pool).await?;
+    let row = repo::request(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("There is no change request {id}.")))?;
+    let owners = repo::owners(&mut *tx).await?;
+    policy::may_decide(&owners, actor, &row.path, row.proposer_id)
+        .map_err(ServerError::Forbidden)?;
+    if row.state != ChangeState::Pending {
+        return Err(ServerError::conflict(
+            "state",
+            format!("This request is already {}.", row.state),
+        ));
+    }
+    let state = if !approve {
+        ChangeState::Rejected
+    } else if row.children_version != row.base_version {
+        repo::mark_stale(&mut *tx, id).await?;
+        tx.commit().await?;
+        return Err(ServerError::conflict(
+            "base_version",
+            "Another change to this node's shares was applied since this request was made: it is stale and must be rebased.",
+        ));
+    } else if row.effective_at.is_some_and(|at| at > now) {
+        ChangeState::Scheduled
+    } else {
+        repo::apply(&mut tx, row.change_request_id, row.budget_node_id, now).await?;
+        ChangeState::Applied
+    };
+    repo::record_decision(&mut *tx, id, state, actor.id, comment.trim(), now).await?;
+    tx.commit().await?;
+    tracing::info!(request = id, node = %row.path, decider = %actor.username, state = %state, "change request decided");
+    get(pool, actor, id).await
+}
+
+/// Applies scheduled requests whose time has come (called by the runtime in its transaction);
+/// one whose node changed meanwhile becomes stale instead. Returns how many were applied.
+pub async fn apply_due(db: &mut AnyConnection, now: i64) -> Result<usize, ServerError> {
+    let mut applied = 0;
+    for due in repo::due(&mut *db, now).await? {
+        if due.base_version != due.children_version {
+            repo::mark_stale(&mut *db, due.change_request_id).await?;
+            continue;
+        }
+        repo::apply(
+            db,
+            due.change_request_id,
+            due.budget_node_id,
+            due.effective_at,
+        )
+        .await?;
+        repo::mark_applied(&mut *db, due.change_request_id, due.effective_at).await?;
+        applied += 1;
+    }
+    Ok(applied)
+}
+
+/// Whether `actor` may propose changes to the node at `path` (for pages that offer the form).
+pub async fn may_propose(
+    db: &mut AnyConnection,
+    actor: &CurrentUser,
+    path: &str,
+) -> Result<bool, ServerError> {
+    let owners = repo::owners(&mut *db).await?;
+    let member_paths = repo::member_paths(&mut *db, actor.id).await?;
+    Ok(policy::may_propose(&owners, &member_paths, actor, path))
+}
