@@ -142,8 +142,9 @@ impl Engine {
     }
 
     /// The priority baseline's pass walking the whole queue in order, as it was before the
-    /// queue was taken lazily: the reference the property tests hold [`Engine::decide`] to.
-    #[doc(hidden)]
+    /// queue was taken lazily: the reference the property tests hold [`Engine::decide`] to
+    /// (feature `full-walk`, tests only).
+    #[cfg(feature = "full-walk")]
     pub fn baseline_by_full_walk(
         &self,
         state: &ClusterState<'_>,

@@ -8,13 +8,13 @@
 //! sets each phase's length (default 10).
 
 use server::{
-    api::tokens,
     budget::{import::import_org, org_file::OrgFile},
     build_app,
     config::ServeArgs,
     db,
     runtime::Runtime,
     serve::{leptos_options, runtime_config},
+    tokens::service as tokens,
     users::{repo, service},
     AppState,
 };

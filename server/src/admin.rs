@@ -1,11 +1,11 @@
 //! `hourglass admin …`: user administration straight on the database.
 
 use crate::{
-    api::tokens,
     budget::{import::import_org, org_file::OrgFile},
     config::AdminCommand,
     db,
     nodes::service as node_service,
+    tokens::service as tokens,
     users::service,
     ServerError,
 };

@@ -1,11 +1,11 @@
 //! The server's implementation of the UI's [`Backend`]: the services, with the actor's rights checked.
 
 use crate::{
-    api::tokens,
     budget::{self, changes, changes::Proposal},
     nodes::service as node_service,
     runtime::Runtime,
     settings,
+    tokens::service as tokens,
     users::service,
     workloads::{domain::SubmitWorkload, repo as workload_repo, service as workloads},
     ServerError,

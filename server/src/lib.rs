@@ -28,6 +28,7 @@ pub mod serve;
 pub mod settings;
 pub mod simulate;
 pub mod state;
+pub mod tokens;
 pub mod users;
 pub mod workloads;
 

@@ -2,8 +2,7 @@
 
 use crate::{
     budget::{
-        api::{list_change_requests, DecideChange},
-        impact_api::ChangeImpact,
+        api::{list_change_requests, ChangeImpact, DecideChange},
         ChangeRequestView, ImpactView,
     },
     pages::users::format_date,

@@ -10,7 +10,7 @@ use crate::{
     error::AppError,
     lab::{
         api::{get_lab_run, lab_runs, lab_sources, start_lab_run},
-        LabForm, LabResult, LabRunView,
+        LabForm, LabResult, LabRunView, LabState,
     },
     workloads::sentences::duration,
 };
@@ -58,7 +58,7 @@ fn RecentRuns(runs: Vec<LabRunView>) -> impl IntoView {
                         <tr>
                             <td><a href=format!("/lab/{}", r.id)>{r.label}</a></td>
                             <td>{r.requested_by}</td>
-                            <td>{r.state}</td>
+                            <td>{r.state.as_str()}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>
@@ -254,7 +254,7 @@ pub fn LabRunPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match run.await {
                     Ok(r) => {
-                        if r.state == "waiting" || r.state == "running" {
+                        if r.state.is_open() {
                             poll(tick);
                         }
                         view! { <RunView run=r /> }.into_any()
@@ -282,9 +282,9 @@ fn poll(tick: RwSignal<u32>) {
 #[component]
 fn RunView(run: LabRunView) -> impl IntoView {
     let heading = run.label.clone();
-    let body = match (run.state.as_str(), run.result.clone()) {
-        ("done", Some(result)) => view! { <ResultView id=run.id result /> }.into_any(),
-        ("failed", _) => view! {
+    let body = match (run.state, run.result.clone()) {
+        (LabState::Done, Some(result)) => view! { <ResultView id=run.id result /> }.into_any(),
+        (LabState::Failed, _) => view! {
             <p class="form-error" role="alert">{run.error.clone().unwrap_or_else(|| "The run failed.".into())}</p>
         }
         .into_any(),
@@ -301,7 +301,7 @@ fn RunView(run: LabRunView) -> impl IntoView {
     view! {
         <h1>{heading}</h1>
         <p class="lede">{format!("Requested by {}. ", run.requested_by)}
-            {(run.state == "done").then(|| format!("Both policies simulated in {:.1} s.", run.elapsed_s))}
+            {(run.state == LabState::Done).then(|| format!("Both policies simulated in {:.1} s.", run.elapsed_s))}
         </p>
         {body}
     }

@@ -3,7 +3,10 @@
 use crate::{
     components::field::{FieldError, FormError},
     pages::users::format_date,
-    settings::{get_settings, SettingsView, UpdateSettings},
+    settings::{
+        api::{get_settings, UpdateSettings},
+        SettingsView,
+    },
     workloads::sentences::clock,
 };
 use leptos::prelude::*;

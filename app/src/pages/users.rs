@@ -4,7 +4,7 @@ use crate::{
     components::field::{FieldError, FormError},
     error::AppError,
     model::{Role, UserSummary},
-    users::{list_users, CreateUser, SetUserDisabled},
+    users::api::{list_users, CreateUser, SetUserDisabled},
 };
 use leptos::{html, prelude::*};
 use leptos_meta::Title;

@@ -30,7 +30,7 @@ pub enum AfterStop {
 }
 
 /// The rule that allowed a preemption (DESIGN §4.6, §4.8, §4.11).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PreemptRule {
     FreeWork,
@@ -38,6 +38,18 @@ pub enum PreemptRule {
     Priority,
     FastLane,
     Reserved,
+}
+
+impl PreemptRule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreemptRule::FreeWork => "free-work",
+            PreemptRule::FairShare => "fair-share",
+            PreemptRule::Priority => "priority",
+            PreemptRule::FastLane => "fast-lane",
+            PreemptRule::Reserved => "reserved",
+        }
+    }
 }
 
 /// Where the two leaves' paths part in a fair-share preemption, and how served each side was.
@@ -69,7 +81,7 @@ pub struct Preemption {
 }
 
 /// Why a workload's node stopped it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DrainRule {
     HostCordoned,
@@ -77,6 +89,45 @@ pub enum DrainRule {
     HostDown,
     /// The node's agent stopped its runs (it shut down, or lost the server).
     AgentStopped,
+}
+
+impl DrainRule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DrainRule::HostCordoned => "host-cordoned",
+            DrainRule::HostUnhealthy => "host-unhealthy",
+            DrainRule::HostDown => "host-down",
+            DrainRule::AgentStopped => "agent-stopped",
+        }
+    }
+}
+
+/// The rule behind any stop, preemption or drain: `"fair-share"`, `"host-down"`, … in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StopRule {
+    Preempt(PreemptRule),
+    Drain(DrainRule),
+}
+
+impl StopRule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopRule::Preempt(rule) => rule.as_str(),
+            StopRule::Drain(rule) => rule.as_str(),
+        }
+    }
+}
+
+impl Event {
+    /// The rule that stopped the workload, for preemptions and drains.
+    pub fn stop_rule(&self) -> Option<StopRule> {
+        match self {
+            Event::Preempted(p) => Some(StopRule::Preempt(p.rule)),
+            Event::Drained(d) => Some(StopRule::Drain(d.rule)),
+            _ => None,
+        }
+    }
 }
 
 /// Why a workload was drained from its node.

@@ -1,7 +1,6 @@
 //! Who is calling the JSON API.
 
-use super::tokens;
-use crate::{agent::api::bearer, AppState, ServerError};
+use crate::{agent::api::bearer, tokens::service as tokens, AppState, ServerError};
 use app::model::CurrentUser;
 use axum::{extract::FromRequestParts, http::request::Parts};
 

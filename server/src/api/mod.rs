@@ -6,7 +6,6 @@ pub mod body;
 pub mod changes;
 pub mod reports;
 pub mod stream;
-pub mod tokens;
 pub mod tree;
 pub mod workloads;
 

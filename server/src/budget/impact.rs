@@ -2,36 +2,23 @@
 //! submissions through the simulator with the current and with the proposed shares, and compare
 //! each affected leaf's delivered GPU-hours and p90 wait.
 
-use super::changes;
+use super::{
+    changes,
+    repo::{self, Submission},
+};
 use crate::{nodes::repo as node_repo, users::service::now, ServerError};
 use app::{
     budget::{ChangeAction, ImpactRow, ImpactView},
     model::CurrentUser,
 };
 use scheduler::{
-    sim::{self, SimConfig, SimInput},
-    DAY,
+    sim::{self, Cluster, ClusterNode, SimConfig, SimInput, TraceRow},
+    BudgetTree, DAY,
 };
 use sqlx::AnyPool;
-use std::{collections::BTreeMap, fmt::Write, time::Instant};
+use std::{collections::BTreeMap, time::Instant};
 
 pub const DAYS: u32 = 14;
-
-#[derive(sqlx::FromRow)]
-struct Submission {
-    workload_id: i64,
-    project: String,
-    owner: String,
-    gpus: i64,
-    min_runtime_s: i64,
-    #[sqlx(try_from = "crate::db::Flag")]
-    resumable: bool,
-    priority: i64,
-    state: String,
-    submitted_at: i64,
-    started_at: Option<i64>,
-    progress_s: i64,
-}
 
 pub async fn impact(
     pool: &AnyPool,
@@ -43,14 +30,7 @@ pub async fn impact(
     let start = now - i64::from(DAYS) * DAY;
 
     // Shares now, and with the request applied to the node's children.
-    let current: BTreeMap<String, f64> = sqlx::query_as::<_, (String, f64)>(
-        "select b.path, s.share from budget_node b join share_version s on s.budget_node_id = b.budget_node_id
-         where b.removed_at is null and s.effective_to is null and b.path != ''",
-    )
-    .fetch_all(pool)
-    .await?
-    .into_iter()
-    .collect();
+    let current = repo::shares_in_force(pool).await?;
     let prefix = if request.node.is_empty() {
         String::new()
     } else {
@@ -70,11 +50,15 @@ pub async fn impact(
         }
     }
 
-    let nodes: Vec<(String, u32)> = node_repo::list_nodes(pool)
+    let nodes: Vec<ClusterNode> = node_repo::list_nodes(pool)
         .await?
         .into_iter()
         .filter(|n| n.gpu_count > 0)
-        .map(|n| (n.name, n.gpu_count as u32))
+        .map(|n| ClusterNode {
+            name: n.name,
+            gpus: n.gpu_count as u32,
+            gpu_model: Some(n.gpu_model).filter(|m| !m.is_empty()),
+        })
         .collect();
     if nodes.is_empty() {
         return Err(ServerError::conflict(
@@ -82,24 +66,12 @@ pub async fn impact(
             "No GPU node is registered, so there is no cluster to replay on.",
         ));
     }
-    let total: u32 = nodes.iter().map(|n| n.1).sum();
-    let mut cluster = String::new();
-    for (i, (_, gpus)) in nodes.iter().enumerate() {
-        let _ = writeln!(
-            cluster,
-            "[[nodes]]\ncount = 1\ngpus_per_node = {gpus}\nname_prefix = \"n{i}-\"\n"
-        );
-    }
-
-    let submissions: Vec<Submission> = sqlx::query_as(
-        "select w.workload_id, b.path as project, u.username as owner, w.gpus, w.min_runtime_s, w.resumable, w.priority,
-                w.state, w.submitted_at, w.started_at, w.progress_s
-         from workload w join budget_node b on b.budget_node_id = w.budget_node_id join \"user\" u on u.user_id = w.user_id
-         where w.submitted_at >= $1 order by w.submitted_at, w.workload_id",
-    )
-    .bind(start)
-    .fetch_all(pool)
-    .await?;
+    let cluster = Cluster {
+        nodes,
+        outages: Vec::new(),
+    };
+    let total = cluster.total_gpus();
+    let submissions = repo::submissions_since(pool, start).await?;
 
     let started = Instant::now();
     let (now_run, used) = replay(&current, &cluster, &submissions, start, now, total)?;
@@ -146,51 +118,43 @@ struct Replay {
 /// p90 wait, and how many submissions it used.
 fn replay(
     shares: &BTreeMap<String, f64>,
-    cluster: &str,
+    cluster: &Cluster,
     submissions: &[Submission],
     start: i64,
     now: i64,
     total_gpus: u32,
 ) -> Result<(Replay, usize), ServerError> {
-    let mut tree = String::from("[shares]\n");
-    for (path, share) in shares {
-        let _ = writeln!(tree, "\"{path}\" = {share}");
-    }
-    let leaves: std::collections::BTreeSet<&str> = shares
-        .keys()
-        .filter(|p| !shares.keys().any(|q| q.starts_with(&format!("{p}/"))))
-        .map(String::as_str)
-        .collect();
-    let mut trace = String::from(sim::TRACE_HEADER);
-    trace.push('\n');
-    let mut used = 0;
-    for s in submissions
-        .iter()
-        .filter(|s| leaves.contains(s.project.as_str()) && s.gpus as u32 <= total_gpus)
-    {
+    let tree = BudgetTree::from_paths(shares.iter().map(|(path, share)| (path.as_str(), *share)))
+        .map_err(|e| ServerError::Config(format!("what-if tree: {e}")))?;
+    let mut trace = Vec::new();
+    for s in submissions.iter().filter(|s| s.gpus as u32 <= total_gpus) {
+        let Some(leaf) = tree.leaf(&s.project).ok() else {
+            continue;
+        };
         // The run time it needed: what it ran if it ended, what it has run (at least its minimum
         // runtime) if it still runs or waits.
         let ran = s.progress_s + s.started_at.map(|t| now - t).unwrap_or(0);
-        let duration = match s.state.as_str() {
-            "succeeded" | "failed" | "cancelled" | "preempted" => ran.max(1),
-            _ => ran.max(s.min_runtime_s).max(600),
+        let duration = if s.state.is_active() {
+            ran.max(s.min_runtime_s).max(600)
+        } else {
+            ran.max(1)
         };
-        let _ = writeln!(
-            trace,
-            "{},{},{},{},{},{},{},{},{}",
-            s.workload_id,
-            s.submitted_at - start,
-            s.project,
-            s.owner,
-            s.gpus,
+        trace.push(TraceRow {
+            id: s.workload_id.to_string(),
+            line: trace.len() + 2,
+            submit: s.submitted_at - start,
+            project: s.project.clone(),
+            leaf,
+            user: s.owner.clone(),
+            gpus: s.gpus as u32,
             duration,
-            s.min_runtime_s,
-            s.resumable,
-            s.priority
-        );
-        used += 1;
+            min_runtime: s.min_runtime_s,
+            resumable: s.resumable,
+            priority: s.priority as i32,
+        });
     }
-    let input = SimInput::parse(&tree, cluster, &trace)
+    let used = trace.len();
+    let input = SimInput::new(tree, cluster.clone(), trace)
         .map_err(|e| ServerError::Config(format!("what-if input: {e}")))?;
     let output = sim::run(
         &input,

@@ -187,3 +187,50 @@ pub async fn children_versions(
             .await?;
     Ok(rows.into_iter().collect())
 }
+
+/// Every live node's share in force, by path (the root left out).
+pub async fn shares_in_force(
+    db: impl AnyExecutor<'_>,
+) -> Result<std::collections::BTreeMap<String, f64>, sqlx::Error> {
+    let rows: Vec<(String, f64)> = sqlx::query_as(
+        "select b.path, s.share from budget_node b join share_version s on s.budget_node_id = b.budget_node_id
+         where b.removed_at is null and s.effective_to is null and b.path != ''",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// A workload as the what-if replays it.
+#[derive(Debug, Clone, FromRow)]
+pub struct Submission {
+    pub workload_id: i64,
+    pub project: String,
+    pub owner: String,
+    pub gpus: i64,
+    pub min_runtime_s: i64,
+    #[sqlx(try_from = "crate::db::Flag")]
+    pub resumable: bool,
+    pub priority: i64,
+    #[sqlx(try_from = "String")]
+    pub state: app::workloads::WorkloadState,
+    pub submitted_at: i64,
+    pub started_at: Option<i64>,
+    pub progress_s: i64,
+}
+
+/// Every workload submitted from `since` on, in submission order.
+pub async fn submissions_since(
+    db: impl AnyExecutor<'_>,
+    since: i64,
+) -> Result<Vec<Submission>, sqlx::Error> {
+    sqlx::query_as(
+        "select w.workload_id, b.path as project, u.username as owner, w.gpus, w.min_runtime_s, w.resumable, w.priority,
+                w.state, w.submitted_at, w.started_at, w.progress_s
+         from workload w join budget_node b on b.budget_node_id = w.budget_node_id join \"user\" u on u.user_id = w.user_id
+         where w.submitted_at >= $1 order by w.submitted_at, w.workload_id",
+    )
+    .bind(since)
+    .fetch_all(db)
+    .await
+}

@@ -5,24 +5,23 @@
 use super::org::TREE;
 use crate::{budget::org_file::OrgFile, ServerError};
 use scheduler::sim::{
-    self,
+    self, parse_cluster, parse_trace,
     scenario::{generate, ScenarioConfig},
     SegmentEnd, SimConfig, SimInput,
 };
-use scheduler::{DAY, HOUR};
+use scheduler::{BudgetTree, DAY, HOUR};
 use sqlx::AnyPool;
 use std::collections::BTreeMap;
 
 /// Writes `days` of ledger history ending at the start of the current hour.
 pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerError> {
     let org = OrgFile::parse(TREE)?;
-    let shares_toml: String = std::iter::once("[shares]\n".to_string())
-        .chain(
-            org.shares
-                .iter()
-                .map(|(path, share)| format!("\"{path}\" = {share}\n")),
-        )
-        .collect();
+    let tree = BudgetTree::from_paths(
+        org.shares
+            .iter()
+            .map(|(path, share)| (path.as_str(), *share)),
+    )
+    .map_err(|e| ServerError::Config(format!("demo tree: {e}")))?;
     let leaves: Vec<&str> = org
         .shares
         .iter()
@@ -34,8 +33,11 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
         })
         .collect();
     let scenario = generate(&ScenarioConfig::small(7, days, &leaves));
-    let input = SimInput::parse(&shares_toml, &scenario.cluster_toml, &scenario.trace_csv)
-        .map_err(|e| ServerError::Config(format!("demo scenario: {e}")))?;
+    // The generator writes the simulator's files; the tree is the demo organisation's own.
+    let demo = |e: String| ServerError::Config(format!("demo scenario: {e}"));
+    let cluster = parse_cluster(&scenario.cluster_toml).map_err(|e| demo(e.to_string()))?;
+    let trace = parse_trace(&scenario.trace_csv, &tree).map_err(|e| demo(e.to_string()))?;
+    let input = SimInput::new(tree, cluster, trace).map_err(|e| demo(e.to_string()))?;
     let horizon = i64::from(days) * DAY;
     let output = sim::run(
         &input,

@@ -8,7 +8,7 @@ pub mod inputs;
 pub mod results;
 
 use crate::ServerError;
-use app::lab::{Gantt, LabForm, LabResult, LabRunView, LabSources};
+use app::lab::{Gantt, LabForm, LabResult, LabRunView, LabSources, LabState};
 use app::model::{CurrentUser, Role};
 use scheduler::sim::{self, SimConfig, SimInput, SimOutput};
 use scheduler::Policy;
@@ -249,7 +249,7 @@ fn view(run: &Run, with_result: bool) -> LabRunView {
     let state = run.state.lock().expect("lab run lock");
     let (name, step, stage, elapsed_s, error, result) = match &*state {
         State::Waiting => (
-            "waiting",
+            LabState::Waiting,
             0,
             "Waiting for another run to finish".to_string(),
             0.0,
@@ -257,7 +257,7 @@ fn view(run: &Run, with_result: bool) -> LabRunView {
             None,
         ),
         State::Running { step, stage, since } => (
-            "running",
+            LabState::Running,
             *step,
             stage.to_string(),
             since.elapsed().as_secs_f64(),
@@ -267,7 +267,7 @@ fn view(run: &Run, with_result: bool) -> LabRunView {
         State::Done {
             result, elapsed_s, ..
         } => (
-            "done",
+            LabState::Done,
             STEPS,
             "Done".to_string(),
             *elapsed_s,
@@ -275,7 +275,7 @@ fn view(run: &Run, with_result: bool) -> LabRunView {
             with_result.then(|| (**result).clone()),
         ),
         State::Failed { message } => (
-            "failed",
+            LabState::Failed,
             0,
             "Failed".to_string(),
             0.0,
@@ -287,7 +287,7 @@ fn view(run: &Run, with_result: bool) -> LabRunView {
         id: run.id,
         label: run.label.clone(),
         requested_by: run.requested_by.clone(),
-        state: name.to_string(),
+        state: name,
         step,
         steps: STEPS,
         stage,

@@ -1,10 +1,10 @@
 //! The load test's organisation: programs of teams (one researcher each), nodes with tokens.
 
 use crate::{
-    api::tokens,
     budget::{import::import_org, org_file::OrgFile},
     nodes::repo as node_repo,
     secrets,
+    tokens::service as tokens,
     users::{repo as user_repo, service},
     ServerError,
 };

@@ -5,7 +5,7 @@
 use super::usage::{Buckets, Granularity};
 use crate::ServerError;
 use app::reports::{ClusterActivity, ReasonSeries, WaitSeries};
-use app::workloads::WorkloadState;
+use app::workloads::{reasons::StopRule, WorkloadState};
 use scheduler::sim::{WaitStats, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 use scheduler::DAY;
 use sqlx::AnyPool;
@@ -177,12 +177,16 @@ pub async fn activity(
         })
         .collect();
 
-    let mut reasons: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut reasons: BTreeMap<StopRule, Vec<u64>> = BTreeMap::new();
+    /// All a stop's detail needs to say here.
+    #[derive(serde::Deserialize)]
+    struct Stopped {
+        rule: StopRule,
+    }
     for (at, detail) in stops {
-        let rule = serde_json::from_str::<serde_json::Value>(&detail)
-            .ok()
-            .and_then(|d| d["rule"].as_str().map(str::to_string))
-            .unwrap_or_else(|| "unknown".to_string());
+        let rule = serde_json::from_str::<Stopped>(&detail)
+            .map_err(|error| sqlx::Error::Decode(Box::new(error)))?
+            .rule;
         if let Some(&i) = index.get(&granularity.bucket(at)) {
             reasons
                 .entry(rule)

@@ -58,6 +58,9 @@ struct Marks {
 /// How many pass durations [`Runtime::pass_durations`] keeps.
 const PASS_TIMES_KEPT: usize = 100_000;
 
+/// A pass taking longer than this is logged.
+const SLOW_PASS: Duration = Duration::from_secs(1);
+
 /// Fault injection for tests (`HOURGLASS_FAULT_PAUSE_BEFORE_COMMIT_MS`): a pass that changes the
 /// cluster waits this long before committing, so a test can kill the process mid-decision.
 fn fault_pause_before_commit() -> Option<Duration> {
@@ -247,6 +250,11 @@ impl Runtime {
                 let passed = runtime.pass(now()).await;
                 if runtime.is_leader() {
                     runtime.record_pass(began.elapsed());
+                }
+                if began.elapsed() > SLOW_PASS {
+                    // On SQLite the pass holds the only write lock all along: heartbeats and
+                    // submissions wait behind it (and fail after the busy timeout).
+                    tracing::warn!(took = ?began.elapsed(), "slow scheduler pass");
                 }
                 let next = match passed {
                     Ok(outcome) => outcome.next_wake,

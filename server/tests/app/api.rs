@@ -205,3 +205,60 @@ async fn hostile_json_bodies_get_client_errors_and_write_only_what_was_accepted(
     }
     assert_eq!(workload_count(&live).await, accepted);
 }
+
+/// Authenticating is a read: a token used within the last minute is not written again, so API
+/// calls are answered while another connection holds SQLite's single write lock (a scheduler pass
+/// starved of CPU once held it past the 10 s busy timeout, and every call failed with a 500).
+#[tokio::test]
+async fn api_calls_with_a_recently_used_token_need_no_write_lock() {
+    if crate::support::postgres_url().is_some() {
+        eprintln!("skipped on PostgreSQL: there is no database-wide write lock to hold");
+        return;
+    }
+    let live = Live::start().await;
+    let token = live.token("ada").await;
+    let get = || async {
+        live.http
+            .get(format!("{}/api/v1/workloads?mine=true", live.url))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    assert_eq!(
+        get().await,
+        StatusCode::OK,
+        "the first call records the use"
+    );
+    let used_at = || async {
+        sqlx::query_scalar::<_, Option<i64>>("select last_used_at from api_token")
+            .fetch_one(&live.app.pool)
+            .await
+            .unwrap()
+    };
+    let first = used_at().await.expect("recorded");
+
+    let mut writer = live.app.pool.acquire().await.unwrap();
+    sqlx::query("begin immediate")
+        .execute(&mut *writer)
+        .await
+        .unwrap();
+    let status = get().await;
+    sqlx::query("rollback").execute(&mut *writer).await.unwrap();
+    // A write would have waited out the busy timeout and failed with "database is locked".
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        used_at().await,
+        Some(first),
+        "a use within the minute is not written"
+    );
+
+    // A use older than the precision is recorded again.
+    sqlx::query("update api_token set last_used_at = last_used_at - 120")
+        .execute(&live.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(get().await, StatusCode::OK);
+    assert!(used_at().await.unwrap() >= first);
+}

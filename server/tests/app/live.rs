@@ -5,11 +5,11 @@ use crate::support::TestApp;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use server::{
-    api::tokens,
     budget::{import::import_org, org_file::OrgFile},
     build_app,
     nodes::service as node_service,
     runtime::{config::RuntimeConfig, Runtime},
+    tokens::service as tokens,
     users::service::now,
     AppState,
 };

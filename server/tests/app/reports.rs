@@ -6,9 +6,9 @@ use axum::{
     http::{Request, StatusCode},
 };
 use server::{
-    api::tokens,
     budget::{import::import_org, org_file::OrgFile},
     reports::calendar::epoch_of,
+    tokens::service as tokens,
 };
 
 /// Two hours of Q1 2026 on 4 GPUs. ai/olmo (75%) bursts: it asks for 4 GPUs then 1 and gets

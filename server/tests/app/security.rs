@@ -300,7 +300,7 @@ async fn every_json_api_mutation_is_authorized_for_every_role() {
             .await
             .unwrap()
             .unwrap();
-        let token = server::api::tokens::create_token(&app.pool, user.user_id, "matrix")
+        let token = server::tokens::service::create_token(&app.pool, user.user_id, "matrix")
             .await
             .unwrap();
         bearer.push((name, token));
@@ -377,7 +377,7 @@ async fn an_oversized_body_is_refused_with_its_limit_and_changes_nothing() {
             .await
             .unwrap()
             .unwrap();
-        server::api::tokens::create_token(&app.pool, user.user_id, "t")
+        server::tokens::service::create_token(&app.pool, user.user_id, "t")
             .await
             .unwrap()
     };

@@ -41,8 +41,21 @@ pub struct TestDb {
     postgres: Option<(String, String)>,
 }
 
+/// Server-side warnings and errors go to the test's own output, so a failing test shows what
+/// the server logged (an internal error's cause never reaches the HTTP response).
+fn log_to_test_output() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+            .try_init();
+    });
+}
+
 impl TestDb {
     pub async fn new() -> TestDb {
+        log_to_test_output();
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let dir = tempfile::tempdir().expect("temp dir");
         let Some(server) = postgres_url() else {
@@ -400,7 +413,9 @@ pub fn free_port() -> u16 {
 /// The org of [`crate::live::ORG`] with its people (root, pat, ada, bob; password "long enough 1")
 /// and node `n1` registered. Returns the node's agent token and an API token of ada's.
 pub async fn seed_org(pool: &AnyPool) -> (String, String) {
-    use server::{api::tokens, budget::import::import_org, budget::org_file::OrgFile};
+    use server::{
+        budget::import::import_org, budget::org_file::OrgFile, tokens::service as tokens,
+    };
     for name in ["root", "pat", "ada", "bob"] {
         service::create_user(pool, name, "researcher", "long enough 1".into())
             .await

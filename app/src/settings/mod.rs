@@ -1,7 +1,7 @@
 //! The scheduler's settings page: DTOs and server functions (admin only to change).
 
-use crate::error::AppError;
-use leptos::prelude::*;
+pub mod api;
+
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,31 +35,4 @@ pub struct SettingsForm {
     pub grace_s: String,
     /// The checkbox: a node its agent reported unhealthy returns to service by itself.
     pub auto_recover_nodes: bool,
-}
-
-#[server(prefix = "/api", endpoint = "settings/get")]
-pub async fn get_settings() -> Result<SettingsView, AppError> {
-    use crate::backend::*;
-    with_status(async { backend()?.settings(&require_user()?).await }.await)
-}
-
-#[server(prefix = "/api", endpoint = "settings/update")]
-pub async fn update_settings(
-    window_days: String,
-    max_min_runtime_hours: String,
-    damping_margin: String,
-    heartbeat_deadline_s: String,
-    grace_s: String,
-    #[server(default)] auto_recover_nodes: Option<String>,
-) -> Result<SettingsView, AppError> {
-    use crate::backend::*;
-    let form = SettingsForm {
-        window_days,
-        max_min_runtime_hours,
-        damping_margin,
-        heartbeat_deadline_s,
-        grace_s,
-        auto_recover_nodes: auto_recover_nodes.is_some(),
-    };
-    with_status(async { backend()?.update_settings(&require_user()?, form).await }.await)
 }

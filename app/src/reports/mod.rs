@@ -1,5 +1,8 @@
 //! Reports: DTOs of the quarterly review and usage series, and their server functions.
 
+pub mod api;
+
+use crate::workloads::reasons::StopRule;
 use serde::{Deserialize, Serialize};
 
 /// How long each bucket of a chart or series is.
@@ -110,7 +113,7 @@ pub struct WaitSeries {
 pub struct ReasonSeries {
     /// The engine's rule: `fair-share`, `free-work`, `fast-lane`, `reserved`, `priority`,
     /// `host-cordoned`, …
-    pub reason: String,
+    pub reason: StopRule,
     pub counts: Vec<u64>,
 }
 
@@ -127,62 +130,4 @@ pub struct ClusterActivity {
     pub queued_gpus: Vec<f64>,
     pub waits: Vec<WaitSeries>,
     pub preemptions: Vec<ReasonSeries>,
-}
-
-pub mod api {
-    use super::{ClusterActivity, Review, UsageSeries};
-    use crate::error::AppError;
-    use leptos::prelude::*;
-
-    /// The quarterly review of `year` quarter `quarter` (1–4).
-    #[server(prefix = "/api", endpoint = "reports/quarter")]
-    pub async fn quarterly_review(year: i32, quarter: u32) -> Result<Review, AppError> {
-        use crate::backend::*;
-        with_status(
-            async {
-                backend()?
-                    .quarterly_review(&require_user()?, year, quarter)
-                    .await
-            }
-            .await,
-        )
-    }
-
-    /// Usage of `node` (empty: the whole cluster) and its children over `[from, to)`, per
-    /// `granularity` (`hour` or `day`).
-    #[server(name = GetUsageSeries, prefix = "/api", endpoint = "reports/series")]
-    pub async fn usage_series(
-        node: String,
-        from: i64,
-        to: i64,
-        granularity: String,
-    ) -> Result<UsageSeries, AppError> {
-        use crate::backend::*;
-        with_status(
-            async {
-                backend()?
-                    .usage_series(&require_user()?, node, from, to, granularity)
-                    .await
-            }
-            .await,
-        )
-    }
-
-    /// Queue depth, waits and preemptions by reason over `[from, to)` per `granularity`.
-    #[server(name = GetClusterActivity, prefix = "/api", endpoint = "reports/activity")]
-    pub async fn cluster_activity(
-        from: i64,
-        to: i64,
-        granularity: String,
-    ) -> Result<ClusterActivity, AppError> {
-        use crate::backend::*;
-        with_status(
-            async {
-                backend()?
-                    .cluster_activity(&require_user()?, from, to, granularity)
-                    .await
-            }
-            .await,
-        )
-    }
 }

@@ -1,5 +1,7 @@
 //! The budget tree and change requests as the pages see them.
 
+pub mod api;
+
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -157,59 +159,6 @@ pub struct ChildShare {
     pub new_name: Option<String>,
 }
 
-pub mod api {
-    use super::{ChangeRequestView, ProposalInput, TreeNodeView};
-    use crate::error::AppError;
-    use leptos::prelude::*;
-    use leptos::server_fn::codec::Json;
-
-    #[server(prefix = "/api", endpoint = "budget/tree")]
-    pub async fn get_tree() -> Result<Vec<TreeNodeView>, AppError> {
-        use crate::backend::*;
-        with_status(async { backend()?.tree(&require_user()?).await }.await)
-    }
-
-    #[server(prefix = "/api", endpoint = "budget/propose", input = Json)]
-    pub async fn propose_change(input: ProposalInput) -> Result<ChangeRequestView, AppError> {
-        use crate::backend::*;
-        with_status(async { backend()?.propose_change(&require_user()?, input).await }.await)
-    }
-
-    /// `scope`: `awaiting` (requests the signed-in person may decide) or `all`.
-    #[server(prefix = "/api", endpoint = "budget/requests")]
-    pub async fn list_change_requests(
-        scope: String,
-        node: Option<String>,
-    ) -> Result<Vec<ChangeRequestView>, AppError> {
-        use crate::backend::*;
-        with_status(
-            async {
-                backend()?
-                    .change_requests(&require_user()?, scope, node)
-                    .await
-            }
-            .await,
-        )
-    }
-
-    #[server(prefix = "/api", endpoint = "budget/decide")]
-    pub async fn decide_change(
-        id: i64,
-        approve: bool,
-        comment: String,
-    ) -> Result<ChangeRequestView, AppError> {
-        use crate::backend::*;
-        with_status(
-            async {
-                backend()?
-                    .decide_change(&require_user()?, id, approve, comment)
-                    .await
-            }
-            .await,
-        )
-    }
-}
-
 /// What-if for a change request: the last days of real submissions replayed through the simulator
 /// with the current and the proposed shares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -229,17 +178,4 @@ pub struct ImpactRow {
     pub delivered_proposed_gpu_h: f64,
     pub p90_wait_now_s: Option<i64>,
     pub p90_wait_proposed_s: Option<i64>,
-}
-
-/// The what-if's server function.
-pub mod impact_api {
-    use super::ImpactView;
-    use crate::error::AppError;
-    use leptos::prelude::*;
-
-    #[server(prefix = "/api", endpoint = "budget/impact")]
-    pub async fn change_impact(id: i64) -> Result<ImpactView, AppError> {
-        use crate::backend::*;
-        with_status(async { backend()?.change_impact(&require_user()?, id).await }.await)
-    }
 }

@@ -1,6 +1,8 @@
 //! The simulator lab: DTOs of a lab run (both policies on one input) and its server functions.
 //! The simulation itself runs on the server, in the `scheduler` crate the live system uses.
 
+pub mod api;
+
 use serde::{Deserialize, Serialize};
 
 /// What a person asks the lab to simulate. Text fields are validated on the server.
@@ -32,6 +34,33 @@ pub struct LabSources {
     pub philly_note: String,
 }
 
+/// Where a lab run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LabState {
+    /// Behind another run (one runs at a time).
+    Waiting,
+    Running,
+    Done,
+    Failed,
+}
+
+impl LabState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LabState::Waiting => "waiting",
+            LabState::Running => "running",
+            LabState::Done => "done",
+            LabState::Failed => "failed",
+        }
+    }
+
+    /// Still to finish: the page keeps asking.
+    pub fn is_open(self) -> bool {
+        matches!(self, LabState::Waiting | LabState::Running)
+    }
+}
+
 /// A lab run and, once done, its result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabRunView {
@@ -39,8 +68,7 @@ pub struct LabRunView {
     /// What was simulated, in words ("Reference-like scenario, seed 1, 30 days").
     pub label: String,
     pub requested_by: String,
-    /// `waiting`, `running`, `done` or `failed`.
-    pub state: String,
+    pub state: LabState,
     /// Steps done so far of `steps`.
     pub step: u32,
     pub steps: u32,
@@ -126,58 +154,4 @@ pub struct GanttBar {
     /// Ran on allocated time (charged to its team) rather than free on idle GPUs.
     pub allocated: bool,
     pub workload: String,
-}
-
-pub mod api {
-    use super::{Gantt, LabForm, LabRunView, LabSources};
-    use crate::error::AppError;
-    use leptos::prelude::*;
-
-    /// What the lab can simulate besides uploads.
-    #[server(name = GetLabSources, prefix = "/api", endpoint = "lab/sources")]
-    pub async fn lab_sources() -> Result<LabSources, AppError> {
-        use crate::backend::*;
-        with_status(async { backend()?.lab_sources(&require_user()?).await }.await)
-    }
-
-    /// Validates the input and queues a run of both policies on it; returns the run's id.
-    #[server(prefix = "/api", endpoint = "lab/start")]
-    pub async fn start_lab_run(form: LabForm) -> Result<u64, AppError> {
-        use crate::backend::*;
-        with_status(async { backend()?.start_lab_run(&require_user()?, form).await }.await)
-    }
-
-    /// One run: its progress, and its result once done.
-    #[server(prefix = "/api", endpoint = "lab/run")]
-    pub async fn get_lab_run(id: u64) -> Result<LabRunView, AppError> {
-        use crate::backend::*;
-        with_status(async { backend()?.lab_run(&require_user()?, id).await }.await)
-    }
-
-    /// The recent runs, newest first (without their results).
-    #[server(prefix = "/api", endpoint = "lab/runs")]
-    pub async fn lab_runs() -> Result<Vec<LabRunView>, AppError> {
-        use crate::backend::*;
-        with_status(async { backend()?.lab_runs(&require_user()?).await }.await)
-    }
-
-    /// The Gantt data of run `id` under `policy` for its first `gpus` GPUs over `[from, to)`.
-    #[server(name = GetLabGantt, prefix = "/api", endpoint = "lab/gantt")]
-    pub async fn lab_gantt(
-        id: u64,
-        policy: String,
-        gpus: u32,
-        from: i64,
-        to: i64,
-    ) -> Result<Gantt, AppError> {
-        use crate::backend::*;
-        with_status(
-            async {
-                backend()?
-                    .lab_gantt(&require_user()?, id, policy, gpus, from, to)
-                    .await
-            }
-            .await,
-        )
-    }
 }

@@ -1,0 +1,136 @@
+//! The cluster activity charts: queue depth, waits per class, preemptions and drains by reason.
+
+use super::span;
+use crate::reports::ClusterActivity;
+#[cfg(feature = "hydrate")]
+pub use draw::{preemptions, queue, waits};
+
+/// An activity chart in words.
+pub(super) fn activity_summary(a: &ClusterActivity, kind: &str) -> String {
+    let period = span(a.from, a.to);
+    match kind {
+        "queue" => {
+            let peak = a.queue_depth.iter().copied().fold(0.0, f64::max);
+            let mean = if a.queue_depth.is_empty() {
+                0.0
+            } else {
+                a.queue_depth.iter().sum::<f64>() / a.queue_depth.len() as f64
+            };
+            format!(
+                "Workloads waiting per {}, {period}: {mean:.1} on average, {peak:.1} at the busiest.",
+                a.granularity
+            )
+        }
+        "waits" => {
+            let worst = |class: &str| {
+                a.waits
+                    .iter()
+                    .find(|w| w.class == class)
+                    .and_then(|w| w.p90_s.iter().flatten().max().copied())
+                    .map(crate::workloads::sentences::duration)
+                    .unwrap_or_else(|| "—".into())
+            };
+            format!(
+                "Wait before the first start per {}, {period}; the worst p90: all {}, debug {}, large {}.",
+                a.granularity,
+                worst("all"),
+                worst("debug"),
+                worst("large")
+            )
+        }
+        _ => {
+            let parts: Vec<String> = a
+                .preemptions
+                .iter()
+                .map(|r| format!("{} {}", r.reason.as_str(), r.counts.iter().sum::<u64>()))
+                .collect();
+            if parts.is_empty() {
+                format!("No preemptions or drains, {period}.")
+            } else {
+                format!(
+                    "Preemptions and drains by reason, {period}: {}.",
+                    parts.join(", ")
+                )
+            }
+        }
+    }
+}
+
+/// Drawn with charming on the client.
+#[cfg(feature = "hydrate")]
+mod draw {
+    use super::super::labels;
+    use super::ClusterActivity;
+    use charming::{
+        component::{Axis, Grid, Legend},
+        element::{AxisType, Tooltip, Trigger},
+        series::{Bar, Line},
+        Chart,
+    };
+
+    fn frame(a: &ClusterActivity, unit: &str) -> Chart {
+        Chart::new()
+            .tooltip(Tooltip::new().trigger(Trigger::Axis))
+            .legend(Legend::new().top(0))
+            .grid(
+                Grid::new()
+                    .left(24)
+                    .right(16)
+                    .top(40)
+                    .bottom(8)
+                    .contain_label(true),
+            )
+            .x_axis(
+                Axis::new()
+                    .type_(AxisType::Category)
+                    .data(labels(&a.buckets, a.granularity)),
+            )
+            .y_axis(Axis::new().type_(AxisType::Value).name(unit))
+    }
+
+    pub fn queue(a: &ClusterActivity) -> Chart {
+        let round = |v: &f64| (v * 10.0).round() / 10.0;
+        frame(a, "average")
+            .series(
+                Line::new()
+                    .name("Workloads waiting")
+                    .show_symbol(false)
+                    .data(a.queue_depth.iter().map(round).collect()),
+            )
+            .series(
+                Line::new()
+                    .name("GPUs asked for")
+                    .show_symbol(false)
+                    .data(a.queued_gpus.iter().map(round).collect()),
+            )
+    }
+
+    pub fn waits(a: &ClusterActivity) -> Chart {
+        let minutes = |v: &Option<i64>| v.map(|s| (s as f64 / 6.0).round() / 10.0);
+        let mut chart = frame(a, "minutes");
+        for w in &a.waits {
+            for (label, values) in [("p50", &w.p50_s), ("p90", &w.p90_s)] {
+                chart = chart.series(
+                    Line::new()
+                        .name(format!("{} {label}", w.class))
+                        .connect_nulls(true)
+                        .data(values.iter().map(minutes).collect()),
+                );
+            }
+        }
+        chart
+    }
+
+    pub fn preemptions(a: &ClusterActivity) -> Chart {
+        let mut chart = frame(a, "count");
+        for r in &a.preemptions {
+            chart = chart.series(
+                Bar::new()
+                    .name(r.reason.as_str())
+                    .stack("reasons")
+                    .data(r.counts.iter().map(|c| *c as f64).collect()),
+            );
+        }
+        chart
+    }
+}

@@ -1,0 +1,184 @@
+//! Charts drawn in the browser with charming (ECharts). The server renders a labelled placeholder
+//! with a loading text and a caption that states the figures in words; on the client an effect
+//! draws the chart once the global `echarts` (public/assets/echarts.min.js, loaded by
+//! [`ChartScript`] on pages with charts) is there. The server never depends on charming.
+
+mod activity;
+#[cfg(feature = "hydrate")]
+mod interop;
+mod lab;
+mod usage;
+
+use crate::lab::{TeamRow, WaitRow};
+use crate::pages::users::{civil_date, format_date};
+use crate::reports::{ClusterActivity, Granularity, UsageSeries};
+use leptos::prelude::*;
+use leptos_meta::Script;
+
+/// Loads ECharts. Put it once on every page that shows a chart, not in the shell.
+#[component]
+pub fn ChartScript() -> impl IntoView {
+    view! { <Script src="/assets/echarts.min.js" /> }
+}
+
+/// What a chart shows; drawn on the client, described in words on both sides.
+#[derive(Debug, Clone)]
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+enum Plot {
+    /// Funded and owed lines over bars of what each child drew and the unallocated use.
+    Allocation(UsageSeries),
+    /// Occupancy and unallocated fraction per bucket, from the whole cluster's series.
+    Overview(UsageSeries),
+    /// Wait percentiles per class of workload, both policies side by side (a lab run).
+    Waits(Vec<WaitRow>),
+    /// Delivered over owed per team, both policies side by side (a lab run).
+    Teams(Vec<TeamRow>),
+    /// Average queue depth (workloads and GPUs asked for) per bucket.
+    Queue(ClusterActivity),
+    /// p50 and p90 waits per class of the workloads that started in each bucket.
+    WaitTrend(ClusterActivity),
+    /// Preemptions and drains per bucket, stacked by reason.
+    Preemptions(ClusterActivity),
+}
+
+/// Funded vs owed vs delivered vs unallocated GPU-hours per bucket for `series.lines[0]`, with
+/// the children's deliveries stacked so one sees which of them drew what.
+#[component]
+pub fn AllocationChart(
+    series: UsageSeries,
+    /// The element id the chart is drawn into; unique on the page.
+    #[prop(into)]
+    id: String,
+    #[prop(default = 320)] height: u32,
+) -> impl IntoView {
+    let label = usage::allocation_summary(&series);
+    view! { <ChartFrame id label height plot=Plot::Allocation(series) /> }
+}
+
+/// Occupancy (busy over healthy GPU-hours) and unallocated fraction (unallocated over busy) per
+/// bucket, from the whole cluster's series.
+#[component]
+pub fn OverviewChart(
+    series: UsageSeries,
+    #[prop(into)] id: String,
+    #[prop(default = 220)] height: u32,
+) -> impl IntoView {
+    let label = usage::overview_summary(&series);
+    view! { <ChartFrame id label height plot=Plot::Overview(series) /> }
+}
+
+/// p50 / p90 / p99 waits per class of workload under fair share and the priority baseline.
+#[component]
+pub fn WaitsChart(
+    rows: Vec<WaitRow>,
+    #[prop(into)] id: String,
+    #[prop(default = 280)] height: u32,
+) -> impl IntoView {
+    let label = lab::waits_summary(&rows);
+    view! { <ChartFrame id label height plot=Plot::Waits(rows) /> }
+}
+
+/// One of the cluster activity charts: `kind` is `queue`, `waits` or `preemptions`.
+#[component]
+pub fn ActivityChart(
+    activity: ClusterActivity,
+    kind: &'static str,
+    #[prop(into)] id: String,
+    #[prop(default = 240)] height: u32,
+) -> impl IntoView {
+    let label = activity::activity_summary(&activity, kind);
+    let plot = match kind {
+        "queue" => Plot::Queue(activity),
+        "waits" => Plot::WaitTrend(activity),
+        _ => Plot::Preemptions(activity),
+    };
+    view! { <ChartFrame id label height plot /> }
+}
+
+/// Each team's delivered / owed under fair share and the priority baseline.
+#[component]
+pub fn TeamsChart(
+    rows: Vec<TeamRow>,
+    #[prop(into)] id: String,
+    #[prop(default = 300)] height: u32,
+) -> impl IntoView {
+    let label = lab::teams_summary(&rows);
+    view! { <ChartFrame id label height plot=Plot::Teams(rows) /> }
+}
+
+#[component]
+fn ChartFrame(id: String, label: String, height: u32, plot: Plot) -> impl IntoView {
+    // `None` while loading, then whether it was drawn.
+    let drawn = RwSignal::new(None::<bool>);
+    #[cfg(feature = "hydrate")]
+    {
+        let chart = StoredValue::new_local(None::<charming::Echarts>);
+        let target = id.clone();
+        Effect::new(move |_| {
+            interop::when_ready(target.clone(), height, plot.clone(), drawn, chart, 0)
+        });
+        on_cleanup(move || {
+            if let Some(Some(instance)) = chart.try_update_value(Option::take) {
+                interop::dispose(&instance);
+            }
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = plot;
+    view! {
+        <figure class="chart">
+            <div class="chart-area" style=format!("height: {height}px")>
+                <div class="chart-canvas" id=id role="img" aria-label=label.clone()></div>
+                <p class="chart-status" aria-live="polite" hidden=move || drawn.get() == Some(true)>
+                    {move || match drawn.get() {
+                        Some(false) => "The chart could not be drawn; the figures are below.",
+                        _ => "Loading chart…",
+                    }}
+                </p>
+            </div>
+            <figcaption>{label}</figcaption>
+        </figure>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn build(plot: &Plot) -> charming::Chart {
+    match plot {
+        Plot::Waits(rows) => lab::waits(rows),
+        Plot::Teams(rows) => lab::teams(rows),
+        Plot::Queue(a) => activity::queue(a),
+        Plot::WaitTrend(a) => activity::waits(a),
+        Plot::Preemptions(a) => activity::preemptions(a),
+        Plot::Allocation(s) | Plot::Overview(s) => usage::chart(plot, s),
+    }
+}
+
+/// The last segment of a tree path; "the cluster" for the root.
+fn short_name(path: &str) -> String {
+    match path.rsplit('/').next() {
+        Some(name) if !name.is_empty() => name.to_string(),
+        _ => "the cluster".to_string(),
+    }
+}
+
+/// Bucket starts as axis labels: `2026-11-02`, or `11-02 14:00` for hours.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+fn labels(buckets: &[i64], granularity: Granularity) -> Vec<String> {
+    let hourly = granularity == Granularity::Hour;
+    buckets
+        .iter()
+        .map(|b| {
+            let (y, m, d) = civil_date(*b);
+            if hourly {
+                format!("{m:02}-{d:02} {:02}:00", b.rem_euclid(86_400) / 3_600)
+            } else {
+                format!("{y}-{m:02}-{d:02}")
+            }
+        })
+        .collect()
+}
+
+/// `2026-10-01 to 2026-12-31` for `[from, to)`.
+fn span(from: i64, to: i64) -> String {
+    format!("{} to {}", format_date(from), format_date(to - 1))
+}

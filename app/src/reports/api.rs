@@ -1,0 +1,57 @@
+//! Server functions of the Reports page.
+
+use super::{ClusterActivity, Review, UsageSeries};
+use crate::error::AppError;
+use leptos::prelude::*;
+
+/// The quarterly review of `year` quarter `quarter` (1–4).
+#[server(prefix = "/api", endpoint = "reports/quarter")]
+pub async fn quarterly_review(year: i32, quarter: u32) -> Result<Review, AppError> {
+    use crate::backend::*;
+    with_status(
+        async {
+            backend()?
+                .quarterly_review(&require_user()?, year, quarter)
+                .await
+        }
+        .await,
+    )
+}
+
+/// Usage of `node` (empty: the whole cluster) and its children over `[from, to)`, per
+/// `granularity` (`hour` or `day`).
+#[server(name = GetUsageSeries, prefix = "/api", endpoint = "reports/series")]
+pub async fn usage_series(
+    node: String,
+    from: i64,
+    to: i64,
+    granularity: String,
+) -> Result<UsageSeries, AppError> {
+    use crate::backend::*;
+    with_status(
+        async {
+            backend()?
+                .usage_series(&require_user()?, node, from, to, granularity)
+                .await
+        }
+        .await,
+    )
+}
+
+/// Queue depth, waits and preemptions by reason over `[from, to)` per `granularity`.
+#[server(name = GetClusterActivity, prefix = "/api", endpoint = "reports/activity")]
+pub async fn cluster_activity(
+    from: i64,
+    to: i64,
+    granularity: String,
+) -> Result<ClusterActivity, AppError> {
+    use crate::backend::*;
+    with_status(
+        async {
+            backend()?
+                .cluster_activity(&require_user()?, from, to, granularity)
+                .await
+        }
+        .await,
+    )
+}

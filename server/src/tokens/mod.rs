@@ -1,0 +1,4 @@
+//! Personal API tokens for scripts.
+
+pub mod repo;
+pub mod service;
