@@ -63,9 +63,15 @@ async fn main() {
         let _ = writeln!(members, "\"lab/p{p}\" = [{}]", quoted.join(", "));
     }
     for name in &names {
-        service::create_user(&pool, name, "researcher", PASSWORD.into())
-            .await
-            .expect("user");
+        service::create_user(
+            &pool,
+            name,
+            "researcher",
+            PASSWORD.into(),
+            server::clock::Clock::system().now(),
+        )
+        .await
+        .expect("user");
     }
     let org = format!("{org}\n{members}");
     import_org(&pool, &OrgFile::parse(&org).expect("org"), 0)
@@ -112,9 +118,14 @@ async fn main() {
             .unwrap()
             .unwrap();
         api_tokens.push(
-            tokens::create_token(&pool, user.user_id, "load")
-                .await
-                .unwrap(),
+            tokens::create_token(
+                &pool,
+                user.user_id,
+                "load",
+                server::clock::Clock::system().now(),
+            )
+            .await
+            .unwrap(),
         );
     }
 

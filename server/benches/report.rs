@@ -79,9 +79,15 @@ async fn main() {
     // The first read rolls up the 90 finished days; later reads sum the rollups (a running server
     // has rolled up every past day long before anyone asks).
     let first = Instant::now();
-    review::review(&pool, from, to, "Q3 2026".into())
-        .await
-        .expect("review");
+    review::review(
+        &pool,
+        from,
+        to,
+        "Q3 2026".into(),
+        server::clock::Clock::system().now(),
+    )
+    .await
+    .expect("review");
     println!(
         "first read, rolling up 90 days: {:.1} ms",
         first.elapsed().as_secs_f64() * 1000.0
@@ -91,9 +97,15 @@ async fn main() {
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let started = Instant::now();
-        let review = review::review(&pool, from, to, "Q3 2026".into())
-            .await
-            .expect("review");
+        let review = review::review(
+            &pool,
+            from,
+            to,
+            "Q3 2026".into(),
+            server::clock::Clock::system().now(),
+        )
+        .await
+        .expect("review");
         times.push(started.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(review.rows.iter().filter(|r| r.leaf).count(), 150);
     }

@@ -13,6 +13,7 @@ use std::io::BufRead;
 
 pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerError> {
     let pool = db::open(database).await?;
+    let now = crate::clock::Clock::system().now();
     match command {
         AdminCommand::CreateUser {
             username,
@@ -20,7 +21,7 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
             password_stdin: _,
         } => {
             let password = read_password()?;
-            let user = service::create_user(&pool, &username, &role, password).await?;
+            let user = service::create_user(&pool, &username, &role, password, now).await?;
             println!("Created user {} ({}).", user.username, user.role.label());
         }
         AdminCommand::ResetPassword {
@@ -28,18 +29,18 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
             password_stdin: _,
         } => {
             let password = read_password()?;
-            let user = service::reset_password(&pool, &username, password).await?;
+            let user = service::reset_password(&pool, &username, password, now).await?;
             println!("Password reset for {}.", user.username);
         }
         AdminCommand::DisableUser { username } => {
-            let user = service::set_disabled_by_username(&pool, &username, true).await?;
+            let user = service::set_disabled_by_username(&pool, &username, true, now).await?;
             println!(
                 "Disabled {}; their sessions end on their next request.",
                 user.username
             );
         }
         AdminCommand::EnableUser { username } => {
-            let user = service::set_disabled_by_username(&pool, &username, false).await?;
+            let user = service::set_disabled_by_username(&pool, &username, false, now).await?;
             println!("Enabled {}.", user.username);
         }
         AdminCommand::ImportTree { file } => {
@@ -47,7 +48,7 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
                 .map_err(|e| ServerError::Config(format!("cannot read {}: {e}", file.display())))?;
             let org = OrgFile::parse(&text)
                 .map_err(|e| ServerError::Config(format!("{}: {e}", file.display())))?;
-            let summary = import_org(&pool, &org, service::now()).await?;
+            let summary = import_org(&pool, &org, now).await?;
             println!(
                 "Imported {}: {} nodes created, {} reshared, {} unchanged.",
                 file.display(),
@@ -57,7 +58,7 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
             );
         }
         AdminCommand::RegisterNode { name } => {
-            let (node, token) = node_service::register_node(&pool, &name).await?;
+            let (node, token) = node_service::register_node(&pool, &name, now).await?;
             println!("Registered node {}. Start its agent with:", node.name);
             println!(
                 "  hourglass agent --server URL --name {} --gpus auto --token TOKEN",
@@ -73,7 +74,7 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
                 .ok_or_else(|| {
                     ServerError::NotFound(format!("There is no active user named \"{username}\"."))
                 })?;
-            let token = tokens::create_token(&pool, user.user_id, &name).await?;
+            let token = tokens::create_token(&pool, user.user_id, &name, now).await?;
             println!(
                 "API token \"{}\" for {} (shown once; use it as `Authorization: Bearer …`):",
                 name.trim(),

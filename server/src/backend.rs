@@ -45,7 +45,7 @@ impl Backend for ServerBackend {
     ) -> Result<app::reports::ClusterActivity, AppError> {
         use crate::reports::{activity, usage};
         let parsed = usage::parse_granularity(&granularity)?;
-        Ok(activity::activity(&self.pool, from, to, parsed, crate::users::service::now()).await?)
+        Ok(activity::activity(&self.pool, from, to, parsed, self.runtime.now()).await?)
     }
 
     async fn lab_sources(&self, actor: &CurrentUser) -> Result<app::lab::LabSources, AppError> {
@@ -94,8 +94,14 @@ impl Backend for ServerBackend {
         input: NewUser,
     ) -> Result<UserSummary, AppError> {
         service::require_admin(actor)?;
-        let user =
-            service::create_user(&self.pool, &input.username, &input.role, input.password).await?;
+        let user = service::create_user(
+            &self.pool,
+            &input.username,
+            &input.role,
+            input.password,
+            self.runtime.now(),
+        )
+        .await?;
         tracing::info!(actor = %actor.username, user = %user.username, role = %user.role, "user created");
         Ok(user)
     }
@@ -106,7 +112,8 @@ impl Backend for ServerBackend {
         user_id: i64,
         disabled: bool,
     ) -> Result<UserSummary, AppError> {
-        let user = service::set_disabled(&self.pool, actor, user_id, disabled).await?;
+        let user =
+            service::set_disabled(&self.pool, actor, user_id, disabled, self.runtime.now()).await?;
         tracing::info!(actor = %actor.username, user = %user.username, disabled, "user access changed");
         Ok(user)
     }
@@ -163,7 +170,7 @@ impl Backend for ServerBackend {
     }
 
     async fn nodes(&self, _actor: &CurrentUser) -> Result<Vec<NodeView>, AppError> {
-        Ok(node_service::views(&self.pool, service::now()).await?)
+        Ok(node_service::views(&self.pool, self.runtime.now()).await?)
     }
 
     async fn node_action(
@@ -177,7 +184,7 @@ impl Backend for ServerBackend {
     }
 
     async fn register_node(&self, actor: &CurrentUser, name: String) -> Result<String, AppError> {
-        Ok(node_service::register_by(&self.pool, actor, &name).await?)
+        Ok(node_service::register_by(&self.pool, actor, &name, self.runtime.now()).await?)
     }
 
     async fn list_tokens(&self, actor: &CurrentUser) -> Result<Vec<TokenView>, AppError> {
@@ -185,11 +192,11 @@ impl Backend for ServerBackend {
     }
 
     async fn create_token(&self, actor: &CurrentUser, name: String) -> Result<String, AppError> {
-        Ok(tokens::create_token(&self.pool, actor.id, &name).await?)
+        Ok(tokens::create_token(&self.pool, actor.id, &name, self.runtime.now()).await?)
     }
 
     async fn revoke_token(&self, actor: &CurrentUser, id: i64) -> Result<(), AppError> {
-        Ok(tokens::revoke_token(&self.pool, actor.id, id).await?)
+        Ok(tokens::revoke_token(&self.pool, actor.id, id, self.runtime.now()).await?)
     }
 
     async fn settings(&self, actor: &CurrentUser) -> Result<SettingsView, AppError> {
@@ -215,7 +222,7 @@ impl Backend for ServerBackend {
     ) -> Result<ChangeRequestView, AppError> {
         let effective_at = crate::reports::calendar::parse_date(&input.effective_date)?;
         let proposal = Proposal::from_form(input, effective_at);
-        Ok(changes::propose(&self.pool, actor, proposal).await?)
+        Ok(changes::propose(&self.pool, actor, proposal, self.runtime.now()).await?)
     }
 
     async fn change_requests(
@@ -240,13 +247,14 @@ impl Backend for ServerBackend {
         approve: bool,
         comment: String,
     ) -> Result<ChangeRequestView, AppError> {
-        let decided = changes::decide(&self.pool, actor, id, approve, &comment).await?;
+        let decided =
+            changes::decide(&self.pool, actor, id, approve, &comment, self.runtime.now()).await?;
         self.runtime.wake();
         Ok(decided)
     }
 
     async fn change_impact(&self, actor: &CurrentUser, id: i64) -> Result<ImpactView, AppError> {
-        Ok(budget::impact::impact(&self.pool, actor, id).await?)
+        Ok(budget::impact::impact(&self.pool, actor, id, self.runtime.now()).await?)
     }
 
     async fn quarterly_review(
@@ -257,10 +265,14 @@ impl Backend for ServerBackend {
     ) -> Result<app::reports::Review, AppError> {
         let (from, to) = crate::reports::calendar::quarter(year, quarter)
             .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
-        Ok(
-            crate::reports::review::review(&self.pool, from, to, format!("Q{quarter} {year}"))
-                .await?,
+        Ok(crate::reports::review::review(
+            &self.pool,
+            from,
+            to,
+            format!("Q{quarter} {year}"),
+            self.runtime.now(),
         )
+        .await?)
     }
 
     async fn usage_series(

@@ -12,6 +12,7 @@ pub mod auth;
 pub mod backend;
 pub mod budget;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod db;
 pub mod demo;

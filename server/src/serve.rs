@@ -20,7 +20,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     let control_pool = db::connect_control(database).await?;
     let sessions = db::SessionStore::open(database).await?;
     if args.demo {
-        crate::demo::prepare(&pool).await?;
+        crate::demo::prepare(&pool, crate::clock::Clock::system().now()).await?;
     }
     let leptos_options = leptos_options(&args)?;
     let runtime = Runtime::new(
@@ -59,7 +59,8 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         .map_err(|error| ServerError::Config(format!("cannot listen on {}: {error}", args.addr)))?;
     let addr = listener.local_addr()?;
     let demo_agents = if args.demo {
-        let agents = crate::demo::start_agents(&pool, addr).await?;
+        let agents =
+            crate::demo::start_agents(&pool, addr, crate::clock::Clock::system().now()).await?;
         crate::demo::trickle::spawn(pool.clone(), runtime.clone(), Duration::from_secs(15));
         agents
     } else {

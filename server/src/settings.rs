@@ -1,7 +1,7 @@
 //! Scheduler settings: stored overrides of the built-in defaults, validated, applied live to the
 //! runtime, and audited.
 
-use crate::{runtime::config::RuntimeConfig, runtime::Runtime, users::service::now, ServerError};
+use crate::{runtime::config::RuntimeConfig, runtime::Runtime, ServerError};
 use app::{
     model::CurrentUser,
     settings::{SettingChange, SettingsForm, SettingsView},
@@ -181,7 +181,7 @@ pub async fn update(
             new.auto_recover_nodes.to_string(),
         ),
     ];
-    let now = now();
+    let now = runtime.now();
     let mut tx = crate::db::begin_write(pool).await?;
     for (key, before, after) in changes.iter().filter(|(_, before, after)| before != after) {
         sqlx::query(

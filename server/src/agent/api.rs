@@ -8,7 +8,6 @@ use super::{
 };
 use crate::{
     nodes::{repo as node_repo, repo::NodeRow, service as node_service},
-    users::service::now,
     workloads::service as workload_service,
     AppState, ServerError,
 };
@@ -61,7 +60,7 @@ async fn sync(
     AgentNode(node): AgentNode,
     body: Body,
 ) -> Result<Json<SyncResponse>, ServerError> {
-    let now = now();
+    let now = state.runtime.now();
     // The agent spoke: whatever its report holds, the node is alive.
     let sync_number = node_repo::touch_heartbeat(&state.control_pool, node.node_id, now).await?;
     let request = read_request(body).await?;

@@ -18,12 +18,7 @@ use super::{
 };
 use crate::ServerError;
 use backon::{BackoffBuilder, ExponentialBuilder};
-use std::{
-    collections::BTreeMap,
-    os::unix::fs::FileExt,
-    path::PathBuf,
-    time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::{collections::BTreeMap, os::unix::fs::FileExt, path::PathBuf, time::Duration};
 use tokio::sync::{mpsc, watch};
 
 /// What `hourglass agent` was asked to do.
@@ -54,11 +49,9 @@ fn epoch_now() -> i64 {
     epoch_ms() / 1000
 }
 
+/// The agent is a process of its own, on its node's clock.
 fn epoch_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    crate::clock::Clock::system().now_ms()
 }
 
 pub async fn run(options: AgentOptions) -> Result<(), ServerError> {

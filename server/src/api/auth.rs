@@ -15,7 +15,7 @@ impl FromRequestParts<AppState> for ApiUser {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            return tokens::authenticate(&state.pool, token)
+            return tokens::authenticate(&state.pool, token, state.runtime.now())
                 .await?
                 .map(ApiUser)
                 .ok_or(ServerError::Unauthenticated);

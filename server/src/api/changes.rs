@@ -21,7 +21,7 @@ pub async fn propose(
 ) -> Result<(StatusCode, Json<ChangeRequestView>), ServerError> {
     Ok((
         StatusCode::CREATED,
-        Json(changes::propose(&state.pool, &user, proposal).await?),
+        Json(changes::propose(&state.pool, &user, proposal, state.runtime.now()).await?),
     ))
 }
 
@@ -82,7 +82,8 @@ pub async fn approve(
     body: Bytes,
 ) -> Result<Json<ChangeRequestView>, ServerError> {
     let comment = comment(&body)?;
-    let decided = changes::decide(&state.pool, &user, id, true, &comment).await?;
+    let decided =
+        changes::decide(&state.pool, &user, id, true, &comment, state.runtime.now()).await?;
     state.runtime.wake();
     Ok(Json(decided))
 }
@@ -95,7 +96,7 @@ pub async fn reject(
 ) -> Result<Json<ChangeRequestView>, ServerError> {
     let comment = comment(&body)?;
     Ok(Json(
-        changes::decide(&state.pool, &user, id, false, &comment).await?,
+        changes::decide(&state.pool, &user, id, false, &comment, state.runtime.now()).await?,
     ))
 }
 
@@ -105,6 +106,6 @@ pub async fn impact(
     Path(id): Path<i64>,
 ) -> Result<Json<app::budget::ImpactView>, ServerError> {
     Ok(Json(
-        crate::budget::impact::impact(&state.pool, &user, id).await?,
+        crate::budget::impact::impact(&state.pool, &user, id, state.runtime.now()).await?,
     ))
 }

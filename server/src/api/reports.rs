@@ -3,7 +3,6 @@
 use super::auth::ApiUser;
 use crate::{
     reports::{calendar, review, usage},
-    users::service::now,
     AppState, ServerError,
 };
 use app::reports::Review;
@@ -29,7 +28,14 @@ pub async fn quarter(
     let (from, to) = calendar::quarter(q.year, q.quarter)
         .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
     Ok(Json(
-        review::review(&state.pool, from, to, format!("Q{} {}", q.quarter, q.year)).await?,
+        review::review(
+            &state.pool,
+            from,
+            to,
+            format!("Q{} {}", q.quarter, q.year),
+            state.runtime.now(),
+        )
+        .await?,
     ))
 }
 
@@ -50,7 +56,7 @@ pub async fn usage_csv(
     ApiUser(_user): ApiUser,
     Query(q): Query<UsageQuery>,
 ) -> Result<impl IntoResponse, ServerError> {
-    let to = q.to.unwrap_or_else(now);
+    let to = q.to.unwrap_or_else(|| state.runtime.now());
     let from = q.from.unwrap_or(to - 7 * 86_400);
     let granularity = usage::parse_granularity(&q.granularity)?;
     let series = usage::series(&state.pool, &q.node, from, to, granularity).await?;

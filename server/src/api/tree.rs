@@ -3,7 +3,6 @@
 use super::auth::ApiUser;
 use crate::{
     nodes::{repo as node_repo, service as node_service},
-    users::service::now,
     AppState, ServerError,
 };
 use axum::{
@@ -25,7 +24,7 @@ pub async fn nodes(
     State(state): State<AppState>,
     ApiUser(_user): ApiUser,
 ) -> Result<Json<Value>, ServerError> {
-    let now = now();
+    let now = state.runtime.now();
     let rows = node_repo::list_nodes(&state.pool).await?;
     let nodes: Vec<Value> = rows
         .iter()

@@ -65,7 +65,7 @@ pub async fn login(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let address = state.proxy.client(peer, &headers);
-    let now = service::now();
+    let now = state.runtime.now();
     if let Some(wait) = throttle::wait_for(&state.pool, &form.username, address, now).await? {
         tracing::warn!(username = %form.username.trim(), ?address, "sign-in throttled");
         let query = serde_urlencoded::to_string([

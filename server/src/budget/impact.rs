@@ -6,7 +6,7 @@ use super::{
     changes,
     repo::{self, Submission},
 };
-use crate::{nodes::repo as node_repo, users::service::now, ServerError};
+use crate::{nodes::repo as node_repo, ServerError};
 use app::{
     budget::{ChangeAction, ImpactRow, ImpactView},
     model::CurrentUser,
@@ -24,9 +24,9 @@ pub async fn impact(
     pool: &AnyPool,
     actor: &CurrentUser,
     id: i64,
+    now: i64,
 ) -> Result<ImpactView, ServerError> {
     let request = changes::get(pool, actor, id).await?;
-    let now = now();
     let start = now - i64::from(DAYS) * DAY;
 
     // Shares now, and with the request applied to the node's children.

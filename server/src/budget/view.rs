@@ -4,7 +4,7 @@ use super::{
     changes::{policy, repo as changes_repo},
     repo::{children_versions, grants, Grant},
 };
-use crate::{runtime::snapshot, runtime::Runtime, users::service::now, ServerError};
+use crate::{runtime::snapshot, runtime::Runtime, ServerError};
 use app::{budget::TreeNodeView, model::CurrentUser};
 use sqlx::AnyPool;
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ pub async fn tree_view(
     runtime: &Runtime,
     actor: &CurrentUser,
 ) -> Result<Vec<TreeNodeView>, ServerError> {
-    let now = now();
+    let now = runtime.now();
     let mut db = pool.acquire().await?;
     let Some(snap) = snapshot::load(&mut db, &runtime.config(), now).await? else {
         return Ok(Vec::new());

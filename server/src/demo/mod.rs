@@ -8,9 +8,7 @@ pub mod trickle;
 use crate::{
     agent::client::{self, AgentOptions},
     nodes::repo as node_repo,
-    secrets,
-    users::service,
-    ServerError,
+    secrets, ServerError,
 };
 use sqlx::AnyPool;
 use std::net::SocketAddr;
@@ -24,7 +22,7 @@ pub const MARKER: &str = "demo_database";
 /// Seeds the organisation on an empty database and prints how to sign in. A database with people
 /// of its own is refused: the demo would print accounts that do not exist there and add its
 /// simulated nodes to a real cluster.
-pub async fn prepare(pool: &AnyPool) -> Result<(), ServerError> {
+pub async fn prepare(pool: &AnyPool, now: i64) -> Result<(), ServerError> {
     let users: Vec<String> = sqlx::query_scalar("select username from \"user\"")
         .fetch_all(pool)
         .await?;
@@ -39,8 +37,8 @@ pub async fn prepare(pool: &AnyPool) -> Result<(), ServerError> {
             .iter()
             .all(|(name, _, _)| users.iter().any(|u| u == name));
     if users.is_empty() {
-        org::seed(pool).await?;
-        history::backfill(pool, service::now(), 30).await?;
+        org::seed(pool, now).await?;
+        history::backfill(pool, now, 30).await?;
         println!("Seeded the demo organisation and a month of usage history.");
     } else if marked.is_none() && !demo_people {
         return Err(ServerError::Config(format!(
@@ -52,7 +50,7 @@ pub async fn prepare(pool: &AnyPool) -> Result<(), ServerError> {
     if marked.is_none() {
         sqlx::query("insert into setting (key, value, updated_at) values ($1, 'true', $2)")
             .bind(MARKER)
-            .bind(service::now())
+            .bind(now)
             .execute(pool)
             .await?;
     }
@@ -70,6 +68,7 @@ pub async fn prepare(pool: &AnyPool) -> Result<(), ServerError> {
 pub async fn start_agents(
     pool: &AnyPool,
     addr: SocketAddr,
+    now: i64,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>, ServerError> {
     let host = if addr.ip().is_unspecified() {
         "127.0.0.1".to_string()
@@ -89,7 +88,7 @@ pub async fn start_agents(
                     .await?;
             }
             None => {
-                node_repo::insert_node(pool, name, &hash, service::now()).await?;
+                node_repo::insert_node(pool, name, &hash, now).await?;
             }
         }
         let options = AgentOptions {

@@ -69,11 +69,11 @@ pub const TREE: &str = r#"
 "vision/robotics" = ["cy"]
 "#;
 
-pub async fn seed(pool: &AnyPool) -> Result<(), ServerError> {
+pub async fn seed(pool: &AnyPool, now: i64) -> Result<(), ServerError> {
     for (name, role, _) in PEOPLE {
-        service::create_user(pool, name, role, PASSWORD.to_string()).await?;
+        service::create_user(pool, name, role, PASSWORD.to_string(), now).await?;
     }
     let org = OrgFile::parse(TREE)?;
-    import_org(pool, &org, service::now()).await?;
+    import_org(pool, &org, now).await?;
     Ok(())
 }

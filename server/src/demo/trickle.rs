@@ -3,7 +3,6 @@
 
 use crate::{
     runtime::Runtime,
-    users::service,
     workloads::{domain::SubmitWorkload, service as workloads},
 };
 use app::model::CurrentUser;
@@ -50,7 +49,7 @@ pub fn spawn(pool: AnyPool, runtime: Runtime, every: Duration) {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let mut rng = Rng(service::now() as u64 | 1);
+        let mut rng = Rng(crate::clock::Clock::entropy() | 1);
         let mut n = 0u64;
         loop {
             n += 1;

@@ -15,7 +15,6 @@ use crate::{
     db,
     runtime::Runtime,
     serve::{leptos_options, runtime_config},
-    users::service::now,
     AppState, ServerError,
 };
 use clap::Args;
@@ -179,8 +178,8 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         args.duration.as_secs(),
         engine_name(&url)
     );
-    let teams = seed::organisation(&pool, args.leaves, now()).await?;
-    let nodes = seed::nodes(&pool, args.nodes, now()).await?;
+    let teams = seed::organisation(&pool, args.leaves, crate::clock::Clock::system().now()).await?;
+    let nodes = seed::nodes(&pool, args.nodes, crate::clock::Clock::system().now()).await?;
 
     // The server, built as `serve` builds it.
     let serve_args = ServeArgs {

@@ -59,7 +59,7 @@ pub async fn organisation(pool: &AnyPool, leaves: u32, now: i64) -> Result<Vec<T
         }
     }
     for team in &teams {
-        service::create_user(pool, &team.person, "researcher", PASSWORD.into()).await?;
+        service::create_user(pool, &team.person, "researcher", PASSWORD.into(), now).await?;
     }
     let org = OrgFile::parse(&format!("{shares}\n{members}"))?;
     import_org(pool, &org, now).await?;
@@ -67,7 +67,7 @@ pub async fn organisation(pool: &AnyPool, leaves: u32, now: i64) -> Result<Vec<T
         let user = user_repo::find_user_by_username(pool, &team.person)
             .await?
             .ok_or_else(|| ServerError::Config(format!("{} was not created", team.person)))?;
-        team.token = tokens::create_token(pool, user.user_id, "load test").await?;
+        team.token = tokens::create_token(pool, user.user_id, "load test", now).await?;
     }
     Ok(teams)
 }

@@ -3,9 +3,7 @@
 use super::repo::{self, NodeRow};
 use crate::{
     runtime::{snapshot::parse_indices, Runtime},
-    secrets,
-    users::service::now,
-    ServerError,
+    secrets, ServerError,
 };
 use app::{
     model::CurrentUser,
@@ -15,10 +13,14 @@ use sqlx::AnyPool;
 use std::collections::BTreeMap;
 
 /// Registers a node and returns it with its token (shown once; only the hash is kept).
-pub async fn register_node(pool: &AnyPool, name: &str) -> Result<(NodeRow, String), ServerError> {
+pub async fn register_node(
+    pool: &AnyPool,
+    name: &str,
+    now: i64,
+) -> Result<(NodeRow, String), ServerError> {
     let name = parse_node_name(name)?;
     let (token, hash) = secrets::generate("hgn_");
-    match repo::insert_node(pool, &name, &hash, now()).await {
+    match repo::insert_node(pool, &name, &hash, now).await {
         Ok(node) => Ok((node, token)),
         Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(ServerError::conflict(
             "name",
@@ -33,13 +35,14 @@ pub async fn register_by(
     pool: &AnyPool,
     actor: &CurrentUser,
     name: &str,
+    now: i64,
 ) -> Result<String, ServerError> {
     if !actor.is_admin() {
         return Err(ServerError::Forbidden(
             "Only administrators can register nodes.".into(),
         ));
     }
-    let (node, token) = register_node(pool, name).await?;
+    let (node, token) = register_node(pool, name, now).await?;
     tracing::info!(admin = %actor.username, node = %node.name, "node registered");
     Ok(token)
 }

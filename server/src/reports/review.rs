@@ -2,7 +2,7 @@
 //! reference's headline figures.
 
 use super::rollup::{self, NodeTotals};
-use crate::{budget::snapshot as tree_snapshot, users::service::now, ServerError};
+use crate::{budget::snapshot as tree_snapshot, ServerError};
 use app::reports::{Headline, Review, ReviewRow};
 use scheduler::{
     sim::{WaitStats, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME},
@@ -25,6 +25,7 @@ pub async fn review(
     from: i64,
     to: i64,
     label: String,
+    now: i64,
 ) -> Result<Review, ServerError> {
     let mut db = pool.acquire().await?;
     let Some(tree) = tree_snapshot::load(&mut db).await? else {
@@ -42,7 +43,7 @@ pub async fn review(
             .bind(to)
             .fetch_all(&mut *db)
             .await?;
-    let totals = rollup::totals(&mut db, &tree, from, to, now()).await?;
+    let totals = rollup::totals(&mut db, &tree, from, to, now).await?;
     let submitted: Vec<Submitted> = sqlx::query_as(
         "select b.path, w.submitted_at, w.first_started_at, w.min_runtime_s, w.gpus
          from workload w join budget_node b on b.budget_node_id = w.budget_node_id
@@ -54,7 +55,7 @@ pub async fn review(
     .await?;
 
     let t = &tree.tree;
-    let end = to.min(now());
+    let end = to.min(now);
     let wait_of =
         |s: &Submitted| s.first_started_at.unwrap_or(end).max(s.submitted_at) - s.submitted_at;
 

@@ -21,19 +21,15 @@ pub fn holder() -> &'static str {
     static HOLDER: OnceLock<String> = OnceLock::new();
     HOLDER.get_or_init(|| {
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".into());
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
+        let nanos = crate::clock::Clock::entropy() as u32;
         format!("{host}:{}:{nanos:08x}", std::process::id())
     })
 }
 
+/// The lease is shared between processes, so it keeps the system's time even where a test has
+/// fixed a runtime's clock.
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    crate::clock::Clock::system().now_ms()
 }
 
 /// What this replica knows of its own standing.

@@ -9,7 +9,7 @@ pub mod queue_cache;
 pub mod reasons;
 pub mod snapshot;
 
-use crate::{nodes::repo as node_repo, users::service::now, ServerError};
+use crate::{clock::Clock, nodes::repo as node_repo, ServerError};
 use config::RuntimeConfig;
 use sqlx::AnyPool;
 use std::{
@@ -27,6 +27,8 @@ pub struct Runtime {
 
 struct Inner {
     pool: AnyPool,
+    /// The time the runtime decides at and the services built on it read.
+    clock: Clock,
     /// Live settings: the Settings page changes them without a restart.
     config: RwLock<RuntimeConfig>,
     wake: Notify,
@@ -83,11 +85,17 @@ pub struct PassOutcome {
 
 impl Runtime {
     pub fn new(pool: AnyPool, config: RuntimeConfig) -> Runtime {
+        Runtime::with_clock(pool, config, Clock::system())
+    }
+
+    /// A runtime on `clock` (tests fix it to decide at chosen moments).
+    pub fn with_clock(pool: AnyPool, config: RuntimeConfig, clock: Clock) -> Runtime {
         let (assignments, _) = watch::channel(0);
         let (stopping, _) = watch::channel(false);
         Runtime {
             inner: Arc::new(Inner {
                 pool,
+                clock,
                 config: RwLock::new(config),
                 wake: Notify::new(),
                 assignments,
@@ -98,6 +106,16 @@ impl Runtime {
                 pass_times: Mutex::new(VecDeque::new()),
             }),
         }
+    }
+
+    /// The runtime's clock: what every service acting through it takes as "now".
+    pub fn clock(&self) -> &Clock {
+        &self.inner.clock
+    }
+
+    /// Epoch seconds on the runtime's clock.
+    pub fn now(&self) -> i64 {
+        self.inner.clock.now()
     }
 
     /// The durations of the leader's most recent passes (the last 100,000), oldest first: each
@@ -247,7 +265,7 @@ impl Runtime {
             let renew_every = Duration::from_millis(lease::RENEW_MS);
             loop {
                 let began = std::time::Instant::now();
-                let passed = runtime.pass(now()).await;
+                let passed = runtime.pass(runtime.now()).await;
                 if runtime.is_leader() {
                     runtime.record_pass(began.elapsed());
                 }
@@ -270,7 +288,7 @@ impl Runtime {
                     renew_every
                 };
                 let until_next = next
-                    .map(|t| Duration::from_secs((t - now()).max(0) as u64).min(tick))
+                    .map(|t| Duration::from_secs((t - runtime.now()).max(0) as u64).min(tick))
                     .unwrap_or(tick);
                 let deadline = claimed + until_next;
                 loop {

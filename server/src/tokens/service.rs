@@ -1,7 +1,7 @@
 //! Personal API tokens: created and revoked by their owner, checked on every API call.
 
 use super::repo;
-use crate::{secrets, users::service::now, ServerError};
+use crate::{secrets, ServerError};
 use app::{model::CurrentUser, tokens::TokenView};
 use sqlx::AnyPool;
 
@@ -10,7 +10,12 @@ use sqlx::AnyPool;
 pub const LAST_USED_PRECISION_S: i64 = 60;
 
 /// Creates a token for `user_id`; returns the secret (shown once).
-pub async fn create_token(pool: &AnyPool, user_id: i64, name: &str) -> Result<String, ServerError> {
+pub async fn create_token(
+    pool: &AnyPool,
+    user_id: i64,
+    name: &str,
+    now: i64,
+) -> Result<String, ServerError> {
     let name = name.trim();
     if name.is_empty() || name.len() > 80 {
         return Err(ServerError::invalid(
@@ -19,16 +24,19 @@ pub async fn create_token(pool: &AnyPool, user_id: i64, name: &str) -> Result<St
         ));
     }
     let (secret, hash) = secrets::generate("hgt_");
-    repo::insert(pool, user_id, name, &hash, now()).await?;
+    repo::insert(pool, user_id, name, &hash, now).await?;
     Ok(secret)
 }
 
-/// The active user a token belongs to (not revoked, account enabled).
-pub async fn authenticate(pool: &AnyPool, token: &str) -> Result<Option<CurrentUser>, ServerError> {
+/// The active user a token belongs to (not revoked, account enabled), at `now`.
+pub async fn authenticate(
+    pool: &AnyPool,
+    token: &str,
+    now: i64,
+) -> Result<Option<CurrentUser>, ServerError> {
     let Some(live) = repo::find_live(pool, &secrets::hash(token)).await? else {
         return Ok(None);
     };
-    let now = now();
     if live
         .last_used_at
         .is_none_or(|t| now - t >= LAST_USED_PRECISION_S)
@@ -44,8 +52,13 @@ pub async fn list_tokens(pool: &AnyPool, user_id: i64) -> Result<Vec<TokenView>,
 }
 
 /// Revokes one of the user's own tokens.
-pub async fn revoke_token(pool: &AnyPool, user_id: i64, token_id: i64) -> Result<(), ServerError> {
-    if !repo::revoke(pool, user_id, token_id, now()).await? {
+pub async fn revoke_token(
+    pool: &AnyPool,
+    user_id: i64,
+    token_id: i64,
+    now: i64,
+) -> Result<(), ServerError> {
+    if !repo::revoke(pool, user_id, token_id, now).await? {
         return Err(ServerError::NotFound(
             "You have no live token with that id.".into(),
         ));

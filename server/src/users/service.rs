@@ -8,24 +8,18 @@ use crate::{auth::password, ServerError};
 use app::model::{CurrentUser, UserSummary};
 use sqlx::AnyPool;
 
-pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 pub async fn create_user(
     pool: &AnyPool,
     username: &str,
     role: &str,
     password: String,
+    now: i64,
 ) -> Result<UserSummary, ServerError> {
     let username = Username::parse(username)?;
     let role = parse_role(role)?;
     let password = Password::parse(password)?;
     let hash = password::hash(password).await?;
-    match repo::insert_user(pool, username.as_str(), &hash, role, now()).await {
+    match repo::insert_user(pool, username.as_str(), &hash, role, now).await {
         Ok(record) => Ok(record.summary()),
         Err(error) if repo::is_username_taken(&error) => Err(ServerError::conflict(
             "username",
@@ -64,11 +58,12 @@ pub async fn reset_password(
     pool: &AnyPool,
     username: &str,
     password: String,
+    now: i64,
 ) -> Result<UserSummary, ServerError> {
     let record = find_by_username(pool, username).await?;
     let password = Password::parse(password)?;
     let hash = password::hash(password).await?;
-    repo::set_password_hash(pool, record.user_id, &hash, now()).await?;
+    repo::set_password_hash(pool, record.user_id, &hash, now).await?;
     Ok(record.summary())
 }
 
@@ -90,6 +85,7 @@ pub async fn set_disabled(
     actor: &CurrentUser,
     user_id: i64,
     disabled: bool,
+    now: i64,
 ) -> Result<UserSummary, ServerError> {
     require_admin(actor)?;
     if actor.id == user_id && disabled {
@@ -98,7 +94,7 @@ pub async fn set_disabled(
             "You cannot disable your own account.",
         ));
     }
-    repo::set_user_disabled(pool, user_id, disabled, now())
+    repo::set_user_disabled(pool, user_id, disabled, now)
         .await?
         .map(|r| r.summary())
         .ok_or_else(|| ServerError::NotFound(format!("There is no user with id {user_id}.")))
@@ -109,9 +105,10 @@ pub async fn set_disabled_by_username(
     pool: &AnyPool,
     username: &str,
     disabled: bool,
+    now: i64,
 ) -> Result<UserSummary, ServerError> {
     let record = find_by_username(pool, username).await?;
-    repo::set_user_disabled(pool, record.user_id, disabled, now())
+    repo::set_user_disabled(pool, record.user_id, disabled, now)
         .await?
         .map(|r| r.summary())
         .ok_or_else(|| ServerError::NotFound(format!("There is no user named \"{username}\".")))

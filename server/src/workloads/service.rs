@@ -8,7 +8,6 @@ use crate::{
     budget::repo as budget_repo,
     db::Flag,
     runtime::{apply, reasons, snapshot, Runtime},
-    users::service::now,
     ServerError,
 };
 use app::model::CurrentUser;
@@ -68,7 +67,7 @@ pub async fn submit(
         ));
     }
     check_fits(pool, new.gpus).await?;
-    let now = now();
+    let now = runtime.now();
     let mut tx = crate::db::begin_write(pool).await?;
     let id = repo::insert_workload(
         &mut *tx,
@@ -137,7 +136,7 @@ pub async fn cancel(
             format!("The workload has already ended ({}).", workload.state),
         ));
     }
-    let now = now();
+    let now = runtime.now();
     let mut tx = crate::db::begin_write(pool).await?;
     let nodes = apply::close_runs(&mut tx, id, "cancelled", now).await?;
     repo::leave_run(&mut *tx, id, WorkloadState::Cancelled, None, now).await?;
@@ -198,7 +197,7 @@ async fn explain(
     runtime: &Runtime,
     id: i64,
 ) -> Result<Option<QueueExplanation>, ServerError> {
-    let now = now();
+    let now = runtime.now();
     let since = runtime.queue_cache().generation();
     let snap = page_snapshot(pool, runtime, since).await?;
     let Some(snap) = snap.as_ref() else {
@@ -256,7 +255,7 @@ async fn page_snapshot(
     cache
         .get_or_compute(&cache.snapshot, since, || async {
             let mut db = pool.acquire().await?;
-            snapshot::load(&mut db, &runtime.config(), now()).await
+            snapshot::load(&mut db, &runtime.config(), runtime.now()).await
         })
         .await
 }
@@ -266,7 +265,7 @@ async fn compute_queue(
     runtime: &Runtime,
     since: u64,
 ) -> Result<Vec<QueueRow>, ServerError> {
-    let now = now();
+    let now = runtime.now();
     let snap = page_snapshot(pool, runtime, since).await?;
     let Some(snap) = snap.as_ref() else {
         return Ok(Vec::new());

@@ -53,7 +53,7 @@ fn read(path: &Path) -> String {
 #[tokio::test]
 async fn an_agent_killed_mid_run_and_restarted_re_adopts_its_runs_and_each_workload_runs_once() {
     let live = Live::start().await;
-    let (_, token) = node_service::register_node(&live.app.pool, "n1")
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
         .await
         .unwrap();
     let args = agent_args(&live.url, "n1", "2", &token);
@@ -270,7 +270,7 @@ async fn an_xid_error_from_nvidia_smi_drains_the_node_and_the_workload_says_why(
         fake.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let (_, token) = node_service::register_node(&live.app.pool, "n1")
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
         .await
         .unwrap();
     let mut args = agent_args(&live.url, "n1", "auto", &token).to_vec();
@@ -345,7 +345,7 @@ async fn an_xid_error_from_nvidia_smi_drains_the_node_and_the_workload_says_why(
 #[tokio::test]
 async fn a_sync_body_over_the_limit_is_refused_clearly_and_the_heartbeat_still_counts() {
     let live = Live::start().await;
-    let (node, token) = node_service::register_node(&live.app.pool, "n1")
+    let (node, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
         .await
         .unwrap();
     assert!(node.last_heartbeat_at.is_none());
@@ -394,7 +394,7 @@ async fn an_agent_shut_down_stops_its_runs_waits_for_them_and_requeues_resumable
         ..fast_config()
     };
     let live = Live::start_with(config).await;
-    let (_, token) = node_service::register_node(&live.app.pool, "n1")
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
         .await
         .unwrap();
     let args = agent_args(&live.url, "n1", "1", &token);
@@ -572,7 +572,7 @@ async fn the_agent_speaks_https_to_a_tls_proxy_trusting_the_ca_it_is_given() {
         .await;
     assert!(untrusting.is_err(), "an unknown CA is not trusted");
 
-    let (_, token) = node_service::register_node(&live.app.pool, "n1")
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
         .await
         .unwrap();
     let ca = certs.path().join("ca.pem");
@@ -593,7 +593,7 @@ async fn the_agent_speaks_https_to_a_tls_proxy_trusting_the_ca_it_is_given() {
 #[tokio::test]
 async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_this_servers_runs() {
     let first = Live::start().await;
-    let (_, token) = node_service::register_node(&first.app.pool, "n1")
+    let (_, token) = node_service::register_node(&first.app.pool, "n1", crate::support::now())
         .await
         .unwrap();
     let mut agent = AgentProcess::spawn(&agent_args(&first.url, "n1", "1", &token), None);
@@ -621,7 +621,7 @@ async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_thi
 
     // A new database: its run ids start at 1 again, like the old server's.
     let second = Live::start().await;
-    let (_, token) = node_service::register_node(&second.app.pool, "n1")
+    let (_, token) = node_service::register_node(&second.app.pool, "n1", crate::support::now())
         .await
         .unwrap();
     let _agent = AgentProcess::spawn(&agent_args(&second.url, "n1", "1", &token), Some(state));
@@ -639,7 +639,7 @@ async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_thi
 async fn the_nodes_page_says_why_a_node_is_unhealthy_and_since_when() {
     let app = crate::support::TestApp::new().await;
     app.create_user("root", "admin", "long enough 1").await;
-    let (node, _) = node_service::register_node(&app.pool, "gpu-7")
+    let (node, _) = node_service::register_node(&app.pool, "gpu-7", crate::support::now())
         .await
         .unwrap();
     server::nodes::repo::touch_heartbeat(&app.pool, node.node_id, 1_000)

@@ -93,7 +93,7 @@ async fn wrong_password_and_unknown_user_get_the_same_generic_refusal() {
 async fn a_disabled_account_cannot_sign_in() {
     let app = TestApp::new().await;
     app.create_user("ada", "researcher", "correct horse").await;
-    server::users::service::set_disabled_by_username(&app.pool, "ada", true)
+    server::users::service::set_disabled_by_username(&app.pool, "ada", true, crate::support::now())
         .await
         .unwrap();
     let response = app

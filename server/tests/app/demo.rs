@@ -133,10 +133,19 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
 async fn the_demo_refuses_a_database_with_people_of_its_own_and_changes_nothing() {
     let test_db = TestDb::new().await;
     let pool = server::db::open(&test_db.url).await.unwrap();
-    server::users::service::create_user(&pool, "alice", "admin", "long enough 1".into())
+    server::users::service::create_user(
+        &pool,
+        "alice",
+        "admin",
+        "long enough 1".into(),
+        crate::support::now(),
+    )
+    .await
+    .unwrap();
+    let refused = server::demo::prepare(&pool, crate::support::now())
         .await
-        .unwrap();
-    let refused = server::demo::prepare(&pool).await.unwrap_err().to_string();
+        .unwrap_err()
+        .to_string();
     assert!(
         refused.contains("--demo needs an empty database or one --demo made"),
         "{refused}"
@@ -150,6 +159,10 @@ async fn the_demo_refuses_a_database_with_people_of_its_own_and_changes_nothing(
     // A database --demo made is served again (and marked as the demo's).
     let demo_db = TestDb::new().await;
     let demo = server::db::open(&demo_db.url).await.unwrap();
-    server::demo::prepare(&demo).await.unwrap();
-    server::demo::prepare(&demo).await.unwrap();
+    server::demo::prepare(&demo, crate::support::now())
+        .await
+        .unwrap();
+    server::demo::prepare(&demo, crate::support::now())
+        .await
+        .unwrap();
 }

@@ -118,7 +118,7 @@ async fn a_request_based_on_older_shares_is_stale_and_refused_with_409() {
 #[tokio::test]
 async fn a_scheduled_request_applies_at_its_time() {
     let live = Live::start().await;
-    let at = server::users::service::now() + 2;
+    let at = crate::support::now() + 2;
     let mut body = proposal(1.0, 3.0);
     body["effective_at"] = json!(at);
     let id = propose(&live, "ada", body).await;

@@ -12,10 +12,7 @@ async fn health_check_answers_ok_when_the_database_is_reachable() {
         "follower",
         "no decision pass has claimed the lease yet"
     );
-    app.runtime
-        .pass(server::users::service::now())
-        .await
-        .unwrap();
+    app.runtime.pass(crate::support::now()).await.unwrap();
     let response = app.get("/healthz", None).await;
     assert_eq!(response.json()["scheduler"], "leader");
 }

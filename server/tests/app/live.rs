@@ -1,7 +1,7 @@
 //! A live cluster for tests: the real server on a loopback port with its runtime running, an org
 //! imported, and real `hourglass agent` processes running real commands.
 
-use crate::support::TestApp;
+use crate::support::{now, TestApp};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use server::{
@@ -10,7 +10,6 @@ use server::{
     nodes::service as node_service,
     runtime::{config::RuntimeConfig, Runtime},
     tokens::service as tokens,
-    users::service::now,
     AppState,
 };
 use std::{process::Stdio, time::Duration};
@@ -105,6 +104,11 @@ impl Live {
     }
 
     pub async fn start_with(config: RuntimeConfig) -> Live {
+        Live::start_on(config, server::clock::Clock::system()).await
+    }
+
+    /// A server whose runtime (and every service acting through it) reads `clock`.
+    pub async fn start_on(config: RuntimeConfig, clock: server::clock::Clock) -> Live {
         let app = TestApp::new().await;
         for (name, role) in [
             ("root", "admin"),
@@ -117,7 +121,7 @@ impl Live {
         import_org(&app.pool, &OrgFile::parse(ORG).unwrap(), now())
             .await
             .unwrap();
-        let runtime = Runtime::new(app.pool.clone(), config);
+        let runtime = Runtime::with_clock(app.pool.clone(), config, clock);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let router = build_app(AppState {
@@ -142,7 +146,7 @@ impl Live {
 
     /// Registers a node and starts a real agent process for it.
     pub async fn add_agent(&mut self, name: &str, gpus: u32) -> usize {
-        let (_, token) = node_service::register_node(&self.app.pool, name)
+        let (_, token) = node_service::register_node(&self.app.pool, name, crate::support::now())
             .await
             .unwrap();
         let gpus = gpus.to_string();
@@ -162,7 +166,7 @@ impl Live {
             .await
             .unwrap()
             .unwrap();
-        tokens::create_token(&self.app.pool, user.user_id, "test")
+        tokens::create_token(&self.app.pool, user.user_id, "test", crate::support::now())
             .await
             .unwrap()
     }

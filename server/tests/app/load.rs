@@ -128,7 +128,7 @@ async fn two_hundred_sessions_loading_every_kind_of_page_all_get_answers_and_no_
     let watcher = tokio::spawn(async move {
         let mut oldest = 0_i64;
         while Instant::now() < deadline {
-            let now = server::users::service::now();
+            let now = crate::support::now();
             let beats: Vec<(String, Option<i64>)> =
                 sqlx::query_as("select name, last_heartbeat_at from node")
                     .fetch_all(&pool)

@@ -14,9 +14,15 @@ use serde_json::json;
 async fn every_page_and_api_answers_on_a_single_database_connection() {
     let app = TestApp::with_one_connection().await;
     let (node_token, token) = seed_org(&app.pool).await;
-    server::users::service::create_user(&app.pool, "admin", "admin", "long enough 1".into())
-        .await
-        .unwrap();
+    server::users::service::create_user(
+        &app.pool,
+        "admin",
+        "admin",
+        "long enough 1".into(),
+        crate::support::now(),
+    )
+    .await
+    .unwrap();
     let agent = |body: serde_json::Value| {
         Request::post("/api/agent/v1/sync")
             .header(header::AUTHORIZATION, format!("Bearer {node_token}"))
@@ -40,10 +46,7 @@ async fn every_page_and_api_answers_on_a_single_database_connection() {
         )
         .await;
     assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
-    app.runtime
-        .pass(server::users::service::now())
-        .await
-        .unwrap();
+    app.runtime.pass(crate::support::now()).await.unwrap();
     let sync = app
         .send(agent(json!({ "name": "n1", "gpus": 2, "wait_s": 0 })))
         .await;
@@ -129,7 +132,7 @@ async fn agents_sync_and_the_scheduler_decides_while_page_renders_hold_every_pag
     let first = app.send(sync(0)).await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
     app.runtime
-        .pass(server::users::service::now())
+        .pass(crate::support::now())
         .await
         .expect("the scheduler decides on its own connections");
     let second = app.send(sync(0)).await;

@@ -244,9 +244,15 @@ async fn grace_on(http: &reqwest::Client, url: &str, cookie: &str) -> i64 {
 #[tokio::test]
 async fn a_setting_changed_on_the_follower_is_applied_by_the_leader_within_two_seconds() {
     let setup = setup().await;
-    server::users::service::create_user(&setup.pool, "boss", "admin", "long enough 1".into())
-        .await
-        .unwrap();
+    server::users::service::create_user(
+        &setup.pool,
+        "boss",
+        "admin",
+        "long enough 1".into(),
+        crate::support::now(),
+    )
+    .await
+    .unwrap();
     let (_a, _b, url_a, url_b) = replicas(&setup, &[]).await;
     let http = &setup.http;
     let cookie = session_on(&url_b, "boss").await;

@@ -55,7 +55,7 @@ async fn fixture() -> (TestApp, String, i64) {
         .await
         .unwrap()
         .unwrap();
-    let token = tokens::create_token(&app.pool, root.user_id, "t")
+    let token = tokens::create_token(&app.pool, root.user_id, "t", crate::support::now())
         .await
         .unwrap();
     (app, token, h0)

@@ -270,3 +270,28 @@ async fn demand_counts_each_workload_from_its_submission_to_its_end_to_the_secon
     assert_eq!(demand(t).await, 4.0 * 3_500.0 + 2.0 * 300.0);
     assert_eq!(demand(t + scheduler::HOUR).await, 4.0 * 100.0);
 }
+
+/// Services read the runtime's clock, not the system's: with it fixed a day ahead, a submission,
+/// its start, its protection and its cancellation carry exactly the clock's times.
+#[tokio::test]
+async fn what_the_server_records_is_stamped_with_its_clock() {
+    let at = crate::support::now() + 86_400;
+    let clock = server::clock::Clock::fixed(at);
+    let mut live = Live::start_on(crate::live::fast_config(), clock.clone()).await;
+    live.add_agent("n1", 4).await;
+    let id = live
+        .submit("ada", job("ai/olmo", "stamped", "sleep 60", 1, 900, true))
+        .await;
+    let running = live.wait_for_state(id, "running").await;
+    assert_eq!(running["submitted_at"], at, "{running}");
+    assert_eq!(running["first_started_at"], at, "{running}");
+    assert_eq!(running["protected_until"], at + 900, "{running}");
+
+    clock.advance(1_000);
+    let (status, cancelled) = live
+        .post("ada", &format!("/api/v1/workloads/{id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cancelled}");
+    assert_eq!(cancelled["state"], "cancelled");
+    assert_eq!(cancelled["ended_at"], at + 1_000, "{cancelled}");
+}

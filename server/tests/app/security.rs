@@ -300,9 +300,14 @@ async fn every_json_api_mutation_is_authorized_for_every_role() {
             .await
             .unwrap()
             .unwrap();
-        let token = server::tokens::service::create_token(&app.pool, user.user_id, "matrix")
-            .await
-            .unwrap();
+        let token = server::tokens::service::create_token(
+            &app.pool,
+            user.user_id,
+            "matrix",
+            crate::support::now(),
+        )
+        .await
+        .unwrap();
         bearer.push((name, token));
     }
     let submit = serde_json::json!({
@@ -377,7 +382,7 @@ async fn an_oversized_body_is_refused_with_its_limit_and_changes_nothing() {
             .await
             .unwrap()
             .unwrap();
-        server::tokens::service::create_token(&app.pool, user.user_id, "t")
+        server::tokens::service::create_token(&app.pool, user.user_id, "t", crate::support::now())
             .await
             .unwrap()
     };

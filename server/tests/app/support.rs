@@ -41,6 +41,11 @@ pub struct TestDb {
     postgres: Option<(String, String)>,
 }
 
+/// Epoch seconds on the system clock (the servers under test run on it too).
+pub fn now() -> i64 {
+    server::clock::Clock::system().now()
+}
+
 /// Server-side warnings and errors go to the test's own output, so a failing test shows what
 /// the server logged (an internal error's cause never reaches the HTTP response).
 fn log_to_test_output() {
@@ -310,9 +315,15 @@ impl TestApp {
     }
 
     pub async fn create_user(&self, username: &str, role: &str, password: &str) {
-        service::create_user(&self.pool, username, role, password.to_string())
-            .await
-            .expect("create user");
+        service::create_user(
+            &self.pool,
+            username,
+            role,
+            password.to_string(),
+            crate::support::now(),
+        )
+        .await
+        .expect("create user");
     }
 
     /// Sends a request through the router; a response (head or body) that takes over 20 s fails
@@ -417,25 +428,27 @@ pub async fn seed_org(pool: &AnyPool) -> (String, String) {
         budget::import::import_org, budget::org_file::OrgFile, tokens::service as tokens,
     };
     for name in ["root", "pat", "ada", "bob"] {
-        service::create_user(pool, name, "researcher", "long enough 1".into())
-            .await
-            .unwrap();
+        service::create_user(
+            pool,
+            name,
+            "researcher",
+            "long enough 1".into(),
+            crate::support::now(),
+        )
+        .await
+        .unwrap();
     }
-    import_org(
-        pool,
-        &OrgFile::parse(crate::live::ORG).unwrap(),
-        service::now(),
-    )
-    .await
-    .unwrap();
-    let (_, node_token) = server::nodes::service::register_node(pool, "n1")
+    import_org(pool, &OrgFile::parse(crate::live::ORG).unwrap(), now())
+        .await
+        .unwrap();
+    let (_, node_token) = server::nodes::service::register_node(pool, "n1", crate::support::now())
         .await
         .unwrap();
     let ada = server::users::repo::find_user_by_username(pool, "ada")
         .await
         .unwrap()
         .unwrap();
-    let token = tokens::create_token(pool, ada.user_id, "test")
+    let token = tokens::create_token(pool, ada.user_id, "test", crate::support::now())
         .await
         .unwrap();
     (node_token, token)

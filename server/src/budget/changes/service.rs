@@ -5,7 +5,7 @@ use super::{
     policy::{self, Owners, Proposal},
     repo::{self, RequestRow},
 };
-use crate::{users::service::now, ServerError};
+use crate::ServerError;
 use app::{
     budget::{ChangeItem, ChangeRequestView, ChangeState},
     model::CurrentUser,
@@ -16,8 +16,8 @@ pub async fn propose(
     pool: &AnyPool,
     actor: &CurrentUser,
     proposal: Proposal,
+    now: i64,
 ) -> Result<ChangeRequestView, ServerError> {
-    let now = now();
     let mut tx = crate::db::begin_write(pool).await?;
     let node = repo::node_by_path(&mut *tx, &proposal.node)
         .await?
@@ -143,8 +143,8 @@ pub async fn decide(
     id: i64,
     approve: bool,
     comment: &str,
+    now: i64,
 ) -> Result<ChangeRequestView, ServerError> {
-    let now = now();
     let mut tx = crate::db::begin_write(pool).await?;
     let row = repo::request(&mut *tx, id)
         .await?
