@@ -190,6 +190,12 @@ async fn still_usable(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Erro
     Ok(!conn.is_in_transaction())
 }
 
+/// Whether the database answers (readiness).
+pub async fn ping(pool: &AnyPool) -> Result<(), sqlx::Error> {
+    sqlx::query("select 1").execute(pool).await?;
+    Ok(())
+}
+
 /// Applies the app's migrations (`migrations/sqlite` or `migrations/postgres`: the same names, the
 /// same schema). Two processes opening a new database at once (a server and an admin command) may
 /// race: each migration runs in its own transaction, so the loser's attempt rolls back and a retry

@@ -109,7 +109,7 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     } else {
         "follower"
     };
-    match sqlx::query("select 1").execute(&state.pool).await {
+    match crate::db::ping(&state.pool).await {
         Ok(_) => (
             StatusCode::OK,
             Json(serde_json::json!({ "status": "ok", "database": "ok", "scheduler": scheduler })),

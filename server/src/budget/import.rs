@@ -73,12 +73,7 @@ pub async fn import_org(
                 })?;
             let mut user_ids = Vec::new();
             for username in usernames {
-                let id: Option<i64> = sqlx::query_scalar(
-                    "select user_id from \"user\" where lower(username) = lower($1)",
-                )
-                .bind(username.trim())
-                .fetch_optional(&mut *tx)
-                .await?;
+                let id = repo::user_id_by_name(&mut *tx, username.trim()).await?;
                 user_ids.push(id.ok_or_else(|| {
                     ServerError::invalid(
                         field,

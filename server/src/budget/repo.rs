@@ -234,3 +234,14 @@ pub async fn submissions_since(
     .fetch_all(db)
     .await
 }
+
+/// The account with this username, whatever its case.
+pub async fn user_id_by_name(
+    db: impl AnyExecutor<'_>,
+    username: &str,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("select user_id from \"user\" where lower(username) = lower($1)")
+        .bind(username)
+        .fetch_optional(db)
+        .await
+}

@@ -2,7 +2,7 @@
 //! cluster, and its run segments become the hourly ledger the charts and reports read. The
 //! product ships no third-party data; this history is made here, from a seed.
 
-use super::org::TREE;
+use super::{org::TREE, repo};
 use crate::{budget::org_file::OrgFile, ServerError};
 use scheduler::sim::{
     self, parse_cluster, parse_trace,
@@ -100,13 +100,7 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
         }
     }
 
-    let ids: BTreeMap<String, i64> = sqlx::query_as::<_, (String, i64)>(
-        "select path, budget_node_id from budget_node where removed_at is null",
-    )
-    .fetch_all(pool)
-    .await?
-    .into_iter()
-    .collect();
+    let ids = repo::live_node_ids(pool).await?;
     let fractions: BTreeMap<String, f64> = input
         .tree
         .leaves()
@@ -119,11 +113,7 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
         .collect();
     let mut tx = crate::db::begin_write(pool).await?;
     for (hour, gpu_s) in &capacity {
-        sqlx::query("insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2) on conflict (hour) do nothing")
-            .bind(start + hour)
-            .bind(gpu_s)
-            .execute(&mut *tx)
-            .await?;
+        repo::insert_capacity(&mut *tx, start + hour, *gpu_s).await?;
     }
     for ((path, hour), [charged, free, demand]) in usage {
         let Some(&leaf) = ids.get(&path) else {
@@ -132,18 +122,7 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
         let owed = (fractions.get(&path).copied().unwrap_or(0.0)
             * capacity.get(&hour).copied().unwrap_or(0.0))
         .min(demand);
-        sqlx::query(
-            "insert into usage_hour (budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s)
-             values ($1, $2, $3, $4, $5, $6) on conflict (budget_node_id, hour) do nothing",
-        )
-        .bind(leaf)
-        .bind(start + hour)
-        .bind(charged)
-        .bind(free)
-        .bind(demand)
-        .bind(owed)
-        .execute(&mut *tx)
-        .await?;
+        repo::insert_usage(&mut *tx, leaf, start + hour, [charged, free, demand, owed]).await?;
     }
     // Roll the month up now, so the first report a visitor opens is instant.
     if let Some(tree) = crate::budget::snapshot::load(&mut tx).await? {

@@ -3,6 +3,7 @@
 
 pub mod history;
 pub mod org;
+pub mod repo;
 pub mod trickle;
 
 use crate::{
@@ -23,13 +24,8 @@ pub const MARKER: &str = "demo_database";
 /// of its own is refused: the demo would print accounts that do not exist there and add its
 /// simulated nodes to a real cluster.
 pub async fn prepare(pool: &AnyPool, now: i64) -> Result<(), ServerError> {
-    let users: Vec<String> = sqlx::query_scalar("select username from \"user\"")
-        .fetch_all(pool)
-        .await?;
-    let marked: Option<String> = sqlx::query_scalar("select value from setting where key = $1")
-        .bind(MARKER)
-        .fetch_optional(pool)
-        .await?;
+    let users = repo::usernames(pool).await?;
+    let marked = crate::settings::repo::value(pool, MARKER).await?;
     // Demo databases made before the marker existed hold exactly the demo's people.
     let demo_people = !users.is_empty()
         && users.len() == org::PEOPLE.len()
@@ -48,11 +44,7 @@ pub async fn prepare(pool: &AnyPool, now: i64) -> Result<(), ServerError> {
         )));
     }
     if marked.is_none() {
-        sqlx::query("insert into setting (key, value, updated_at) values ($1, 'true', $2)")
-            .bind(MARKER)
-            .bind(now)
-            .execute(pool)
-            .await?;
+        repo::mark(pool, MARKER, now).await?;
     }
     println!("Demo accounts (password for all: {}):", org::PASSWORD);
     for (name, role, what) in org::PEOPLE {
@@ -81,11 +73,7 @@ pub async fn start_agents(
         let (token, hash) = secrets::generate("hgn_");
         match node_repo::find_node_by_name(pool, name).await? {
             Some(node) => {
-                sqlx::query("update node set token_hash = $2 where node_id = $1")
-                    .bind(node.node_id)
-                    .bind(&hash)
-                    .execute(pool)
-                    .await?;
+                node_repo::set_token_hash(pool, node.node_id, &hash).await?;
             }
             None => {
                 node_repo::insert_node(pool, name, &hash, now).await?;

@@ -40,11 +40,8 @@ impl Rng {
 pub fn spawn(pool: AnyPool, runtime: Runtime, every: Duration) {
     tokio::spawn(async move {
         for _ in 0..600 {
-            let connected: Result<i64, _> =
-                sqlx::query_scalar("select count(*) from node where gpu_count > 0")
-                    .fetch_one(&pool)
-                    .await;
-            if connected.is_ok_and(|n| n > 0) {
+            let connected = crate::workloads::repo::connected_node_sizes(&pool).await;
+            if connected.is_ok_and(|sizes| !sizes.is_empty()) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

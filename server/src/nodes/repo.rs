@@ -205,6 +205,20 @@ pub async fn held_gpus(db: impl AnyExecutor<'_>) -> Result<Vec<HeldGpus>, sqlx::
     .await
 }
 
+/// Gives the node a new agent token (its hash).
+pub async fn set_token_hash(
+    db: impl AnyExecutor<'_>,
+    node_id: i64,
+    hash: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update node set token_hash = $2 where node_id = $1")
+        .bind(node_id)
+        .bind(hash)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{NodeHealth, NodeRow};

@@ -1,6 +1,7 @@
 //! SQL for workloads and their events.
 
 use app::workloads::{reasons::Event, EventView, WorkloadState, WorkloadView};
+use crate::db::Flag;
 use sqlx::{AnyExecutor, FromRow};
 
 const SELECT: &str = "select w.workload_id, w.name, b.path as project, u.username as owner, w.command, w.gpus,
@@ -203,5 +204,71 @@ pub async fn leave_run(
     .bind(now)
     .execute(db)
     .await?;
+    Ok(())
+}
+
+/// A live budget node by path: its id and whether it is a leaf (a project work may charge).
+pub async fn project_node(
+    db: impl AnyExecutor<'_>,
+    path: &str,
+) -> Result<Option<(i64, Flag)>, sqlx::Error> {
+    sqlx::query_as(
+        "select b.budget_node_id, not exists (select 1 from budget_node c where c.parent_id = b.budget_node_id
+                                               and c.removed_at is null)
+         from budget_node b where b.path = $1 and b.removed_at is null",
+    )
+    .bind(path)
+    .fetch_optional(db)
+    .await
+}
+
+/// The GPU count of every node whose agent has reported its GPUs.
+pub async fn connected_node_sizes(db: impl AnyExecutor<'_>) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar("select gpu_count from node where gpu_count > 0")
+        .fetch_all(db)
+        .await
+}
+
+/// A run on a node: its workload and when it ended, if it did.
+pub async fn run_on_node(
+    db: impl AnyExecutor<'_>,
+    run_id: i64,
+    node_id: i64,
+) -> Result<Option<(i64, Option<i64>)>, sqlx::Error> {
+    sqlx::query_as(
+        "select workload_id, ended_at from workload_run where workload_run_id = $1 and node_id = $2",
+    )
+    .bind(run_id)
+    .bind(node_id)
+    .fetch_optional(db)
+    .await
+}
+
+/// Whether the workload can resume, and the node's name.
+pub async fn resumable_and_node(
+    db: impl AnyExecutor<'_>,
+    workload_id: i64,
+    node_id: i64,
+) -> Result<(bool, String), sqlx::Error> {
+    let (resumable, node): (Flag, String) = sqlx::query_as(
+        "select w.resumable, n.name from workload w, node n where w.workload_id = $1 and n.node_id = $2",
+    )
+    .bind(workload_id)
+    .bind(node_id)
+    .fetch_one(db)
+    .await?;
+    Ok((resumable.0, node))
+}
+
+pub async fn set_log_tail(
+    db: impl AnyExecutor<'_>,
+    workload_id: i64,
+    log: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update workload set log_tail = $2 where workload_id = $1")
+        .bind(workload_id)
+        .bind(log)
+        .execute(db)
+        .await?;
     Ok(())
 }

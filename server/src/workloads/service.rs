@@ -27,14 +27,7 @@ pub async fn submit(
     input: SubmitWorkload,
 ) -> Result<WorkloadView, ServerError> {
     let new = NewWorkload::parse(input, runtime.config().max_min_runtime)?;
-    let leaf: Option<(i64, Flag)> = sqlx::query_as(
-        "select b.budget_node_id, not exists (select 1 from budget_node c where c.parent_id = b.budget_node_id
-                                               and c.removed_at is null)
-         from budget_node b where b.path = $1 and b.removed_at is null",
-    )
-    .bind(&new.project)
-    .fetch_optional(pool)
-    .await?;
+    let leaf = repo::project_node(pool, &new.project).await?;
     let leaf_id = match leaf {
         None => {
             return Err(ServerError::invalid(
@@ -98,9 +91,7 @@ pub async fn submit(
 /// Refuses requests no placement on the registered nodes could ever satisfy (DESIGN §4.8: up to
 /// one node's GPUs on one node, more as whole nodes).
 async fn check_fits(pool: &AnyPool, gpus: u32) -> Result<(), ServerError> {
-    let sizes: Vec<i64> = sqlx::query_scalar("select gpu_count from node where gpu_count > 0")
-        .fetch_all(pool)
-        .await?;
+    let sizes = repo::connected_node_sizes(pool).await?;
     if sizes.is_empty() {
         return Err(ServerError::invalid(
             "gpus",
@@ -335,13 +326,7 @@ pub async fn finished(
     now: i64,
 ) -> Result<Vec<i64>, ServerError> {
     let mut tx = crate::db::begin_write(pool).await?;
-    let run: Option<(i64, Option<i64>)> = sqlx::query_as(
-        "select workload_id, ended_at from workload_run where workload_run_id = $1 and node_id = $2",
-    )
-    .bind(run_id)
-    .bind(node_id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let run = repo::run_on_node(&mut *tx, run_id, node_id).await?;
     let Some((workload_id, ended_at)) = run else {
         return Ok(Vec::new());
     };
@@ -353,14 +338,8 @@ pub async fn finished(
     if by_agent {
         // The node's agent stopped it (shutting down, or cut off from the server): the job did not
         // fail; it goes back to the queue if it can resume, like work on a node that went down.
-        let (resumable, node): (crate::db::Flag, String) = sqlx::query_as(
-            "select w.resumable, n.name from workload w, node n where w.workload_id = $1 and n.node_id = $2",
-        )
-        .bind(workload_id)
-        .bind(node_id)
-        .fetch_one(&mut *tx)
-        .await?;
-        let (state, then) = if resumable.0 {
+        let (resumable, node) = repo::resumable_and_node(&mut *tx, workload_id, node_id).await?;
+        let (state, then) = if resumable {
             (WorkloadState::Queued, AfterStop::Requeued)
         } else {
             (WorkloadState::Failed, AfterStop::Failed)
@@ -417,10 +396,6 @@ pub async fn append_output(
     const MAX: usize = 1 << 20;
     let log = repo::log_tail(&mut *db, workload_id).await?;
     let log = crate::agent::output::keep_tail(log, text, MAX);
-    sqlx::query("update workload set log_tail = $2 where workload_id = $1")
-        .bind(workload_id)
-        .bind(&log)
-        .execute(&mut *db)
-        .await?;
+    repo::set_log_tail(&mut *db, workload_id, &log).await?;
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! Scheduler settings: stored overrides of the built-in defaults, validated, applied live to the
 //! runtime, and audited.
 
+pub mod repo;
+
 use crate::{runtime::config::RuntimeConfig, runtime::Runtime, ServerError};
 use app::{
     model::CurrentUser,
@@ -12,10 +14,7 @@ use sqlx::AnyPool;
 /// Whether a node whose agent reports healthy again goes back into service by itself. Read from
 /// the database where it is needed, so every replica follows a change at once.
 pub async fn auto_recover_nodes(pool: &AnyPool) -> Result<bool, ServerError> {
-    let value: Option<String> =
-        sqlx::query_scalar("select value from setting where key = 'auto_recover_nodes'")
-            .fetch_optional(pool)
-            .await?;
+    let value = repo::value(pool, "auto_recover_nodes").await?;
     Ok(value
         .and_then(|v| v.parse().ok())
         .unwrap_or(RuntimeConfig::default().auto_recover_nodes))
@@ -23,9 +22,7 @@ pub async fn auto_recover_nodes(pool: &AnyPool) -> Result<bool, ServerError> {
 
 /// The defaults with every stored override applied.
 pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeConfig, ServerError> {
-    let rows: Vec<(String, String)> = sqlx::query_as("select key, value from setting")
-        .fetch_all(pool)
-        .await?;
+    let rows = repo::all(pool).await?;
     for (key, value) in rows {
         match key.as_str() {
             "window_s" => config.window = value.parse().unwrap_or(config.window),
@@ -55,12 +52,7 @@ pub async fn view(
     actor: &CurrentUser,
 ) -> Result<SettingsView, ServerError> {
     let config = runtime.config();
-    let history: Vec<(i64, String, String, String, String)> = sqlx::query_as(
-        "select c.changed_at, u.username, c.key, c.old_value, c.new_value from setting_change c
-         join \"user\" u on u.user_id = c.changed_by order by c.setting_change_id desc limit 50",
-    )
-    .fetch_all(pool)
-    .await?;
+    let history = repo::history(pool).await?;
     Ok(SettingsView {
         window_days: config.window as f64 / DAY as f64,
         max_min_runtime_hours: config.max_min_runtime as f64 / HOUR as f64,
@@ -184,27 +176,7 @@ pub async fn update(
     let now = runtime.now();
     let mut tx = crate::db::begin_write(pool).await?;
     for (key, before, after) in changes.iter().filter(|(_, before, after)| before != after) {
-        sqlx::query(
-            "insert into setting (key, value, updated_at, updated_by) values ($1, $2, $3, $4)
-             on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at,
-             updated_by = excluded.updated_by",
-        )
-        .bind(key)
-        .bind(after)
-        .bind(now)
-        .bind(actor.id)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "insert into setting_change (key, old_value, new_value, changed_at, changed_by) values ($1, $2, $3, $4, $5)",
-        )
-        .bind(key)
-        .bind(before)
-        .bind(after)
-        .bind(now)
-        .bind(actor.id)
-        .execute(&mut *tx)
-        .await?;
+        repo::change(&mut tx, key, before, after, actor.id, now).await?;
         tracing::info!(admin = %actor.username, %key, %before, %after, "setting changed");
     }
     crate::runtime::lease::bump_settings(&mut tx).await?;

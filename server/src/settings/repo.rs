@@ -1,0 +1,63 @@
+//! SQL for the settings and their audit trail.
+
+use sqlx::{AnyConnection, AnyExecutor};
+
+/// One stored setting, if set.
+pub async fn value(db: impl AnyExecutor<'_>, key: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("select value from setting where key = $1")
+        .bind(key)
+        .fetch_optional(db)
+        .await
+}
+
+/// Every stored setting as `(key, value)`.
+pub async fn all(db: impl AnyExecutor<'_>) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as("select key, value from setting")
+        .fetch_all(db)
+        .await
+}
+
+/// The last 50 changes, newest first: `(when, who, key, old, new)`.
+pub async fn history(
+    db: impl AnyExecutor<'_>,
+) -> Result<Vec<(i64, String, String, String, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "select c.changed_at, u.username, c.key, c.old_value, c.new_value from setting_change c
+         join \"user\" u on u.user_id = c.changed_by order by c.setting_change_id desc limit 50",
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Sets `key` to `after` and records the change.
+pub async fn change(
+    db: &mut AnyConnection,
+    key: &str,
+    before: &str,
+    after: &str,
+    by: i64,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "insert into setting (key, value, updated_at, updated_by) values ($1, $2, $3, $4)
+         on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at,
+         updated_by = excluded.updated_by",
+    )
+    .bind(key)
+    .bind(after)
+    .bind(now)
+    .bind(by)
+    .execute(&mut *db)
+    .await?;
+    sqlx::query(
+        "insert into setting_change (key, old_value, new_value, changed_at, changed_by) values ($1, $2, $3, $4, $5)",
+    )
+    .bind(key)
+    .bind(before)
+    .bind(after)
+    .bind(now)
+    .bind(by)
+    .execute(&mut *db)
+    .await?;
+    Ok(())
+}
