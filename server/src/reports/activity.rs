@@ -2,7 +2,10 @@
 //! (averaged over each bucket), how long those that started waited (percentiles by class, as
 //! DESIGN §5 defines them), and preemptions by the engine's rule.
 
-use super::usage::{Buckets, Granularity};
+use super::{
+    repo,
+    usage::{Buckets, Granularity},
+};
 use crate::ServerError;
 use app::reports::{ClusterActivity, ReasonSeries, WaitSeries};
 use app::workloads::{reasons::StopRule, WorkloadState};
@@ -10,18 +13,6 @@ use scheduler::sim::{WaitStats, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 use scheduler::DAY;
 use sqlx::AnyPool;
 use std::collections::{BTreeMap, HashMap};
-
-#[derive(sqlx::FromRow)]
-struct WorkloadRow {
-    workload_id: i64,
-    gpus: i64,
-    min_runtime_s: i64,
-    #[sqlx(try_from = "String")]
-    state: WorkloadState,
-    submitted_at: i64,
-    first_started_at: Option<i64>,
-    ended_at: Option<i64>,
-}
 
 /// Activity over `[from, to)` as of `now` (waiting after `now` is not counted).
 pub async fn activity(
@@ -44,36 +35,10 @@ pub async fn activity(
         ));
     }
     let mut db = pool.acquire().await?;
-    let workloads: Vec<WorkloadRow> = sqlx::query_as(
-        "select workload_id, gpus, min_runtime_s, state, submitted_at, first_started_at, ended_at
-         from workload where submitted_at < $2 and (ended_at is null or ended_at >= $1)
-         order by workload_id",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?;
-    let runs: Vec<(i64, i64, Option<i64>)> = sqlx::query_as(
-        "select r.workload_id, r.started_at, r.ended_at from workload_run r
-         join workload w on w.workload_id = r.workload_id
-         where w.submitted_at < $2 and (w.ended_at is null or w.ended_at >= $1)
-         order by r.workload_id, r.started_at",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?;
-    let stops: Vec<(i64, String)> = sqlx::query_as(
-        "select at, detail from workload_event
-         where kind in ('preempted', 'drained') and at >= $1 and at < $2",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?;
-    let host_size: Option<i64> = sqlx::query_scalar("select max(gpu_count) from node")
-        .fetch_one(&mut *db)
-        .await?;
+    let workloads = repo::workloads_between(&mut *db, from, to).await?;
+    let runs = repo::runs_between(&mut *db, from, to).await?;
+    let stops = repo::stops_between(&mut *db, from, to).await?;
+    let host_size = repo::largest_node(&mut *db).await?;
     let host_size = host_size.unwrap_or(8).max(1);
 
     let buckets = bucket_starts(granularity, from, to);

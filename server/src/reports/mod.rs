@@ -3,6 +3,7 @@
 
 pub mod activity;
 pub mod calendar;
+pub mod repo;
 pub mod review;
 pub mod rollup;
 pub mod usage;

@@ -1,7 +1,10 @@
 //! The quarterly review: per tree node funded, owed, delivered, unallocated and waits; the
 //! reference's headline figures.
 
-use super::rollup::{self, NodeTotals};
+use super::{
+    repo::{self, Submitted},
+    rollup::{self, NodeTotals},
+};
 use crate::{budget::snapshot as tree_snapshot, ServerError};
 use app::reports::{Headline, Review, ReviewRow};
 use scheduler::{
@@ -9,15 +12,6 @@ use scheduler::{
     BudgetId, HOUR,
 };
 use sqlx::AnyPool;
-
-#[derive(sqlx::FromRow)]
-struct Submitted {
-    path: String,
-    submitted_at: i64,
-    first_started_at: Option<i64>,
-    min_runtime_s: i64,
-    gpus: i64,
-}
 
 /// The review of `[from, to)`.
 pub async fn review(
@@ -37,22 +31,9 @@ pub async fn review(
             rows: Vec::new(),
         });
     };
-    let capacity: Vec<(i64, f64)> =
-        sqlx::query_as("select hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2 order by hour")
-            .bind(from)
-            .bind(to)
-            .fetch_all(&mut *db)
-            .await?;
+    let capacity = repo::capacity(&mut *db, from, to).await?;
     let totals = rollup::totals(&mut db, &tree, from, to, now).await?;
-    let submitted: Vec<Submitted> = sqlx::query_as(
-        "select b.path, w.submitted_at, w.first_started_at, w.min_runtime_s, w.gpus
-         from workload w join budget_node b on b.budget_node_id = w.budget_node_id
-         where w.submitted_at >= $1 and w.submitted_at < $2",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?;
+    let submitted = repo::submitted_between(&mut *db, from, to).await?;
 
     let t = &tree.tree;
     let end = to.min(now);

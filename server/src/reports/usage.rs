@@ -1,7 +1,7 @@
 //! Usage series for a node and its children, per hour or day: funded, owed, delivered and
 //! unallocated GPU-hours — the data behind the allocation charts, and the CSV export.
 
-use super::calendar;
+use super::{calendar, repo};
 use crate::{budget::snapshot as tree_snapshot, ServerError};
 use app::reports::{UsageLine, UsageSeries};
 use scheduler::{BudgetId, DAY, HOUR};
@@ -140,23 +140,11 @@ pub async fn series(
         .ok_or_else(|| ServerError::invalid("node", format!("There is no node \"{node}\".")))?;
     let mut groups = vec![root];
     groups.extend_from_slice(t.children(root));
-    let capacity: BTreeMap<i64, f64> = sqlx::query_as::<_, (i64, f64)>(
-        "select hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?
-    .into_iter()
-    .collect();
-    let rows: Vec<(i64, i64, f64, f64, f64)> = sqlx::query_as(
-        "select budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s from usage_hour
-         where hour >= $1 and hour < $2 order by hour",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?;
+    let capacity: BTreeMap<i64, f64> = repo::capacity(&mut *db, from, to)
+        .await?
+        .into_iter()
+        .collect();
+    let rows = repo::usage_hours(&mut *db, from, to).await?;
     // Per group and hour: delivered, unallocated, demand.
     let mut hourly: BTreeMap<(usize, i64), [f64; 3]> = BTreeMap::new();
     for (leaf, hour, charged, free, demand) in rows {

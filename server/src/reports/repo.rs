@@ -1,0 +1,131 @@
+//! SQL the reports read: capacity and usage by hour, submissions, runs and stops over a period.
+
+use app::workloads::WorkloadState;
+use sqlx::{AnyExecutor, FromRow};
+
+/// Healthy GPU-seconds per hour over `[from, to)`, in hour order.
+pub async fn capacity(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, f64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2 order by hour",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
+/// `(leaf, hour, charged, unallocated, demand)` GPU-seconds per leaf and hour, in hour order.
+pub async fn usage_hours(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, i64, f64, f64, f64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s from usage_hour
+         where hour >= $1 and hour < $2 order by hour",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
+/// A workload submitted in the period, as the review counts it.
+#[derive(Debug, Clone, FromRow)]
+pub struct Submitted {
+    pub path: String,
+    pub submitted_at: i64,
+    pub first_started_at: Option<i64>,
+    pub min_runtime_s: i64,
+    pub gpus: i64,
+}
+
+pub async fn submitted_between(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<Submitted>, sqlx::Error> {
+    sqlx::query_as(
+        "select b.path, w.submitted_at, w.first_started_at, w.min_runtime_s, w.gpus
+         from workload w join budget_node b on b.budget_node_id = w.budget_node_id
+         where w.submitted_at >= $1 and w.submitted_at < $2",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
+/// A workload alive at some point of the period, as the activity charts count it.
+#[derive(Debug, Clone, FromRow)]
+pub struct ActiveWorkload {
+    pub workload_id: i64,
+    pub gpus: i64,
+    pub min_runtime_s: i64,
+    #[sqlx(try_from = "String")]
+    pub state: WorkloadState,
+    pub submitted_at: i64,
+    pub first_started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+}
+
+pub async fn workloads_between(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<ActiveWorkload>, sqlx::Error> {
+    sqlx::query_as(
+        "select workload_id, gpus, min_runtime_s, state, submitted_at, first_started_at, ended_at
+         from workload where submitted_at < $2 and (ended_at is null or ended_at >= $1)
+         order by workload_id",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
+/// `(workload, started, ended)` of those workloads' runs, in start order per workload.
+pub async fn runs_between(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, i64, Option<i64>)>, sqlx::Error> {
+    sqlx::query_as(
+        "select r.workload_id, r.started_at, r.ended_at from workload_run r
+         join workload w on w.workload_id = r.workload_id
+         where w.submitted_at < $2 and (w.ended_at is null or w.ended_at >= $1)
+         order by r.workload_id, r.started_at",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
+/// `(at, detail)` of the preemptions and drains in the period.
+pub async fn stops_between(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "select at, detail from workload_event
+         where kind in ('preempted', 'drained') and at >= $1 and at < $2",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
+/// The most GPUs any registered node has.
+pub async fn largest_node(db: impl AnyExecutor<'_>) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("select max(gpu_count) from node")
+        .fetch_one(db)
+        .await
+}
