@@ -6,4 +6,5 @@ pub mod body_limit;
 pub mod client;
 pub mod headers;
 pub mod origin;
+pub mod repo;
 pub mod throttle;

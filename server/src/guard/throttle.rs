@@ -3,6 +3,7 @@
 //! and a restart forgets nothing; the client address is the one a trusted proxy reports (see
 //! [`super::client`]), so one proxy's address does not lock sign-in for everyone behind it.
 
+use super::repo;
 use sqlx::AnyPool;
 use std::net::IpAddr;
 
@@ -37,13 +38,7 @@ fn account_key(username: &str) -> String {
 }
 
 async fn recent(pool: &AnyPool, column: &str, key: &str, now: i64) -> Result<Recent, sqlx::Error> {
-    let (count, oldest): (i64, Option<i64>) = sqlx::query_as(&format!(
-        "select count(*), min(at) from sign_in_failure where {column} = $1 and at > $2"
-    ))
-    .bind(key)
-    .bind(now - WINDOW_S)
-    .fetch_one(pool)
-    .await?;
+    let (count, oldest) = repo::failures_since(pool, column, key, now - WINDOW_S).await?;
     Ok(Recent { count, oldest })
 }
 
@@ -68,25 +63,15 @@ pub async fn failed(
     address: Option<IpAddr>,
     now: i64,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("insert into sign_in_failure (account, address, at) values ($1, $2, $3)")
-        .bind(account_key(username))
-        .bind(address.map(|a| a.to_string()))
-        .bind(now)
-        .execute(pool)
-        .await?;
+    let address = address.map(|a| a.to_string());
+    repo::insert_failure(pool, &account_key(username), address.as_deref(), now).await?;
     // Keeps the table to one window's failures, however many made-up usernames are sprayed.
-    sqlx::query("delete from sign_in_failure where at <= $1")
-        .bind(now - WINDOW_S)
-        .execute(pool)
-        .await?;
+    repo::forget_failures_until(pool, now - WINDOW_S).await?;
     Ok(())
 }
 
 pub async fn succeeded(pool: &AnyPool, username: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("delete from sign_in_failure where account = $1")
-        .bind(account_key(username))
-        .execute(pool)
-        .await?;
+    repo::forget_account(pool, &account_key(username)).await?;
     Ok(())
 }
 

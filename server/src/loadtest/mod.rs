@@ -156,9 +156,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         None => format!("sqlite://{}", dir.path().join("loadtest.db").display()),
     };
     let pool = db::open(&url).await?;
-    let people: i64 = sqlx::query_scalar("select count(*) from \"user\"")
-        .fetch_one(&pool)
-        .await?;
+    let people = crate::demo::repo::usernames(&pool).await?.len();
     if people > 0 {
         return Err(ServerError::Config(format!(
             "the load test builds its own organisation and fills the database with it; {} already \
@@ -240,10 +238,10 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     }
     let connecting = Instant::now();
     loop {
-        let connected: i64 = sqlx::query_scalar("select count(*) from node where gpu_count > 0")
-            .fetch_one(&pool)
-            .await?;
-        if connected == i64::from(args.nodes) {
+        let connected = crate::workloads::repo::connected_node_sizes(&pool)
+            .await?
+            .len();
+        if connected == args.nodes as usize {
             break;
         }
         if connecting.elapsed() > Duration::from_secs(120) {
@@ -341,10 +339,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     let workload_pages = shared.workload_pages.summary();
     let pages = Samples::merged(&[&shared.queue_pages, &shared.workload_pages]);
     let submits = shared.submits.summary();
-    let states: Vec<(String, i64)> =
-        sqlx::query_as("select state, count(*) from workload group by state")
-            .fetch_all(&pool)
-            .await?;
+    let states = crate::workloads::repo::count_by_state(&pool).await?;
     let count = |state: &str| {
         states
             .iter()

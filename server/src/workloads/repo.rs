@@ -272,3 +272,10 @@ pub async fn set_log_tail(
         .await?;
     Ok(())
 }
+
+/// How many workloads are in each state, as `(state, count)`.
+pub async fn count_by_state(db: impl AnyExecutor<'_>) -> Result<Vec<(String, i64)>, sqlx::Error> {
+    sqlx::query_as("select state, count(*) from workload group by state")
+        .fetch_all(db)
+        .await
+}
