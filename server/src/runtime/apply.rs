@@ -1,7 +1,7 @@
 //! Applying one decision to the database, inside the decision's transaction.
 
 use super::{
-    ledger, reasons,
+    ledger, reasons, repo,
     snapshot::{format_indices, Snapshot},
 };
 use crate::{
@@ -94,35 +94,23 @@ async fn start(
     let mut parts = Vec::new();
     for part in &placement.parts {
         let node = snapshot.node_row(part.node);
-        sqlx::query(
-            "insert into workload_run (workload_id, node_id, gpu_indices, gpus, allocated, started_at, protected_until,
-                                       charged_through)
-             values ($1, $2, $3, $4, $5, $6, $7, $6)",
+        repo::insert_run(
+            &mut *db,
+            id,
+            node.node_id,
+            &format_indices(part.gpus),
+            part.gpus.count() as i64,
+            allocated,
+            now,
+            protected_until,
         )
-        .bind(id)
-        .bind(node.node_id)
-        .bind(format_indices(part.gpus))
-        .bind(part.gpus.count() as i64)
-        .bind(i64::from(allocated))
-        .bind(now)
-        .bind(protected_until)
-        .execute(&mut *db)
         .await?;
         parts.push(GpuPlacement {
             node: node.name.clone(),
             gpus: part.gpus.indices().collect(),
         });
     }
-    sqlx::query(
-        "update workload set state = 'running', started_at = $2, first_started_at = coalesce(first_started_at, $2),
-                protected_until = $3, run_count = run_count + 1
-         where workload_id = $1",
-    )
-    .bind(id)
-    .bind(now)
-    .bind(protected_until)
-    .execute(&mut *db)
-    .await?;
+    repo::mark_running(&mut *db, id, now, protected_until).await?;
     let event = Event::Started {
         placement: parts,
         protected_until,
@@ -163,23 +151,11 @@ pub async fn close_runs(
     end_kind: &str,
     now: i64,
 ) -> Result<Vec<i64>, ServerError> {
-    let runs: Vec<(i64, i64)> = sqlx::query_as(
-        "select workload_run_id, node_id from workload_run where workload_id = $1 and ended_at is null",
-    )
-    .bind(workload_id)
-    .fetch_all(&mut *db)
-    .await?;
+    let runs = repo::open_runs_of(&mut *db, workload_id).await?;
     let nodes = runs.iter().map(|&(_, node)| node).collect();
     for (run, _) in runs {
         ledger::charge_run(db, run, now).await?;
-        sqlx::query(
-            "update workload_run set ended_at = $2, end_kind = $3 where workload_run_id = $1",
-        )
-        .bind(run)
-        .bind(now)
-        .bind(end_kind)
-        .execute(&mut *db)
-        .await?;
+        repo::end_run(&mut *db, run, now, end_kind).await?;
     }
     Ok(nodes)
 }

@@ -5,6 +5,7 @@
 //! its claim fails and its transaction rolls back (fencing). A killed leader's lease expires
 //! after [`TTL_MS`]; a follower claims it on its next try.
 
+use super::repo;
 use crate::ServerError;
 use sqlx::{Any, AnyPool, Transaction};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -77,19 +78,8 @@ pub async fn claim(
     standing: &Standing,
 ) -> Result<bool, ServerError> {
     let now = now_ms();
-    let row: Option<(i64,)> = sqlx::query_as(
-        "update scheduler_lease
-         set epoch = case when holder = $1 then epoch else epoch + 1 end,
-             holder = $1, expires_at_ms = $2
-         where name = 'scheduler' and (holder = $1 or expires_at_ms < $3)
-         returning epoch",
-    )
-    .bind(holder())
-    .bind(now + TTL_MS)
-    .bind(now)
-    .fetch_optional(&mut **tx)
-    .await?;
-    if let Some((epoch,)) = row {
+    let row = repo::claim_lease(&mut **tx, holder(), now + TTL_MS, now).await?;
+    if let Some(epoch) = row {
         if epoch != standing.epoch() && standing.epoch() != 0 {
             tracing::info!(epoch, "scheduler lease taken over");
         } else if standing.expires_at_ms.load(Ordering::Relaxed) == 0 {
@@ -100,61 +90,37 @@ pub async fn claim(
             );
         }
     }
-    standing.record(row.map(|(epoch,)| (epoch, now + TTL_MS)));
+    standing.record(row.map(|epoch| (epoch, now + TTL_MS)));
     Ok(row.is_some())
 }
 
 /// Gives the lease up (on shutdown), so another replica takes over at once.
 pub async fn release(pool: &AnyPool, standing: &Standing) -> Result<(), ServerError> {
-    sqlx::query(
-        "update scheduler_lease set expires_at_ms = 0 where name = 'scheduler' and holder = $1",
-    )
-    .bind(holder())
-    .execute(pool)
-    .await?;
+    repo::release_lease(pool, holder()).await?;
     standing.record(None);
     Ok(())
 }
 
-/// `(wake_seq, assign_seq)`: the counters replicas use to nudge each other.
-/// The replicas' relays: wake-ups for the leader, changed assignments, changed settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, sqlx::FromRow)]
-pub struct Counters {
-    pub wake_seq: i64,
-    pub assign_seq: i64,
-    pub settings_seq: i64,
-}
+pub use super::repo::Counters;
 
 pub async fn counters(pool: &AnyPool) -> Result<Counters, ServerError> {
-    Ok(sqlx::query_as(
-        "select wake_seq, assign_seq, settings_seq from scheduler_lease where name = 'scheduler'",
-    )
-    .fetch_one(pool)
-    .await?)
+    Ok(repo::counters(pool).await?)
 }
 
 /// Tells every replica that settings changed (in the transaction that changed them).
 pub async fn bump_settings(db: &mut sqlx::AnyConnection) -> Result<(), ServerError> {
-    sqlx::query(
-        "update scheduler_lease set settings_seq = settings_seq + 1 where name = 'scheduler'",
-    )
-    .execute(db)
-    .await?;
+    repo::bump_counter(db, "settings_seq").await?;
     Ok(())
 }
 
 /// Asks the leader for a decision soon.
 pub async fn bump_wake(pool: &AnyPool) -> Result<(), ServerError> {
-    sqlx::query("update scheduler_lease set wake_seq = wake_seq + 1 where name = 'scheduler'")
-        .execute(pool)
-        .await?;
+    repo::bump_counter(pool, "wake_seq").await?;
     Ok(())
 }
 
 /// Tells the other replicas' agents that assignments changed (inside the pass's transaction).
 pub async fn bump_assign(tx: &mut Transaction<'static, Any>) -> Result<(), ServerError> {
-    sqlx::query("update scheduler_lease set assign_seq = assign_seq + 1 where name = 'scheduler'")
-        .execute(&mut **tx)
-        .await?;
+    repo::bump_counter(&mut **tx, "assign_seq").await?;
     Ok(())
 }

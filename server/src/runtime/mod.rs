@@ -7,6 +7,7 @@ pub mod lease;
 pub mod ledger;
 pub mod queue_cache;
 pub mod reasons;
+pub mod repo;
 pub mod snapshot;
 
 use crate::{clock::Clock, nodes::repo as node_repo, ServerError};

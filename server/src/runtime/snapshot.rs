@@ -1,6 +1,6 @@
 //! One consistent view of the cluster for the engine, read inside the decision's transaction.
 
-use super::config::RuntimeConfig;
+use super::{config::RuntimeConfig, repo};
 use crate::{
     budget::snapshot::{self as tree_snapshot, TreeSnapshot},
     nodes::repo::{self as node_repo, NodeRow},
@@ -33,7 +33,7 @@ pub struct WorkloadRow {
 }
 
 #[derive(Debug, Clone, FromRow)]
-struct OpenRun {
+pub struct OpenRun {
     workload_id: i64,
     node_id: i64,
     gpu_indices: String,
@@ -128,17 +128,8 @@ pub async fn load(
 
     load_ledger(db, &mut engine, &tree, &nodes, config, now).await?;
 
-    let rows: Vec<WorkloadRow> = sqlx::query_as(
-        "select workload_id, budget_node_id, name, gpus, min_runtime_s, resumable, priority, state, submitted_at,
-                started_at, run_count
-         from workload where state in ('queued', 'running') order by workload_id",
-    )
-    .fetch_all(&mut *db)
-    .await?;
-    let runs: Vec<OpenRun> =
-        sqlx::query_as("select workload_id, node_id, gpu_indices from workload_run where ended_at is null order by node_id")
-            .fetch_all(&mut *db)
-            .await?;
+    let rows = repo::active_workloads(&mut *db).await?;
+    let runs = repo::open_runs(&mut *db).await?;
     let mut parts: BTreeMap<i64, Vec<NodeGpus>> = BTreeMap::new();
     for run in runs {
         if let Some(&node) = engine_node.get(&run.node_id) {
@@ -212,20 +203,8 @@ async fn load_ledger(
     now: i64,
 ) -> Result<(), ServerError> {
     let first_hour = (now - config.window).div_euclid(HOUR) * HOUR - HOUR;
-    let usage: Vec<(i64, i64, f64)> = sqlx::query_as(
-        "select budget_node_id, hour, charged_gpu_s from usage_hour where hour >= $1 and charged_gpu_s > 0 order by hour, budget_node_id",
-    )
-    .bind(first_hour)
-    .fetch_all(&mut *db)
-    .await?;
-    let capacity: BTreeMap<i64, f64> = sqlx::query_as::<_, (i64, f64)>(
-        "select hour, healthy_gpu_s from capacity_hour where hour >= $1 order by hour",
-    )
-    .bind(first_hour)
-    .fetch_all(&mut *db)
-    .await?
-    .into_iter()
-    .collect();
+    let usage = repo::charged_since(&mut *db, first_hour).await?;
+    let capacity = repo::capacity_since(&mut *db, first_hour).await?;
     let current: u32 = nodes
         .iter()
         .filter(|n| n.health == Health::Healthy)
