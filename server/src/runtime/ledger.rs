@@ -2,6 +2,7 @@
 //! same transaction, so a restart, a retried request or a late report never charges twice, and
 //! the time between a crash and the restart is booked when the runtime comes back.
 
+use super::repo;
 use crate::{budget::snapshot as tree_snapshot, nodes::repo as node_repo, ServerError};
 use scheduler::HOUR;
 use sqlx::{AnyConnection, FromRow};
@@ -60,21 +61,11 @@ async fn add(
     hour: i64,
     gpu_s: f64,
 ) -> Result<(), ServerError> {
-    let column = column.name();
-    sqlx::query(&format!(
-        "insert into usage_hour (budget_node_id, hour, {column}) values ($1, $2, $3)
-         on conflict (budget_node_id, hour) do update set {column} = usage_hour.{column} + excluded.{column}"
-    ))
-    .bind(leaf)
-    .bind(hour)
-    .bind(gpu_s)
-    .execute(&mut *db)
-    .await?;
-    Ok(())
+    Ok(repo::add_usage(&mut *db, leaf, column.name(), hour, gpu_s).await?)
 }
 
 #[derive(Debug, FromRow)]
-struct RunToCharge {
+pub struct RunToCharge {
     workload_run_id: i64,
     budget_node_id: i64,
     gpus: i64,
@@ -89,14 +80,7 @@ pub async fn charge_run(
     workload_run_id: i64,
     now: i64,
 ) -> Result<(), ServerError> {
-    let run: Option<RunToCharge> = sqlx::query_as(
-        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
-         from workload_run r join workload w on w.workload_id = r.workload_id
-         where r.workload_run_id = $1 and r.ended_at is null",
-    )
-    .bind(workload_run_id)
-    .fetch_optional(&mut *db)
-    .await?;
+    let run = repo::run_to_charge(&mut *db, workload_run_id).await?;
     if let Some(run) = run {
         charge(db, &run, now).await?;
     }
@@ -121,11 +105,7 @@ async fn charge(db: &mut AnyConnection, run: &RunToCharge, now: i64) -> Result<(
         now,
     )
     .await?;
-    sqlx::query("update workload_run set charged_through = $2 where workload_run_id = $1")
-        .bind(run.workload_run_id)
-        .bind(now)
-        .execute(&mut *db)
-        .await?;
+    repo::set_charged_through(&mut *db, run.workload_run_id, now).await?;
     Ok(())
 }
 
@@ -136,10 +116,7 @@ async fn charge(db: &mut AnyConnection, run: &RunToCharge, now: i64) -> Result<(
 /// (and, when submissions booked too, every submission) slow.
 pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
     charge_open_runs(db, now).await?;
-    let through: Option<i64> =
-        sqlx::query_scalar("select through from ledger_cursor where name = 'demand'")
-            .fetch_optional(&mut *db)
-            .await?;
+    let through = repo::demand_cursor(&mut *db).await?;
     let from = through.unwrap_or(now);
     if now > from {
         book_demand(db, from, now).await?;
@@ -150,39 +127,19 @@ pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError>
             .map(|n| n.gpu_count as f64)
             .sum();
         for (hour, seconds) in split_hours(from, now) {
-            sqlx::query(
-                "insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2)
-                 on conflict (hour) do update set healthy_gpu_s = capacity_hour.healthy_gpu_s + excluded.healthy_gpu_s",
-            )
-            .bind(hour)
-            .bind(healthy * seconds as f64)
-            .execute(&mut *db)
-            .await?;
+            repo::add_capacity(&mut *db, hour, healthy * seconds as f64).await?;
         }
         refresh_owed(db, from, now).await?;
         crate::reports::rollup::invalidate(db, from, now).await?;
     }
-    sqlx::query(
-        "insert into ledger_cursor (name, through) values ('demand', $1)
-         on conflict (name) do update set through = excluded.through",
-    )
-    .bind(now.max(from))
-    .execute(&mut *db)
-    .await?;
+    repo::set_demand_cursor(&mut *db, now.max(from)).await?;
     Ok(())
 }
 
 /// Charges every open run up to `now`: the GPU-seconds summed per leaf and hour, one upsert each,
 /// then every run's cursor moved to `now` in one statement.
 async fn charge_open_runs(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
-    let runs: Vec<RunToCharge> = sqlx::query_as(
-        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
-         from workload_run r join workload w on w.workload_id = r.workload_id
-         where r.ended_at is null and r.charged_through < $1",
-    )
-    .bind(now)
-    .fetch_all(&mut *db)
-    .await?;
+    let runs = repo::runs_to_charge(&mut *db, now).await?;
     let Some(earliest) = runs.iter().map(|r| r.charged_through).min() else {
         return Ok(());
     };
@@ -205,12 +162,7 @@ async fn charge_open_runs(db: &mut AnyConnection, now: i64) -> Result<(), Server
     }
     // Exactly the runs read above: write transactions run one at a time, so none opened, ended or
     // was charged in between.
-    sqlx::query(
-        "update workload_run set charged_through = $1 where ended_at is null and charged_through < $1",
-    )
-    .bind(now)
-    .execute(&mut *db)
-    .await?;
+    repo::advance_open_runs(&mut *db, now).await?;
     Ok(())
 }
 
@@ -222,29 +174,7 @@ async fn book_demand(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), S
     for (hour, seconds) in split_hours(from, to) {
         let a = hour.max(from);
         let b = a + seconds;
-        // `gpus × (min(end, b) − max(submitted, a))` over the workloads alive at some point of
-        // [a, b): those still queued or running (no end yet), and those that ended after `a`.
-        let overlap =
-            "gpus * ((case when ended_at is null or ended_at > $2 then $2 else ended_at end)
-                              - (case when submitted_at > $1 then submitted_at else $1 end))";
-        let mut demand: BTreeMap<i64, i64> = BTreeMap::new();
-        for filter in [
-            "state in ('queued', 'running')",
-            "ended_at > $1 and state not in ('queued', 'running')",
-        ] {
-            let rows: Vec<(i64, i64)> = sqlx::query_as(&format!(
-                "select budget_node_id, cast(sum({overlap}) as bigint) from workload
-                 where {filter} and min_runtime_s > 0 and submitted_at < $2
-                 group by budget_node_id order by budget_node_id"
-            ))
-            .bind(a)
-            .bind(b)
-            .fetch_all(&mut *db)
-            .await?;
-            for (leaf, gpu_s) in rows {
-                *demand.entry(leaf).or_default() += gpu_s;
-            }
-        }
+        let demand = repo::allocated_demand(&mut *db, a, b).await?;
         for (leaf, gpu_s) in demand {
             if gpu_s > 0 {
                 add(db, leaf, Column::Demand, hour, gpu_s as f64).await?;
@@ -261,31 +191,15 @@ async fn refresh_owed(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), 
         return Ok(());
     };
     for (hour, _) in split_hours(from, to) {
-        let capacity: f64 = sqlx::query_scalar(
-            "select coalesce(max(healthy_gpu_s), 0.0) from capacity_hour where hour = $1",
-        )
-        .bind(hour)
-        .fetch_one(&mut *db)
-        .await?;
-        let leaves: Vec<(i64, f64)> =
-            sqlx::query_as("select budget_node_id, demand_gpu_s from usage_hour where hour = $1 order by budget_node_id")
-                .bind(hour)
-                .fetch_all(&mut *db)
-                .await?;
+        let capacity = repo::capacity_at(&mut *db, hour).await?;
+        let leaves = repo::demand_at(&mut *db, hour).await?;
         let shares = tree.tree.version_at(hour);
         for (leaf, demand) in leaves {
             let fraction = tree
                 .engine_id(leaf)
                 .map(|id| shares.fraction(id))
                 .unwrap_or(0.0);
-            sqlx::query(
-                "update usage_hour set owed_gpu_s = $3 where budget_node_id = $1 and hour = $2",
-            )
-            .bind(leaf)
-            .bind(hour)
-            .bind((fraction * capacity).min(demand))
-            .execute(&mut *db)
-            .await?;
+            repo::set_owed(&mut *db, leaf, hour, (fraction * capacity).min(demand)).await?;
         }
     }
     Ok(())

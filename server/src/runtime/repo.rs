@@ -1,8 +1,11 @@
 //! SQL of the live runtime: runs started and ended by a decision (more follows from the ledger,
 //! the lease and the snapshot).
 
-use super::snapshot::{OpenRun, WorkloadRow};
-use sqlx::{AnyExecutor, FromRow};
+use super::{
+    ledger::RunToCharge,
+    snapshot::{OpenRun, WorkloadRow},
+};
+use sqlx::{AnyConnection, AnyExecutor, FromRow};
 use std::collections::BTreeMap;
 
 /// Opens a run of the workload on one node; it is charged from `now`.
@@ -187,4 +190,177 @@ pub async fn capacity_since(
             .fetch_all(db)
             .await?;
     Ok(rows.into_iter().collect())
+}
+
+/// Adds GPU-seconds to a `usage_hour` column (`charged_gpu_s`, `unallocated_gpu_s`,
+/// `demand_gpu_s`) of one leaf's hour.
+pub async fn add_usage(
+    db: impl AnyExecutor<'_>,
+    leaf: i64,
+    column: &str,
+    hour: i64,
+    gpu_s: f64,
+) -> Result<(), sqlx::Error> {
+    let column = match column {
+        "charged_gpu_s" => "charged_gpu_s",
+        "unallocated_gpu_s" => "unallocated_gpu_s",
+        _ => "demand_gpu_s",
+    };
+    sqlx::query(&format!(
+        "insert into usage_hour (budget_node_id, hour, {column}) values ($1, $2, $3)
+         on conflict (budget_node_id, hour) do update set {column} = usage_hour.{column} + excluded.{column}"
+    ))
+    .bind(leaf)
+    .bind(hour)
+    .bind(gpu_s)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// An open run with what charging it needs.
+pub async fn run_to_charge(
+    db: impl AnyExecutor<'_>,
+    run_id: i64,
+) -> Result<Option<RunToCharge>, sqlx::Error> {
+    sqlx::query_as(
+        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
+         from workload_run r join workload w on w.workload_id = r.workload_id
+         where r.workload_run_id = $1 and r.ended_at is null",
+    )
+    .bind(run_id)
+    .fetch_optional(db)
+    .await
+}
+
+/// Every open run not yet charged up to `now`.
+pub async fn runs_to_charge(
+    db: impl AnyExecutor<'_>,
+    now: i64,
+) -> Result<Vec<RunToCharge>, sqlx::Error> {
+    sqlx::query_as(
+        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
+         from workload_run r join workload w on w.workload_id = r.workload_id
+         where r.ended_at is null and r.charged_through < $1",
+    )
+    .bind(now)
+    .fetch_all(db)
+    .await
+}
+
+pub async fn set_charged_through(
+    db: impl AnyExecutor<'_>,
+    run_id: i64,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update workload_run set charged_through = $2 where workload_run_id = $1")
+        .bind(run_id)
+        .bind(now)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Moves every open run's charge cursor to `now`.
+pub async fn advance_open_runs(db: impl AnyExecutor<'_>, now: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "update workload_run set charged_through = $1 where ended_at is null and charged_through < $1",
+    )
+    .bind(now)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Up to when demand and capacity are booked.
+pub async fn demand_cursor(db: impl AnyExecutor<'_>) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("select through from ledger_cursor where name = 'demand'")
+        .fetch_optional(db)
+        .await
+}
+
+pub async fn set_demand_cursor(db: impl AnyExecutor<'_>, through: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "insert into ledger_cursor (name, through) values ('demand', $1)
+         on conflict (name) do update set through = excluded.through",
+    )
+    .bind(through)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Adds healthy GPU-seconds to an hour.
+pub async fn add_capacity(db: impl AnyExecutor<'_>, hour: i64, gpu_s: f64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2)
+         on conflict (hour) do update set healthy_gpu_s = capacity_hour.healthy_gpu_s + excluded.healthy_gpu_s",
+    )
+    .bind(hour)
+    .bind(gpu_s)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Each leaf's allocated demand over `[a, b)` in GPU-seconds: `gpus × (min(end, b) −
+/// max(submitted, a))` over its allocated workloads alive at some point of it — those still queued
+/// or running (no end yet), and those that ended after `a`.
+pub async fn allocated_demand(
+    db: &mut AnyConnection,
+    a: i64,
+    b: i64,
+) -> Result<BTreeMap<i64, i64>, sqlx::Error> {
+    let overlap = "gpus * ((case when ended_at is null or ended_at > $2 then $2 else ended_at end)
+                          - (case when submitted_at > $1 then submitted_at else $1 end))";
+    let mut demand: BTreeMap<i64, i64> = BTreeMap::new();
+    for filter in [
+        "state in ('queued', 'running')",
+        "ended_at > $1 and state not in ('queued', 'running')",
+    ] {
+        let rows: Vec<(i64, i64)> = sqlx::query_as(&format!(
+            "select budget_node_id, cast(sum({overlap}) as bigint) from workload
+             where {filter} and min_runtime_s > 0 and submitted_at < $2
+             group by budget_node_id order by budget_node_id"
+        ))
+        .bind(a)
+        .bind(b)
+        .fetch_all(&mut *db)
+        .await?;
+        for (leaf, gpu_s) in rows {
+            *demand.entry(leaf).or_default() += gpu_s;
+        }
+    }
+    Ok(demand)
+}
+
+/// The hour's healthy GPU-seconds (0 when none was booked).
+pub async fn capacity_at(db: impl AnyExecutor<'_>, hour: i64) -> Result<f64, sqlx::Error> {
+    sqlx::query_scalar("select coalesce(max(healthy_gpu_s), 0.0) from capacity_hour where hour = $1")
+        .bind(hour)
+        .fetch_one(db)
+        .await
+}
+
+/// `(leaf, demand)` GPU-seconds of the hour.
+pub async fn demand_at(db: impl AnyExecutor<'_>, hour: i64) -> Result<Vec<(i64, f64)>, sqlx::Error> {
+    sqlx::query_as("select budget_node_id, demand_gpu_s from usage_hour where hour = $1 order by budget_node_id")
+        .bind(hour)
+        .fetch_all(db)
+        .await
+}
+
+pub async fn set_owed(
+    db: impl AnyExecutor<'_>,
+    leaf: i64,
+    hour: i64,
+    owed: f64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update usage_hour set owed_gpu_s = $3 where budget_node_id = $1 and hour = $2")
+        .bind(leaf)
+        .bind(hour)
+        .bind(owed)
+        .execute(db)
+        .await?;
+    Ok(())
 }
