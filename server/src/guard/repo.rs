@@ -38,7 +38,10 @@ pub async fn insert_failure(
     Ok(())
 }
 
-pub async fn forget_failures_until(db: impl AnyExecutor<'_>, until: i64) -> Result<(), sqlx::Error> {
+pub async fn forget_failures_until(
+    db: impl AnyExecutor<'_>,
+    until: i64,
+) -> Result<(), sqlx::Error> {
     sqlx::query("delete from sign_in_failure where at <= $1")
         .bind(until)
         .execute(db)

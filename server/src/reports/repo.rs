@@ -1,5 +1,6 @@
 //! SQL the reports read: capacity and usage by hour, submissions, runs and stops over a period.
 
+use super::rollup::NodeTotals;
 use app::workloads::WorkloadState;
 use sqlx::{AnyExecutor, FromRow};
 
@@ -128,4 +129,106 @@ pub async fn largest_node(db: impl AnyExecutor<'_>) -> Result<Option<i64>, sqlx:
     sqlx::query_scalar("select max(gpu_count) from node")
         .fetch_one(db)
         .await
+}
+
+/// `(leaf, hour, charged, unallocated, demand, owed)` GPU-seconds over `[from, to)`.
+pub async fn ledger_hours(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, i64, f64, f64, f64, f64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s
+         from usage_hour where hour >= $1 and hour < $2",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
+/// The days in `[first, last)` already rolled up.
+pub async fn rolled_up_days(
+    db: impl AnyExecutor<'_>,
+    first: i64,
+    last: i64,
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar("select day from rollup_day where day >= $1 and day < $2")
+        .bind(first)
+        .bind(last)
+        .fetch_all(db)
+        .await
+}
+
+/// Removes a day's per-node totals (before they are rolled up again).
+pub async fn clear_day(db: impl AnyExecutor<'_>, day: i64) -> Result<(), sqlx::Error> {
+    sqlx::query("delete from node_day where day = $1")
+        .bind(day)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+pub async fn insert_node_day(
+    db: impl AnyExecutor<'_>,
+    node: i64,
+    day: i64,
+    t: &NodeTotals,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "insert into node_day (budget_node_id, day, charged_gpu_s, unallocated_gpu_s, owed_gpu_s, tracked_gpu_s)
+         values ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(node)
+    .bind(day)
+    .bind(t.charged_gpu_s)
+    .bind(t.unallocated_gpu_s)
+    .bind(t.owed_gpu_s)
+    .bind(t.tracked_gpu_s)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+pub async fn mark_rolled_up(
+    db: impl AnyExecutor<'_>,
+    day: i64,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("insert into rollup_day (day, rolled_at) values ($1, $2) on conflict (day) do update set rolled_at = excluded.rolled_at")
+        .bind(day)
+        .bind(now)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// `(node, charged, unallocated, owed, tracked)` summed over the rolled-up days in `[from, to)`.
+pub async fn day_sums(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, f64, f64, f64, f64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select budget_node_id, sum(charged_gpu_s), sum(unallocated_gpu_s), sum(owed_gpu_s), sum(tracked_gpu_s)
+         from node_day where day >= $1 and day < $2 group by budget_node_id",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
+/// Drops the rollups of the days from `first` to `last` (inclusive), so they are rolled up again.
+pub async fn forget_rollups(
+    db: impl AnyExecutor<'_>,
+    first: i64,
+    last: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("delete from rollup_day where day >= $1 and day <= $2")
+        .bind(first)
+        .bind(last)
+        .execute(db)
+        .await?;
+    Ok(())
 }

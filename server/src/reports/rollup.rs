@@ -1,6 +1,7 @@
 //! Daily rollups of the hourly ledger per tree node. A day is rolled up on first read once it is
 //! over; a late booking into one of its hours drops the rollup so the next read redoes it.
 
+use super::repo;
 use crate::{budget::snapshot::TreeSnapshot, ServerError};
 use scheduler::{BudgetId, DAY};
 use sqlx::AnyConnection;
@@ -32,23 +33,11 @@ pub async fn compute(
     from: i64,
     to: i64,
 ) -> Result<BTreeMap<BudgetId, NodeTotals>, ServerError> {
-    let capacity: BTreeMap<i64, f64> = sqlx::query_as::<_, (i64, f64)>(
-        "select hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?
-    .into_iter()
-    .collect();
-    let rows: Vec<(i64, i64, f64, f64, f64, f64)> = sqlx::query_as(
-        "select budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s
-         from usage_hour where hour >= $1 and hour < $2",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(&mut *db)
-    .await?;
+    let capacity: BTreeMap<i64, f64> = repo::capacity(&mut *db, from, to)
+        .await?
+        .into_iter()
+        .collect();
+    let rows = repo::ledger_hours(&mut *db, from, to).await?;
     let t = &tree.tree;
     let mut totals: BTreeMap<BudgetId, NodeTotals> = BTreeMap::new();
     // Inner nodes: per hour, charged and demand summed over their leaves.
@@ -98,39 +87,16 @@ pub async fn ensure(
 ) -> Result<(), ServerError> {
     let first = from.div_euclid(DAY) * DAY;
     let last = to.min(now.div_euclid(DAY) * DAY);
-    let done: Vec<i64> =
-        sqlx::query_scalar("select day from rollup_day where day >= $1 and day < $2")
-            .bind(first)
-            .bind(last)
-            .fetch_all(&mut *db)
-            .await?;
+    let done = repo::rolled_up_days(&mut *db, first, last).await?;
     let mut day = first;
     while day < last {
         if !done.contains(&day) {
             let totals = compute(db, tree, day, day + DAY).await?;
-            sqlx::query("delete from node_day where day = $1")
-                .bind(day)
-                .execute(&mut *db)
-                .await?;
+            repo::clear_day(&mut *db, day).await?;
             for (node, t) in &totals {
-                sqlx::query(
-                    "insert into node_day (budget_node_id, day, charged_gpu_s, unallocated_gpu_s, owed_gpu_s, tracked_gpu_s)
-                     values ($1, $2, $3, $4, $5, $6)",
-                )
-                .bind(tree.db_id(*node))
-                .bind(day)
-                .bind(t.charged_gpu_s)
-                .bind(t.unallocated_gpu_s)
-                .bind(t.owed_gpu_s)
-                .bind(t.tracked_gpu_s)
-                .execute(&mut *db)
-                .await?;
+                repo::insert_node_day(&mut *db, tree.db_id(*node), day, t).await?;
             }
-            sqlx::query("insert into rollup_day (day, rolled_at) values ($1, $2) on conflict (day) do update set rolled_at = excluded.rolled_at")
-                .bind(day)
-                .bind(now)
-                .execute(&mut *db)
-                .await?;
+            repo::mark_rolled_up(&mut *db, day, now).await?;
         }
         day += DAY;
     }
@@ -151,14 +117,7 @@ pub async fn totals(
     let whole_from = from.div_euclid(DAY) * DAY + if from.rem_euclid(DAY) == 0 { 0 } else { DAY };
     let whole_to = to.min(now).div_euclid(DAY) * DAY;
     if whole_to > whole_from {
-        let rows: Vec<(i64, f64, f64, f64, f64)> = sqlx::query_as(
-            "select budget_node_id, sum(charged_gpu_s), sum(unallocated_gpu_s), sum(owed_gpu_s), sum(tracked_gpu_s)
-             from node_day where day >= $1 and day < $2 group by budget_node_id",
-        )
-        .bind(whole_from)
-        .bind(whole_to)
-        .fetch_all(&mut *db)
-        .await?;
+        let rows = repo::day_sums(&mut *db, whole_from, whole_to).await?;
         for (node, charged, free, owed, tracked) in rows {
             if let Some(id) = tree.engine_id(node) {
                 out.entry(id).or_default().add(&NodeTotals {
@@ -189,11 +148,12 @@ pub async fn invalidate(db: &mut AnyConnection, from: i64, to: i64) -> Result<()
     if to <= from {
         return Ok(());
     }
-    sqlx::query("delete from rollup_day where day >= $1 and day <= $2")
-        .bind(from.div_euclid(DAY) * DAY)
-        .bind((to - 1).div_euclid(DAY) * DAY)
-        .execute(&mut *db)
-        .await?;
+    repo::forget_rollups(
+        &mut *db,
+        from.div_euclid(DAY) * DAY,
+        (to - 1).div_euclid(DAY) * DAY,
+    )
+    .await?;
     Ok(())
 }
 
@@ -201,11 +161,8 @@ pub async fn invalidate(db: &mut AnyConnection, from: i64, to: i64) -> Result<()
 /// reports never wait on history a running server has already seen).
 pub async fn keep_up(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
     let yesterday = now.div_euclid(DAY) * DAY - DAY;
-    let done: Option<i64> = sqlx::query_scalar("select day from rollup_day where day = $1")
-        .bind(yesterday)
-        .fetch_optional(&mut *db)
-        .await?;
-    if done.is_none() {
+    let done = repo::rolled_up_days(&mut *db, yesterday, yesterday + DAY).await?;
+    if done.is_empty() {
         if let Some(tree) = crate::budget::snapshot::load(db).await? {
             ensure(db, &tree, yesterday - 2 * DAY, now, now).await?;
         }

@@ -108,10 +108,12 @@ pub async fn claim_lease(
 }
 
 pub async fn release_lease(db: impl AnyExecutor<'_>, holder: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("update scheduler_lease set expires_at_ms = 0 where name = 'scheduler' and holder = $1")
-        .bind(holder)
-        .execute(db)
-        .await?;
+    sqlx::query(
+        "update scheduler_lease set expires_at_ms = 0 where name = 'scheduler' and holder = $1",
+    )
+    .bind(holder)
+    .execute(db)
+    .await?;
     Ok(())
 }
 
@@ -184,11 +186,12 @@ pub async fn capacity_since(
     db: impl AnyExecutor<'_>,
     first_hour: i64,
 ) -> Result<BTreeMap<i64, f64>, sqlx::Error> {
-    let rows: Vec<(i64, f64)> =
-        sqlx::query_as("select hour, healthy_gpu_s from capacity_hour where hour >= $1 order by hour")
-            .bind(first_hour)
-            .fetch_all(db)
-            .await?;
+    let rows: Vec<(i64, f64)> = sqlx::query_as(
+        "select hour, healthy_gpu_s from capacity_hour where hour >= $1 order by hour",
+    )
+    .bind(first_hour)
+    .fetch_all(db)
+    .await?;
     Ok(rows.into_iter().collect())
 }
 
@@ -291,7 +294,11 @@ pub async fn set_demand_cursor(db: impl AnyExecutor<'_>, through: i64) -> Result
 }
 
 /// Adds healthy GPU-seconds to an hour.
-pub async fn add_capacity(db: impl AnyExecutor<'_>, hour: i64, gpu_s: f64) -> Result<(), sqlx::Error> {
+pub async fn add_capacity(
+    db: impl AnyExecutor<'_>,
+    hour: i64,
+    gpu_s: f64,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2)
          on conflict (hour) do update set healthy_gpu_s = capacity_hour.healthy_gpu_s + excluded.healthy_gpu_s",
@@ -336,14 +343,19 @@ pub async fn allocated_demand(
 
 /// The hour's healthy GPU-seconds (0 when none was booked).
 pub async fn capacity_at(db: impl AnyExecutor<'_>, hour: i64) -> Result<f64, sqlx::Error> {
-    sqlx::query_scalar("select coalesce(max(healthy_gpu_s), 0.0) from capacity_hour where hour = $1")
-        .bind(hour)
-        .fetch_one(db)
-        .await
+    sqlx::query_scalar(
+        "select coalesce(max(healthy_gpu_s), 0.0) from capacity_hour where hour = $1",
+    )
+    .bind(hour)
+    .fetch_one(db)
+    .await
 }
 
 /// `(leaf, demand)` GPU-seconds of the hour.
-pub async fn demand_at(db: impl AnyExecutor<'_>, hour: i64) -> Result<Vec<(i64, f64)>, sqlx::Error> {
+pub async fn demand_at(
+    db: impl AnyExecutor<'_>,
+    hour: i64,
+) -> Result<Vec<(i64, f64)>, sqlx::Error> {
     sqlx::query_as("select budget_node_id, demand_gpu_s from usage_hour where hour = $1 order by budget_node_id")
         .bind(hour)
         .fetch_all(db)

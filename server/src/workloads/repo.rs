@@ -1,7 +1,7 @@
 //! SQL for workloads and their events.
 
-use app::workloads::{reasons::Event, EventView, WorkloadState, WorkloadView};
 use crate::db::Flag;
+use app::workloads::{reasons::Event, EventView, WorkloadState, WorkloadView};
 use sqlx::{AnyExecutor, FromRow};
 
 const SELECT: &str = "select w.workload_id, w.name, b.path as project, u.username as owner, w.command, w.gpus,
