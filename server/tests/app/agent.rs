@@ -46,6 +46,17 @@ fn gone(pid: i32) -> bool {
         .is_none_or(|stat| stat.state == 'Z')
 }
 
+/// The pid a job wrote to `path`, once it has (the agent starts runs on its next sync).
+async fn wait_for_pid(path: &Path) -> i32 {
+    for _ in 0..300 {
+        if let Ok(pid) = read(path).trim().parse() {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the job never wrote its pid to {}", path.display());
+}
+
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }
@@ -132,7 +143,7 @@ async fn a_job_ignoring_sigterm_is_killed_after_the_grace_period_and_only_then_d
         .submit("bob", job("ai/molmo", "stubborn", &stubborn, 1, 0, false))
         .await;
     live.wait_for_state(a, "running").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for_pid(&pid).await;
 
     // Funded work takes the GPU from the free job, which ignores SIGTERM.
     let b = live
@@ -407,8 +418,8 @@ async fn an_agent_shut_down_stops_its_runs_waits_for_them_and_requeues_resumable
         .submit("ada", job("ai/olmo", "stubborn", &stubborn, 1, 1, true))
         .await;
     live.wait_for_state(id, "running").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let job_pid: i32 = read(&pid).trim().parse().unwrap();
+    // "Running" is the server's word; the agent starts the process on its next sync.
+    let job_pid = wait_for_pid(&pid).await;
 
     let asked = Instant::now();
     nix::sys::signal::kill(
@@ -614,7 +625,7 @@ async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_thi
         )
         .await;
     first.wait_for_state(old, "running").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for_pid(&pid).await;
     agent.kill_hard().await;
     let state = std::mem::replace(&mut agent.state, tempfile::tempdir().unwrap());
     drop(agent);
