@@ -12,6 +12,7 @@ pub mod error;
 pub mod lab;
 pub mod live;
 pub mod model;
+pub mod names;
 pub mod nodes;
 pub mod pages;
 pub mod reports;

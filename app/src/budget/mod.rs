@@ -3,7 +3,6 @@
 pub mod api;
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// Where a change request is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -29,65 +28,10 @@ pub enum ChangeAction {
     Remove,
 }
 
-/// A name that is not one of an enum's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownName {
-    pub what: &'static str,
-    pub name: String,
-}
-
-impl fmt::Display for UnknownName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\" is not a {}", self.name, self.what)
-    }
-}
-
-impl std::error::Error for UnknownName {}
-
-macro_rules! named {
-    ($ty:ident, $what:literal, $($variant:ident => $name:literal),+ $(,)?) => {
-        impl $ty {
-            pub const ALL: &'static [$ty] = &[$($ty::$variant),+];
-
-            /// The stable name, as stored and in the JSON API.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($ty::$variant => $name),+
-                }
-            }
-        }
-
-        impl fmt::Display for $ty {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl std::str::FromStr for $ty {
-            type Err = UnknownName;
-
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s {
-                    $($name => Ok($ty::$variant),)+
-                    _ => Err(UnknownName { what: $what, name: s.to_string() }),
-                }
-            }
-        }
-
-        impl TryFrom<String> for $ty {
-            type Error = UnknownName;
-
-            fn try_from(s: String) -> Result<Self, Self::Error> {
-                s.parse()
-            }
-        }
-    };
-}
-
-named!(ChangeState, "change request state",
+crate::named!(ChangeState, "change request state",
     Pending => "pending", Scheduled => "scheduled", Applied => "applied", Rejected => "rejected",
     Stale => "stale");
-named!(ChangeAction, "change action",
+crate::named!(ChangeAction, "change action",
     Set => "set", Add => "add", Rename => "rename", Remove => "remove");
 
 /// One node of the budget tree with its standing.

@@ -4,7 +4,6 @@
 pub mod api;
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// A node's health as the scheduler sees it: down beats unhealthy beats cordoned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -20,56 +19,8 @@ pub enum NodeHealth {
     Down,
 }
 
-impl NodeHealth {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NodeHealth::Healthy => "healthy",
-            NodeHealth::Unhealthy => "unhealthy",
-            NodeHealth::Cordoned => "cordoned",
-            NodeHealth::Down => "down",
-        }
-    }
-}
-
-impl fmt::Display for NodeHealth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A name that is not a node health or action.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownNodeWord(pub String);
-
-impl fmt::Display for UnknownNodeWord {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\" is not a node state", self.0)
-    }
-}
-
-impl std::error::Error for UnknownNodeWord {}
-
-impl std::str::FromStr for NodeHealth {
-    type Err = UnknownNodeWord;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "healthy" => Ok(NodeHealth::Healthy),
-            "unhealthy" => Ok(NodeHealth::Unhealthy),
-            "cordoned" => Ok(NodeHealth::Cordoned),
-            "down" => Ok(NodeHealth::Down),
-            other => Err(UnknownNodeWord(other.to_string())),
-        }
-    }
-}
-
-impl TryFrom<String> for NodeHealth {
-    type Error = UnknownNodeWord;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
+crate::named!(NodeHealth, "node state",
+    Healthy => "healthy", Unhealthy => "unhealthy", Cordoned => "cordoned", Down => "down");
 
 /// What an admin may do to a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -123,7 +74,7 @@ impl NodeAction {
 }
 
 impl std::str::FromStr for NodeAction {
-    type Err = UnknownNodeWord;
+    type Err = crate::names::UnknownName;
 
     /// Also reads `unhealthy` and `healthy`, the states the actions lead to.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -132,7 +83,10 @@ impl std::str::FromStr for NodeAction {
             "drain" => Ok(NodeAction::Drain),
             "mark-unhealthy" | "unhealthy" => Ok(NodeAction::MarkUnhealthy),
             "uncordon" | "healthy" => Ok(NodeAction::Uncordon),
-            other => Err(UnknownNodeWord(other.to_string())),
+            other => Err(crate::names::UnknownName {
+                what: "node action",
+                name: other.to_string(),
+            }),
         }
     }
 }

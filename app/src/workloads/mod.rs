@@ -7,7 +7,6 @@ pub mod sentences;
 
 use reasons::{Event, WaitingFor};
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// Where a workload is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -22,68 +21,14 @@ pub enum WorkloadState {
     Preempted,
 }
 
+crate::named!(WorkloadState, "workload state",
+    Queued => "queued", Running => "running", Succeeded => "succeeded", Failed => "failed",
+    Cancelled => "cancelled", Preempted => "preempted");
+
 impl WorkloadState {
-    pub const ALL: [WorkloadState; 6] = [
-        WorkloadState::Queued,
-        WorkloadState::Running,
-        WorkloadState::Succeeded,
-        WorkloadState::Failed,
-        WorkloadState::Cancelled,
-        WorkloadState::Preempted,
-    ];
-
-    /// The state's stable name, as stored and in the JSON API.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkloadState::Queued => "queued",
-            WorkloadState::Running => "running",
-            WorkloadState::Succeeded => "succeeded",
-            WorkloadState::Failed => "failed",
-            WorkloadState::Cancelled => "cancelled",
-            WorkloadState::Preempted => "preempted",
-        }
-    }
-
     /// Queued or running: it may still take GPUs.
     pub fn is_active(self) -> bool {
         matches!(self, WorkloadState::Queued | WorkloadState::Running)
-    }
-}
-
-impl fmt::Display for WorkloadState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A name that is not a workload state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownState(pub String);
-
-impl fmt::Display for UnknownState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "\"{}\" is not a workload state", self.0)
-    }
-}
-
-impl std::error::Error for UnknownState {}
-
-impl std::str::FromStr for WorkloadState {
-    type Err = UnknownState;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        WorkloadState::ALL
-            .into_iter()
-            .find(|state| state.as_str() == s)
-            .ok_or_else(|| UnknownState(s.to_string()))
-    }
-}
-
-impl TryFrom<String> for WorkloadState {
-    type Error = UnknownState;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
     }
 }
 

@@ -34,7 +34,7 @@ pub fn WorkloadsPage() -> impl IntoView {
             <label for="state-filter">"State"</label>
             <select id="state-filter" on:change=move |ev| set_state.set(event_target_value(&ev))>
                 <option value="">"Any"</option>
-                {WorkloadState::ALL.map(|s| view! { <option value=s.as_str()>{s.as_str()}</option> }).collect_view()}
+                {WorkloadState::ALL.iter().map(|s| view! { <option value=s.as_str()>{s.as_str()}</option> }).collect_view()}
             </select>
         </div>
         <Transition fallback=|| view! { <p class="loading">"Loading workloads…"</p> }>
