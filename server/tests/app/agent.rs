@@ -34,8 +34,13 @@ async fn log_of(live: &Live, id: i64) -> String {
         .send()
         .await
         .unwrap();
-    assert!(response.status().is_success());
-    response.text().await.unwrap()
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert!(
+        status.is_success(),
+        "the log of workload {id}: {status} {text}"
+    );
+    text
 }
 
 /// The process has exited (a zombie nobody reaped yet counts as gone: it runs nothing).
