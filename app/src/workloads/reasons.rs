@@ -119,17 +119,6 @@ impl StopRule {
     }
 }
 
-impl Event {
-    /// The rule that stopped the workload, for preemptions and drains.
-    pub fn stop_rule(&self) -> Option<StopRule> {
-        match self {
-            Event::Preempted(p) => Some(StopRule::Preempt(p.rule)),
-            Event::Drained(d) => Some(StopRule::Drain(d.rule)),
-            _ => None,
-        }
-    }
-}
-
 /// Why a workload was drained from its node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Drain {

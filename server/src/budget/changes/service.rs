@@ -200,14 +200,3 @@ pub async fn apply_due(db: &mut AnyConnection, now: i64) -> Result<usize, Server
     }
     Ok(applied)
 }
-
-/// Whether `actor` may propose changes to the node at `path` (for pages that offer the form).
-pub async fn may_propose(
-    db: &mut AnyConnection,
-    actor: &CurrentUser,
-    path: &str,
-) -> Result<bool, ServerError> {
-    let owners = repo::owners(&mut *db).await?;
-    let member_paths = repo::member_paths(&mut *db, actor.id).await?;
-    Ok(policy::may_propose(&owners, &member_paths, actor, path))
-}
