@@ -127,7 +127,7 @@ pub fn run_member(
 /// Every measure of every member, both policies, as a Markdown table.
 pub fn matrix_table(rows: &[MatrixRow]) -> String {
     let mut out = String::from(
-        "| scenario | policy | GPUs | workloads | demand / capacity | occupancy (limit; idle while work waited) | \
+        "| scenario | policy | GPUs | workloads | demand / capacity | occupancy (limit / rigid; idle while work waited) | \
          delivered/owed overall / worst / >=95% | hourly | debug wait p50 / p90 / p99 | \
          large wait p50 / p90 | large / single wait | all wait p90 | requeue wait p90 | \
          preemptions | lost GPU-h | zero-length runs | wall |\n",
@@ -139,7 +139,7 @@ pub fn matrix_table(rows: &[MatrixRow]) -> String {
             let d = &r.delivered_over_owed;
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {:.2}x | {} ({}; {}) | {} / {} / {} of {} | {} | {} / {} / {} | \
+                "| {} | {} | {} | {} | {:.2}x | {} ({} / {}; {}) | {} / {} / {} of {} | {} | {} / {} / {} | \
                  {} / {} | {} | {} | {} | {} | {:.0} ({:.2}%) | {} | {:.2} s |",
                 row.name,
                 r.policy,
@@ -148,6 +148,7 @@ pub fn matrix_table(rows: &[MatrixRow]) -> String {
                 r.demand_over_capacity,
                 percent(Some(r.occupancy)),
                 percent(Some(r.occupancy_limit)),
+                percent(Some(r.occupancy_rigid)),
                 percent(Some(r.idle_while_waiting)),
                 percent(d.overall),
                 percent(d.min),

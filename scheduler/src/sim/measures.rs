@@ -157,6 +157,7 @@ pub(crate) fn measure(input: &SimInput, policy: Policy, out: &Outcome) -> Report
         })
         .count() as u64;
     let (all_demand, occupancy_limit_s) = offered(input, horizon);
+    let rigid_busy_s = super::rigid::rigid_greedy_busy(input, horizon);
     for v in [&mut waits, &mut debug, &mut large] {
         v.sort_unstable();
     }
@@ -258,6 +259,7 @@ pub(crate) fn measure(input: &SimInput, policy: Policy, out: &Outcome) -> Report
         requeue_wait_s: WaitStats::of_sorted(&out.requeue_waits),
         demand_over_capacity: share_of(all_demand, healthy),
         occupancy_limit: share_of(occupancy_limit_s, healthy),
+        occupancy_rigid: share_of(rigid_busy_s, healthy),
         idle_while_waiting: share_of(out.idle_while_waiting, healthy),
         lost_gpu_h: round6(lost / 3_600.0),
         lost_fraction: share_of(lost, busy),

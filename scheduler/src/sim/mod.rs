@@ -30,6 +30,7 @@ pub mod input;
 mod measures;
 pub mod philly;
 pub mod report;
+mod rigid;
 pub(crate) mod rng;
 mod run;
 pub mod scenario;

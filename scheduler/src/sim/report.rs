@@ -38,6 +38,11 @@ pub struct Report {
     /// The work-conserving limit on occupancy: what it would be if work were divisible and every
     /// healthy GPU were busy whenever any submitted work was unfinished. From the input alone.
     pub occupancy_limit: f64,
+    /// Occupancy under a rigid greedy reference (`sim/rigid.rs`): every workload on exactly its
+    /// GPUs for its whole duration from its submission, the earliest that fits starting whenever
+    /// GPUs are free, hosts ignored. From the input alone. Where it falls short of
+    /// `occupancy_limit`, the gap is work that could not be split or had not arrived yet.
+    pub occupancy_rigid: f64,
     /// Healthy GPU time left idle while some workload was queued, over healthy GPU time: what
     /// the run itself left on the table (work that could not fit counts too). Occupancy below
     /// the limit with this near 0 means nothing was there to run: the input, not the engine.
@@ -195,6 +200,9 @@ pub fn summary_table(reports: &[&Report]) -> String {
     row("occupancy", &|r| percent(Some(r.occupancy)));
     row("  work-conserving limit", &|r| {
         percent(Some(r.occupancy_limit))
+    });
+    row("  rigid greedy reference", &|r| {
+        percent(Some(r.occupancy_rigid))
     });
     row("  idle while work waited", &|r| {
         percent(Some(r.idle_while_waiting))

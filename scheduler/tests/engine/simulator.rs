@@ -273,6 +273,8 @@ fn demand_over_capacity_and_the_occupancy_limit_describe_the_input_not_the_polic
     let (fair, baseline) = (run(Policy::FairShare), run(Policy::Priority));
     assert_eq!(fair.demand_over_capacity, baseline.demand_over_capacity);
     assert_eq!(fair.occupancy_limit, baseline.occupancy_limit);
+    assert_eq!(fair.occupancy_rigid, baseline.occupancy_rigid);
+    assert!(fair.occupancy_rigid <= fair.occupancy_limit + 1e-9);
     assert!(
         fair.demand_over_capacity > 2.0,
         "{}",
