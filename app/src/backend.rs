@@ -22,6 +22,9 @@ mod ssr {
     /// enforces authorization itself: hiding a button is never the only guard.
     #[async_trait::async_trait]
     pub trait Backend: Send + Sync + 'static {
+        /// The server's time in seconds since the epoch: what pages render "now" as.
+        fn now(&self) -> i64;
+
         async fn list_users(&self, actor: &CurrentUser) -> Result<Vec<UserSummary>, AppError>;
         async fn create_user(
             &self,

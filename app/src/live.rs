@@ -28,18 +28,3 @@ pub fn use_live_updates() -> ReadSignal<u64> {
     let _ = set_tick;
     tick
 }
-
-/// Seconds since the epoch, in the browser or on the server.
-pub fn now_s() -> i64 {
-    #[cfg(feature = "hydrate")]
-    {
-        (web_sys::js_sys::Date::now() / 1000.0) as i64
-    }
-    #[cfg(not(feature = "hydrate"))]
-    {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs() as i64)
-            .unwrap_or(0)
-    }
-}

@@ -36,6 +36,10 @@ impl ServerBackend {
 
 #[async_trait::async_trait]
 impl Backend for ServerBackend {
+    fn now(&self) -> i64 {
+        self.runtime.now()
+    }
+
     async fn cluster_activity(
         &self,
         _actor: &CurrentUser,

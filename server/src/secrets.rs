@@ -13,6 +13,13 @@ pub fn generate(prefix: &str) -> (String, String) {
     (secret, hash)
 }
 
+/// 128 random bits as hex: an identifier nobody else will pick (not a secret).
+pub fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    OsRng.fill_bytes(&mut bytes);
+    hex(&bytes)
+}
+
 pub fn hash(secret: &str) -> String {
     hex(&Sha256::digest(secret.trim().as_bytes()))
 }

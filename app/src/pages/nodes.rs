@@ -1,8 +1,9 @@
 //! Nodes: health, heartbeats, and who holds each GPU; admins register and cordon nodes here.
 
 use crate::{
+    clock::now_s,
     components::field::{FieldError, FormError},
-    live::{now_s, use_live_updates},
+    live::use_live_updates,
     nodes::{
         api::{list_nodes, RegisterNode, SetNodeState},
         NodeAction, NodeView,

@@ -1,9 +1,7 @@
 //! The global queue in scheduler order, with the metric that sorts it.
 
 use crate::{
-    live::{now_s, use_live_updates},
-    pages::workloads::list::timing,
-    workloads::api::queue,
+    clock::now_s, live::use_live_updates, pages::workloads::list::timing, workloads::api::queue,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;

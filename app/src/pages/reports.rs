@@ -3,9 +3,9 @@
 
 use crate::{
     budget::api::get_tree,
+    clock::now_s,
     components::chart::{ActivityChart, AllocationChart, ChartScript, OverviewChart},
     components::tree_toggle::{Collapsed, TreeToggle},
-    live::now_s,
     reports::{
         api::{cluster_activity, quarterly_review, usage_series},
         Review,

@@ -3,9 +3,9 @@
 
 use crate::{
     budget::{api::get_tree, api::ProposeChange, ChildShare, ProposalInput, TreeNodeView},
+    clock::now_s,
     components::chart::{AllocationChart, ChartScript},
     components::tree_toggle::{Collapsed, TreeToggle},
-    live::now_s,
     pages::queue::ratio_class,
     reports::api::usage_series,
 };

@@ -308,7 +308,7 @@ async fn answer(
     let output_received = agent_repo::output_received(&mut db, node.node_id, reported).await?;
     Ok(Json(SyncResponse {
         node: node.name.clone(),
-        node_key: format!("{}:{}", node.node_id, node.registered_at),
+        node_key: node.node_key(),
         answer,
         start,
         stop: plan.stop,

@@ -21,9 +21,21 @@ pub struct NodeRow {
     /// Why the agent reported the node unhealthy, and since when (kept until it recovers).
     pub health_reason: Option<String>,
     pub unhealthy_since: Option<i64>,
+    /// Random per registration ('' on nodes registered before it existed).
+    pub registration_key: String,
 }
 
 impl NodeRow {
+    /// What the agent keeps with its state to know the state is this registration's: unique
+    /// across databases and re-registrations of the same name.
+    pub fn node_key(&self) -> String {
+        if self.registration_key.is_empty() {
+            format!("{}:{}", self.node_id, self.registered_at)
+        } else {
+            self.registration_key.clone()
+        }
+    }
+
     /// The health the engine sees: down beats everything, then unhealthy (admin or agent), then
     /// the admin's state. A node is down until its agent has both spoken and reported its GPUs:
     /// a first sync records the heartbeat before the inventory, and a node shown healthy in
@@ -43,7 +55,7 @@ impl NodeRow {
 
 const COLUMNS: &str =
     "node_id, name, gpu_model, gpu_count, admin_state, agent_healthy, down_since, registered_at,
-                       last_heartbeat_at, health_reason, unhealthy_since";
+                       last_heartbeat_at, health_reason, unhealthy_since, registration_key";
 
 pub async fn insert_node(
     db: impl AnyExecutor<'_>,
@@ -52,11 +64,13 @@ pub async fn insert_node(
     now: i64,
 ) -> Result<NodeRow, sqlx::Error> {
     sqlx::query_as(&format!(
-        "insert into node (name, token_hash, registered_at) values ($1, $2, $3) returning {COLUMNS}"
+        "insert into node (name, token_hash, registered_at, registration_key) values ($1, $2, $3, $4) \
+         returning {COLUMNS}"
     ))
     .bind(name)
     .bind(token_hash)
     .bind(now)
+    .bind(crate::secrets::random_id())
     .fetch_one(db)
     .await
 }
@@ -234,6 +248,7 @@ mod tests {
             down_since: None,
             registered_at: 0,
             last_heartbeat_at: Some(10),
+            registration_key: String::new(),
             health_reason: None,
             unhealthy_since: None,
         }

@@ -609,7 +609,10 @@ async fn the_agent_speaks_https_to_a_tls_proxy_trusting_the_ca_it_is_given() {
 #[tokio::test]
 async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_this_servers_runs() {
     let first = Live::start().await;
-    let (_, token) = node_service::register_node(&first.app.pool, "n1", crate::support::now())
+    // Both registrations in the same second, as node 1 of their databases: nothing but a random
+    // key tells them apart.
+    let registered_at = crate::support::now();
+    let (_, token) = node_service::register_node(&first.app.pool, "n1", registered_at)
         .await
         .unwrap();
     let mut agent = AgentProcess::spawn(&agent_args(&first.url, "n1", "1", &token), None);
@@ -622,7 +625,8 @@ async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_thi
             job(
                 "ai/olmo",
                 "old",
-                &format!("echo $$ > {}; sleep 60", pid.display()),
+                // Deaf to SIGTERM: a stop would take the whole grace period.
+                &format!("trap '' TERM; echo $$ > {}; sleep 60", pid.display()),
                 1,
                 60,
                 false,
@@ -635,9 +639,15 @@ async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_thi
     let state = std::mem::replace(&mut agent.state, tempfile::tempdir().unwrap());
     drop(agent);
 
-    // A new database: its run ids start at 1 again, like the old server's.
-    let second = Live::start().await;
-    let (_, token) = node_service::register_node(&second.app.pool, "n1", crate::support::now())
+    // A new database: its run ids start at 1 again, like the old server's. Its grace period is
+    // long, so an agent that took the old run 1 for this server's would still be stopping it
+    // when this server hands out its own run 1, and would never start that one.
+    let second = Live::start_with(server::runtime::config::RuntimeConfig {
+        grace: 30,
+        ..fast_config()
+    })
+    .await;
+    let (_, token) = node_service::register_node(&second.app.pool, "n1", registered_at)
         .await
         .unwrap();
     let _agent = AgentProcess::spawn(&agent_args(&second.url, "n1", "1", &token), Some(state));

@@ -3,6 +3,7 @@
 use crate::live::{job, Live};
 use reqwest::StatusCode;
 use serde_json::json;
+use server::runtime::config::RuntimeConfig;
 
 #[tokio::test]
 async fn a_workload_runs_and_succeeds_with_its_gpus_in_cuda_visible_devices() {
@@ -294,4 +295,35 @@ async fn what_the_server_records_is_stamped_with_its_clock() {
     assert_eq!(status, StatusCode::OK, "{cancelled}");
     assert_eq!(cancelled["state"], "cancelled");
     assert_eq!(cancelled["ended_at"], at + 1_000, "{cancelled}");
+}
+
+#[tokio::test]
+async fn pages_say_how_long_work_has_run_by_the_servers_clock() {
+    let at = crate::support::now() + 86_400;
+    let clock = server::clock::Clock::fixed(at);
+    let config = RuntimeConfig {
+        heartbeat_deadline: 3_600,
+        ..crate::live::fast_config()
+    };
+    let mut live = Live::start_on(config, clock.clone()).await;
+    live.add_agent("n1", 1).await;
+    let id = live
+        .submit("ada", job("ai/olmo", "steady", "sleep 600", 1, 900, true))
+        .await;
+    live.wait_for_state(id, "running").await;
+    clock.advance(300);
+    let cookie = live.app.sign_in("ada", "long enough 1").await;
+    let page = live
+        .http
+        .get(format!("{}/workloads", live.url))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("steady"), "{page}");
+    // Rendered at the server's time, not the machine's (a day earlier).
+    assert!(page.contains("running 5 min"), "workload {id}: {page}");
 }

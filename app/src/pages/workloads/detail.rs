@@ -1,8 +1,9 @@
 //! One workload: where it runs, why it waits or was preempted, its timeline and output.
 
 use crate::{
+    clock::now_s,
     components::{badge::StateBadge, field::FormError},
-    live::{now_s, use_live_updates},
+    live::use_live_updates,
     workloads::{
         api::{get_workload_detail, CancelWorkload},
         reasons::Event,

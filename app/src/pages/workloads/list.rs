@@ -1,8 +1,9 @@
 //! My workloads (or everyone's): a table that updates itself when anything changes.
 
 use crate::{
+    clock::now_s,
     components::badge::StateBadge,
-    live::{now_s, use_live_updates},
+    live::use_live_updates,
     workloads::{
         api::list_workloads, sentences::clock, sentences::duration, WorkloadState, WorkloadView,
     },
