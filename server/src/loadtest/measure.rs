@@ -118,6 +118,12 @@ impl Window {
 pub struct Report {
     pub pass_p50_ms: f64,
     pub pass_p99_ms: f64,
+    /// Phases of the pass (see `runtime::PassTiming`): waiting for the write lock, loading the
+    /// snapshot, deciding, writing the decision.
+    pub pass_lock_p99_ms: f64,
+    pub pass_load_p99_ms: f64,
+    pub pass_decide_p99_ms: f64,
+    pub pass_apply_p99_ms: f64,
     pub sync_p99_ms: f64,
     pub start_p99_ms: f64,
     pub page_p99_ms: f64,

@@ -13,7 +13,7 @@ use crate::{
     build_app,
     config::ServeArgs,
     db,
-    runtime::Runtime,
+    runtime::{PassTiming, Runtime},
     serve::{leptos_options, runtime_config},
     AppState, ServerError,
 };
@@ -299,7 +299,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
             Err(error) => shared.errors.record(error),
         }
     }
-    let passes_before = runtime.pass_durations().len();
+    let passes_before = runtime.pass_timings().len();
     shared.window.open();
     let window = Instant::now();
     for (r, cookie) in cookies.into_iter().enumerate() {
@@ -329,8 +329,19 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     shared.over.store(true, Ordering::Release);
     let elapsed = window.elapsed();
 
-    let all_passes = runtime.pass_durations();
-    let passes = Summary::of(all_passes[passes_before.min(all_passes.len())..].to_vec());
+    let all_passes = runtime.pass_timings();
+    let window_passes = &all_passes[passes_before.min(all_passes.len())..];
+    let phase =
+        |of: fn(&PassTiming) -> Duration| Summary::of(window_passes.iter().map(of).collect());
+    let passes = phase(PassTiming::total);
+    let phases = [
+        ("  waiting for the write lock", phase(|t| t.lock)),
+        ("  lease, ledger, due changes", phase(|t| t.prepare)),
+        ("  loading the snapshot", phase(|t| t.load)),
+        ("  the engine's decision", phase(|t| t.decide)),
+        ("  writing starts and stops", phase(|t| t.apply)),
+        ("  commit", phase(|t| t.commit)),
+    ];
     // A debug workload still waiting counts with the time it has waited so far.
     let starts = shared.starts.summary_with(shared.debug_waiting());
     let waiting = shared.debug_waiting().len();
@@ -351,14 +362,18 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         "\n{:<34} {:>8} {:>9} {:>9} {:>9}",
         "measured", "count", "p50 ms", "p99 ms", "max ms"
     );
-    for (what, s) in [
-        ("scheduler pass (with database)", passes),
-        ("agent sync (reporting)", syncs),
-        ("debug submit → start", starts),
-        ("queue page", queue_pages),
-        ("workload page", workload_pages),
-        ("submission (JSON API)", submits),
-    ] {
+    let phase_rows = phases.iter().map(|(what, s)| (*what, *s));
+    for (what, s) in [("scheduler pass (with database)", passes)]
+        .into_iter()
+        .chain(phase_rows)
+        .chain([
+            ("agent sync (reporting)", syncs),
+            ("debug submit → start", starts),
+            ("queue page", queue_pages),
+            ("workload page", workload_pages),
+            ("submission (JSON API)", submits),
+        ])
+    {
         println!(
             "{what:<34} {:>8} {:>9.1} {:>9.1} {:>9.1}",
             s.count, s.p50_ms, s.p99_ms, s.max_ms
@@ -371,6 +386,10 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     let report = Report {
         pass_p50_ms: passes.p50_ms,
         pass_p99_ms: passes.p99_ms,
+        pass_lock_p99_ms: phases[0].1.p99_ms,
+        pass_load_p99_ms: phases[2].1.p99_ms,
+        pass_decide_p99_ms: phases[3].1.p99_ms,
+        pass_apply_p99_ms: phases[4].1.p99_ms,
         sync_p99_ms: syncs.p99_ms,
         start_p99_ms: starts.p99_ms,
         page_p99_ms: pages.p99_ms,

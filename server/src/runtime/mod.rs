@@ -45,7 +45,7 @@ struct Inner {
     /// graceful shutdown does not wait on them.
     stopping: watch::Sender<bool>,
     /// How long the leader's recent passes took, database work included (newest last).
-    pass_times: Mutex<VecDeque<Duration>>,
+    pass_times: Mutex<VecDeque<PassTiming>>,
 }
 
 /// The announcement (a value of `assignments`) at which each node's runs last changed, and the
@@ -82,6 +82,46 @@ pub struct PassOutcome {
     pub started: usize,
     pub stopped: usize,
     pub next_wake: Option<i64>,
+    pub timing: PassTiming,
+}
+
+/// Where one pass spent its time, each phase summed over the pass's settle rounds. On SQLite
+/// everything after `lock` holds the only write lock.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct PassTiming {
+    /// Waiting to begin the write transaction.
+    pub lock: Duration,
+    /// The lease, silent nodes, the ledger, roll-ups and due budget changes.
+    pub prepare: Duration,
+    /// Reading the snapshot the engine decides on.
+    pub load: Duration,
+    /// The engine's decision.
+    pub decide: Duration,
+    /// Writing the decision's starts and stops.
+    pub apply: Duration,
+    pub commit: Duration,
+}
+
+impl PassTiming {
+    pub fn total(&self) -> Duration {
+        self.lock + self.prepare + self.load + self.decide + self.apply + self.commit
+    }
+}
+
+/// Measures phases: each call returns the time since the previous one.
+struct Lap(std::time::Instant);
+
+impl Lap {
+    fn start() -> Lap {
+        Lap(std::time::Instant::now())
+    }
+
+    fn lap(&mut self) -> Duration {
+        let now = std::time::Instant::now();
+        let took = now - self.0;
+        self.0 = now;
+        took
+    }
 }
 
 impl Runtime {
@@ -119,9 +159,9 @@ impl Runtime {
         self.inner.clock.now()
     }
 
-    /// The durations of the leader's most recent passes (the last 100,000), oldest first: each
-    /// from taking the write lock to committing, snapshot load and apply included.
-    pub fn pass_durations(&self) -> Vec<Duration> {
+    /// The leader's most recent passes (the last 100,000), oldest first, phase by phase: each
+    /// from asking for the write lock to committing.
+    pub fn pass_timings(&self) -> Vec<PassTiming> {
         let times = self
             .inner
             .pass_times
@@ -130,7 +170,7 @@ impl Runtime {
         times.iter().copied().collect()
     }
 
-    fn record_pass(&self, took: Duration) {
+    fn record_pass(&self, took: PassTiming) {
         let mut times = self
             .inner
             .pass_times
@@ -267,13 +307,25 @@ impl Runtime {
             loop {
                 let began = std::time::Instant::now();
                 let passed = runtime.pass(runtime.now()).await;
-                if runtime.is_leader() {
-                    runtime.record_pass(began.elapsed());
+                if let Ok(outcome) = &passed {
+                    if runtime.is_leader() {
+                        runtime.record_pass(outcome.timing);
+                    }
                 }
                 if began.elapsed() > SLOW_PASS {
                     // On SQLite the pass holds the only write lock all along: heartbeats and
                     // submissions wait behind it (and fail after the busy timeout).
-                    tracing::warn!(took = ?began.elapsed(), "slow scheduler pass");
+                    let timing = passed.as_ref().map(|o| o.timing).unwrap_or_default();
+                    tracing::warn!(
+                        took = ?began.elapsed(),
+                        lock = ?timing.lock,
+                        prepare = ?timing.prepare,
+                        load = ?timing.load,
+                        decide = ?timing.decide,
+                        apply = ?timing.apply,
+                        commit = ?timing.commit,
+                        "slow scheduler pass"
+                    );
                 }
                 let next = match passed {
                     Ok(outcome) => outcome.next_wake,
@@ -361,7 +413,10 @@ impl Runtime {
     /// transaction. Work stopped and requeued is offered again at the same `now`.
     pub async fn pass(&self, now: i64) -> Result<PassOutcome, ServerError> {
         let config = &self.config();
+        let mut timing = PassTiming::default();
+        let mut lap = Lap::start();
         let mut tx = crate::db::begin_write(&self.inner.pool).await?;
+        timing.lock = lap.lap();
         if !lease::claim(&mut tx, &self.inner.standing).await? {
             // Another replica decides; nothing here may change the cluster.
             tx.rollback().await?;
@@ -377,18 +432,22 @@ impl Runtime {
         let mut outcome = PassOutcome::default();
         let mut nodes = BTreeSet::new();
         let mut settle = scheduler::Settle::new();
+        timing.prepare = lap.lap();
         while settle.next_pass() {
             let Some(snapshot) = snapshot::load(&mut tx, config, now).await? else {
                 break;
             };
+            timing.load += lap.lap();
             let decision = snapshot
                 .engine
                 .decide(&snapshot.state(), now)
                 .map_err(|e| {
                     ServerError::Config(format!("the engine refused the snapshot: {e:?}"))
                 })?;
+            timing.decide += lap.lap();
             outcome.next_wake = decision.next_wake;
             let applied = apply::apply(&mut tx, &snapshot, &decision, now).await?;
+            timing.apply += lap.lap();
             outcome.started += applied.started;
             outcome.stopped += applied.stopped;
             nodes.extend(applied.nodes);
@@ -404,7 +463,10 @@ impl Runtime {
                 tokio::time::sleep(pause).await;
             }
         }
+        timing.apply += lap.lap();
         tx.commit().await?;
+        timing.commit = lap.lap();
+        outcome.timing = timing;
         if outcome.started + outcome.stopped > 0 {
             tracing::info!(
                 started = outcome.started,
