@@ -247,6 +247,19 @@ pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sq
     }
 }
 
+/// Begins a read-only transaction that sees one consistent state of the database and takes no
+/// write lock, so writers go on meanwhile: SQLite's WAL keeps the snapshot of its first read,
+/// PostgreSQL's repeatable read that of its first statement.
+pub async fn begin_read(pool: &AnyPool) -> Result<Transaction<'static, Any>, sqlx::Error> {
+    match engine(pool) {
+        Engine::Sqlite => pool.begin().await,
+        Engine::Postgres => {
+            pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                .await
+        }
+    }
+}
+
 /// A 0/1 flag column (or a boolean expression) read as `bool` on both engines: SQLite has no
 /// boolean type and PostgreSQL's `exists`/comparisons give one. Use on `FromRow` fields as
 /// `#[sqlx(try_from = "Flag")]`, or in tuples as `Flag` and `.0`.

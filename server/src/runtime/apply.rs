@@ -1,4 +1,7 @@
-//! Applying one decision to the database, inside the decision's transaction.
+//! Applying one decision to the database. The decision was made on a snapshot read without the
+//! write lock, so each action is applied only if its workload still stands as it was read (a
+//! workload cancelled, finished or ended meanwhile is left alone, and the pass runs again): GPUs
+//! the snapshot saw free are still free, since only this leader's decisions start work.
 
 use super::{
     ledger, reasons, repo,
@@ -20,6 +23,23 @@ pub struct Applied {
     pub stopped: usize,
     /// The nodes where runs started or ended.
     pub nodes: BTreeSet<i64>,
+    /// Actions left out because their workload changed after the snapshot was read.
+    pub stale: usize,
+}
+
+/// Whether the workload is still as the snapshot read it: in `state`, with as many runs.
+async fn still(
+    db: &mut AnyConnection,
+    snapshot: &Snapshot,
+    workload: WorkloadId,
+    state: WorkloadState,
+) -> Result<bool, ServerError> {
+    let id = workload.0 as i64;
+    let Some(read) = snapshot.workload(workload) else {
+        return Ok(false);
+    };
+    let now = repo::workload_standing(&mut *db, id).await?;
+    Ok(now.is_some_and(|(s, runs)| s == state.as_str() && runs == read.run_count))
 }
 
 pub async fn apply(
@@ -36,6 +56,10 @@ pub async fn apply(
                 placement,
                 protection,
             } => {
+                if !still(db, snapshot, *workload, WorkloadState::Queued).await? {
+                    applied.stale += 1;
+                    continue;
+                }
                 start(
                     db,
                     snapshot,
@@ -58,6 +82,10 @@ pub async fn apply(
                 reason,
                 then,
             } => {
+                if !still(db, snapshot, *workload, WorkloadState::Running).await? {
+                    applied.stale += 1;
+                    continue;
+                }
                 let detail = reasons::preempt(snapshot, reason, *then);
                 let nodes = stop(db, *workload, *then, "preempted", &detail, now).await?;
                 applied.stopped += 1;
@@ -68,6 +96,10 @@ pub async fn apply(
                 reason,
                 then,
             } => {
+                if !still(db, snapshot, *workload, WorkloadState::Running).await? {
+                    applied.stale += 1;
+                    continue;
+                }
                 let detail = reasons::drain(snapshot, reason, *then);
                 let nodes = stop(db, *workload, *then, "drained", &detail, now).await?;
                 applied.stopped += 1;

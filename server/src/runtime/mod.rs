@@ -14,7 +14,7 @@ use crate::{clock::Clock, nodes::repo as node_repo, ServerError};
 use config::RuntimeConfig;
 use sqlx::AnyPool;
 use std::{
-    collections::{BTreeSet, HashMap, VecDeque},
+    collections::{HashMap, VecDeque},
     sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
@@ -409,8 +409,12 @@ impl Runtime {
         Ok(held)
     }
 
-    /// One decision at `now`: mark silent nodes down, book usage, decide, apply — in one
-    /// transaction. Work stopped and requeued is offered again at the same `now`.
+    /// One decision at `now`: mark silent nodes down, book usage and due budget changes (one short
+    /// write transaction), then rounds of read, decide, write. The snapshot is read and the engine
+    /// decides without the write lock, so agents' heartbeats and submissions are not held up by
+    /// them; the decision is written in a transaction of its own, action by action where its
+    /// workload still stands as read (see [`apply`]). Work stopped and requeued is offered again at
+    /// the same `now`.
     pub async fn pass(&self, now: i64) -> Result<PassOutcome, ServerError> {
         let config = &self.config();
         let mut timing = PassTiming::default();
@@ -429,12 +433,17 @@ impl Runtime {
         if reshared > 0 {
             tracing::info!(requests = reshared, "scheduled budget changes applied");
         }
-        let mut outcome = PassOutcome::default();
-        let mut nodes = BTreeSet::new();
-        let mut settle = scheduler::Settle::new();
+        tx.commit().await?;
         timing.prepare = lap.lap();
+
+        let mut outcome = PassOutcome::default();
+        let mut stale = 0;
+        let mut settle = scheduler::Settle::new();
         while settle.next_pass() {
-            let Some(snapshot) = snapshot::load(&mut tx, config, now).await? else {
+            let mut read = crate::db::begin_read(&self.inner.pool).await?;
+            let loaded = snapshot::load(&mut read, config, now).await?;
+            read.rollback().await?;
+            let Some(snapshot) = loaded else {
                 break;
             };
             timing.load += lap.lap();
@@ -446,35 +455,50 @@ impl Runtime {
                 })?;
             timing.decide += lap.lap();
             outcome.next_wake = decision.next_wake;
+            if decision.actions.is_empty() {
+                settle.applied(&decision);
+                continue;
+            }
+            let mut tx = crate::db::begin_write(&self.inner.pool).await?;
+            timing.lock += lap.lap();
+            if !lease::claim(&mut tx, &self.inner.standing).await? {
+                // The lease passed to another replica while this one decided.
+                tx.rollback().await?;
+                break;
+            }
             let applied = apply::apply(&mut tx, &snapshot, &decision, now).await?;
+            if applied.started + applied.stopped > 0 {
+                lease::bump_assign(&mut tx).await?;
+                if let Some(pause) = fault_pause_before_commit() {
+                    tracing::warn!(
+                        ?pause,
+                        "fault injection: pausing before committing a decision"
+                    );
+                    tokio::time::sleep(pause).await;
+                }
+            }
             timing.apply += lap.lap();
+            tx.commit().await?;
+            timing.commit += lap.lap();
             outcome.started += applied.started;
             outcome.stopped += applied.stopped;
-            nodes.extend(applied.nodes);
+            stale += applied.stale;
+            if applied.started + applied.stopped > 0 {
+                tracing::info!(
+                    started = applied.started,
+                    stopped = applied.stopped,
+                    "scheduler pass"
+                );
+                self.announce_nodes(applied.nodes);
+            }
             settle.applied(&decision);
         }
-        if outcome.started + outcome.stopped > 0 {
-            lease::bump_assign(&mut tx).await?;
-            if let Some(pause) = fault_pause_before_commit() {
-                tracing::warn!(
-                    ?pause,
-                    "fault injection: pausing before committing a decision"
-                );
-                tokio::time::sleep(pause).await;
-            }
+        if stale > 0 {
+            // Some workload changed while the engine decided: decide again on what is there now.
+            tracing::debug!(stale, "decision partly out of date; deciding again");
+            self.wake();
         }
-        timing.apply += lap.lap();
-        tx.commit().await?;
-        timing.commit = lap.lap();
         outcome.timing = timing;
-        if outcome.started + outcome.stopped > 0 {
-            tracing::info!(
-                started = outcome.started,
-                stopped = outcome.stopped,
-                "scheduler pass"
-            );
-            self.announce_nodes(nodes);
-        }
         Ok(outcome)
     }
 }

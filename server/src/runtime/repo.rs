@@ -56,6 +56,17 @@ pub async fn mark_running(
     Ok(())
 }
 
+/// A workload's state and how many runs it has had: whether a decision read before still holds.
+pub async fn workload_standing(
+    db: impl AnyExecutor<'_>,
+    workload_id: i64,
+) -> Result<Option<(String, i64)>, sqlx::Error> {
+    sqlx::query_as("select state, run_count from workload where workload_id = $1")
+        .bind(workload_id)
+        .fetch_optional(db)
+        .await
+}
+
 /// `(run, node)` of the workload's open runs.
 pub async fn open_runs_of(
     db: impl AnyExecutor<'_>,

@@ -327,3 +327,81 @@ async fn pages_say_how_long_work_has_run_by_the_servers_clock() {
     // Rendered at the server's time, not the machine's (a day earlier).
     assert!(page.contains("running 5 min"), "workload {id}: {page}");
 }
+
+/// The engine decides on a snapshot read without the write lock; a workload that changes before
+/// the decision is written is left as it now is.
+#[tokio::test]
+async fn a_decision_read_before_its_workload_was_cancelled_does_not_start_it() {
+    use axum::{
+        body::Body,
+        http::{header, Request},
+    };
+    use server::{db, runtime::apply, runtime::snapshot};
+    let app = crate::support::TestApp::new().await;
+    let (node_token, token) = crate::support::seed_org(&app.pool).await;
+    let sync = app
+        .send(
+            Request::post("/api/agent/v1/sync")
+                .header(header::AUTHORIZATION, format!("Bearer {node_token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(json!({ "name": "n1", "gpus": 2 }).to_string()))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
+    let api = |method: &str, path: &str, body: serde_json::Value| {
+        Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let submitted = app
+        .send(api(
+            "POST",
+            "/api/v1/workloads",
+            job("ai/olmo", "changes-its-mind", "true", 1, 60, true),
+        ))
+        .await;
+    assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
+    let id = submitted.json()["id"].as_i64().unwrap();
+
+    let now = crate::support::now();
+    let mut read = db::begin_read(&app.pool).await.unwrap();
+    let snapshot = snapshot::load(&mut read, &app.runtime.config(), now)
+        .await
+        .unwrap()
+        .expect("a tree");
+    read.rollback().await.unwrap();
+    let decision = snapshot.engine.decide(&snapshot.state(), now).unwrap();
+    assert_eq!(decision.actions.len(), 1, "{decision:?}");
+
+    let cancelled = app
+        .send(api(
+            "POST",
+            &format!("/api/v1/workloads/{id}/cancel"),
+            json!({}),
+        ))
+        .await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.body);
+    let mut tx = db::begin_write(&app.pool).await.unwrap();
+    let applied = apply::apply(&mut tx, &snapshot, &decision, now)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!((applied.started, applied.stale), (0, 1));
+    let runs: i64 = sqlx::query_scalar("select count(*) from workload_run where workload_id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(runs, 0, "no run was started for a cancelled workload");
+    let state: String = sqlx::query_scalar("select state from workload where workload_id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "cancelled");
+}
