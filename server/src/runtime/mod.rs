@@ -313,8 +313,8 @@ impl Runtime {
                     }
                 }
                 if began.elapsed() > SLOW_PASS {
-                    // On SQLite the pass holds the only write lock all along: heartbeats and
-                    // submissions wait behind it (and fail after the busy timeout).
+                    // On SQLite the pass holds the only write lock while it prepares and applies:
+                    // heartbeats and submissions wait behind those phases.
                     let timing = passed.as_ref().map(|o| o.timing).unwrap_or_default();
                     tracing::warn!(
                         took = ?began.elapsed(),
