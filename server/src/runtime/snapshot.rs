@@ -1,4 +1,4 @@
-//! One consistent view of the cluster for the engine, read in a read-only transaction (no write lock).
+//! One consistent view of the cluster for the engine, read without taking the write lock.
 
 use super::{config::RuntimeConfig, repo};
 use crate::{
