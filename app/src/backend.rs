@@ -10,7 +10,7 @@ mod ssr {
         budget::{ChangeRequestView, ImpactView, ProposalInput, TreeNodeView},
         error::AppError,
         model::{CurrentUser, NewUser, UserSummary},
-        nodes::NodeView,
+        nodes::{NodeView, RegisteredNode},
         settings::{SettingsForm, SettingsView},
         tokens::TokenView,
         workloads::{QueueView, SubmitForm, WorkloadDetail, WorkloadView},
@@ -72,7 +72,7 @@ mod ssr {
             &self,
             actor: &CurrentUser,
             name: String,
-        ) -> Result<String, AppError>;
+        ) -> Result<RegisteredNode, AppError>;
         async fn list_tokens(&self, actor: &CurrentUser) -> Result<Vec<TokenView>, AppError>;
         async fn create_token(&self, actor: &CurrentUser, name: String)
             -> Result<String, AppError>;

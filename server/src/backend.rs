@@ -15,7 +15,7 @@ use app::{
     budget::{ChangeRequestView, ImpactView, ProposalInput, TreeNodeView},
     error::AppError,
     model::{CurrentUser, NewUser, UserSummary},
-    nodes::NodeView,
+    nodes::{NodeView, RegisteredNode},
     settings::{SettingsForm, SettingsView},
     tokens::TokenView,
     workloads::{QueueView, SubmitForm, WorkloadDetail, WorkloadView},
@@ -187,8 +187,17 @@ impl Backend for ServerBackend {
         Ok(())
     }
 
-    async fn register_node(&self, actor: &CurrentUser, name: String) -> Result<String, AppError> {
-        Ok(node_service::register_by(&self.pool, actor, &name, self.runtime.now()).await?)
+    async fn register_node(
+        &self,
+        actor: &CurrentUser,
+        name: String,
+    ) -> Result<RegisteredNode, AppError> {
+        let (node, token) =
+            node_service::register_by(&self.pool, actor, &name, self.runtime.now()).await?;
+        Ok(RegisteredNode {
+            name: node.name,
+            token,
+        })
     }
 
     async fn list_tokens(&self, actor: &CurrentUser) -> Result<Vec<TokenView>, AppError> {

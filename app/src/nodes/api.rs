@@ -1,6 +1,6 @@
 //! Server functions of the Nodes page.
 
-use super::NodeView;
+use super::{NodeView, RegisteredNode};
 use crate::error::AppError;
 use leptos::prelude::*;
 
@@ -16,9 +16,9 @@ pub async fn node_action(name: String, action: String) -> Result<(), AppError> {
     with_status(async { backend()?.node_action(&require_user()?, name, action).await }.await)
 }
 
-/// Registers a node; returns its agent token (shown once).
+/// Registers a node; returns its name and agent token (shown once).
 #[server(prefix = "/api", endpoint = "nodes/register")]
-pub async fn register_node(name: String) -> Result<String, AppError> {
+pub async fn register_node(name: String) -> Result<RegisteredNode, AppError> {
     use crate::backend::*;
     with_status(async { backend()?.register_node(&require_user()?, name).await }.await)
 }

@@ -5,6 +5,14 @@ pub mod api;
 
 use serde::{Deserialize, Serialize};
 
+/// A node just registered: its name as stored and its agent token (shown once). The page builds
+/// the agent's command line from these, never from what is left in the form.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegisteredNode {
+    pub name: String,
+    pub token: String,
+}
+
 /// A node's health as the scheduler sees it: down beats unhealthy beats cordoned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -115,23 +115,21 @@ fn NodeCard(node: NodeView, admin: bool, act: ServerAction<SetNodeState>) -> imp
 #[component]
 fn RegisterNodeForm(register: ServerAction<RegisterNode>) -> impl IntoView {
     let error = Signal::derive(move || register.value().get().and_then(Result::err));
-    let token = move || register.value().get().and_then(Result::ok);
-    let (name, set_name) = signal(String::new());
+    let registered = move || register.value().get().and_then(Result::ok);
     view! {
         <section class="card">
             <h2>"Register a node"</h2>
             <ActionForm action=register attr:class="stack">
                 <FormError error />
                 <label for="node-name">"Node name"</label>
-                <input id="node-name" name="name" type="text" required
-                    on:input=move |ev| set_name.set(event_target_value(&ev)) />
+                <input id="node-name" name="name" type="text" required />
                 <FieldError id="node-name-error" field="name" error />
                 <button type="submit" class="button">"Register"</button>
             </ActionForm>
-            {move || token().map(|token| view! {
+            {move || registered().map(|node| view! {
                 <div class="secret" role="status">
-                    <p>"Run this on the node (the token is shown only once):"</p>
-                    <pre>{format!("hourglass agent --server {} --name {} --gpus auto --token {}", server_url(), name.get_untracked(), token)}</pre>
+                    <p>{format!("Node {} is registered. Run this on it (the token is shown only once):", node.name)}</p>
+                    <pre>{format!("hourglass agent --server {} --name {} --gpus auto --token {}", server_url(), node.name, node.token)}</pre>
                 </div>
             })}
         </section>

@@ -30,13 +30,13 @@ pub async fn register_node(
     }
 }
 
-/// An admin registers a node from the Nodes page; returns its agent token (shown once).
+/// An admin registers a node from the Nodes page; returns it and its agent token (shown once).
 pub async fn register_by(
     pool: &AnyPool,
     actor: &CurrentUser,
     name: &str,
     now: i64,
-) -> Result<String, ServerError> {
+) -> Result<(NodeRow, String), ServerError> {
     if !actor.is_admin() {
         return Err(ServerError::Forbidden(
             "Only administrators can register nodes.".into(),
@@ -44,7 +44,7 @@ pub async fn register_by(
     }
     let (node, token) = register_node(pool, name, now).await?;
     tracing::info!(admin = %actor.username, node = %node.name, "node registered");
-    Ok(token)
+    Ok((node, token))
 }
 
 /// The node a bearer token belongs to.
