@@ -112,6 +112,19 @@ describe('workloads in the browser', () => {
     });
   });
 
+  test('the state filter says what each state holds, and an empty result says why', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'root', 'root-password-1');
+      await page.getByRole('heading', { name: 'Welcome, root' }).waitFor();
+      await page.goto(`${server.url}/workloads`);
+      await waitForHydration(page);
+      await page.getByText('No workloads here yet.').waitFor();
+      await page.getByLabel('State').selectOption({ label: 'Preempted and ended (not resumable)' });
+      await page.getByText(/No workloads ended by preemption\. Resumable work that was preempted goes back to the queue/).waitFor();
+      assert.equal(await page.getByText('Submit your first workload').count(), 0);
+    });
+  });
+
   test('an admin cordons a node from the Nodes page', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'root', 'root-password-1');

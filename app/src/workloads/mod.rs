@@ -26,6 +26,33 @@ crate::named!(WorkloadState, "workload state",
     Cancelled => "cancelled", Preempted => "preempted");
 
 impl WorkloadState {
+    /// What the state filter offers for it, in words that say what falls under it.
+    pub fn filter_label(self) -> &'static str {
+        match self {
+            WorkloadState::Queued => "Queued (requeued after preemption too)",
+            WorkloadState::Running => "Running",
+            WorkloadState::Succeeded => "Succeeded",
+            WorkloadState::Failed => "Failed",
+            WorkloadState::Cancelled => "Cancelled",
+            WorkloadState::Preempted => "Preempted and ended (not resumable)",
+        }
+    }
+
+    /// The empty list under this filter, said plainly.
+    pub fn none_in(self) -> &'static str {
+        match self {
+            WorkloadState::Queued => "No workloads are waiting.",
+            WorkloadState::Running => "No workloads are running.",
+            WorkloadState::Succeeded => "No workloads have succeeded yet.",
+            WorkloadState::Failed => "No workloads have failed.",
+            WorkloadState::Cancelled => "No workloads were cancelled.",
+            WorkloadState::Preempted => {
+                "No workloads ended by preemption. Resumable work that was preempted goes back \
+                 to the queue (its page says why), so it is listed as queued or running."
+            }
+        }
+    }
+
     /// Queued or running: it may still take GPUs.
     pub fn is_active(self) -> bool {
         matches!(self, WorkloadState::Queued | WorkloadState::Running)

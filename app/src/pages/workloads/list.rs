@@ -35,18 +35,26 @@ pub fn WorkloadsPage() -> impl IntoView {
             <label for="state-filter">"State"</label>
             <select id="state-filter" on:change=move |ev| set_state.set(event_target_value(&ev))>
                 <option value="">"Any"</option>
-                {WorkloadState::ALL.iter().map(|s| view! { <option value=s.as_str()>{s.as_str()}</option> }).collect_view()}
+                {WorkloadState::ALL.iter().map(|s| view! { <option value=s.as_str()>{s.filter_label()}</option> }).collect_view()}
             </select>
         </div>
         <Transition fallback=|| view! { <p class="loading">"Loading workloads…"</p> }>
             {move || Suspend::new(async move {
+                let filtered = state.get_untracked().parse::<WorkloadState>().ok();
                 match workloads.await {
-                    Ok(list) if list.is_empty() => view! {
-                        <section class="card empty">
-                            <p>"No workloads here yet."</p>
-                            <p><a href="/workloads/new">"Submit your first workload"</a></p>
-                        </section>
-                    }.into_any(),
+                    Ok(list) if list.is_empty() => match filtered {
+                        Some(state) => view! {
+                            <section class="card empty">
+                                <p>{state.none_in()}</p>
+                            </section>
+                        }.into_any(),
+                        None => view! {
+                            <section class="card empty">
+                                <p>"No workloads here yet."</p>
+                                <p><a href="/workloads/new">"Submit your first workload"</a></p>
+                            </section>
+                        }.into_any(),
+                    },
                     Ok(list) => view! { <WorkloadTable list /> }.into_any(),
                     Err(error) => view! { <p class="form-error" role="alert">{error.to_string()}</p> }.into_any(),
                 }
