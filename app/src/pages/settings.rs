@@ -62,7 +62,7 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                 {field(("window", "window-error"), "window_days", "Lookback window (days)", view.window_days.to_string(),
                     "Usage counts toward fair share over this sliding window.", "0.25")}
                 {field(("cap", "cap-error"), "max_min_runtime_hours", "Minimum-runtime cap (hours)", view.max_min_runtime_hours.to_string(),
-                    "The longest protection a workload may ask for.", "0.25")}
+                    "The longest protection a workload may ask for: 0.25 to 168 hours.", "0.25")}
                 {field(("damping", "damping-error"), "damping_margin", "Damping margin", view.damping_margin.to_string(),
                     "A waiting workload preempts only if the running side's ratio is higher by more than this.", "0.005")}
                 {field(("heartbeat", "heartbeat-error"), "heartbeat_deadline_s", "Heartbeat deadline (seconds)", view.heartbeat_deadline_s.to_string(),

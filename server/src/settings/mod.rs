@@ -122,7 +122,8 @@ pub async fn update(
             "max_min_runtime_hours",
             &form.max_min_runtime_hours,
             "minimum-runtime cap (hours)",
-            0.0,
+            // A cap of nothing would refuse every funded submission: at least a debug run's 15 min.
+            0.25,
             168.0,
         )? * HOUR as f64) as i64,
         damping_margin: number(

@@ -72,3 +72,28 @@ async fn researchers_cannot_change_settings_and_bad_values_change_nothing() {
         .unwrap();
     assert_eq!(changed, 0);
 }
+
+#[tokio::test]
+async fn a_minimum_runtime_cap_too_small_for_any_funded_work_is_refused() {
+    let app = TestApp::new().await;
+    app.create_user("root", "admin", "long enough 1").await;
+    let admin = app.sign_in("root", "long enough 1").await;
+    let mut zero = FORM;
+    zero[1] = ("max_min_runtime_hours", "0");
+    let refused = app
+        .post_form("/api/settings/update", &zero, Some(&admin))
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        refused
+            .body
+            .contains("The minimum-runtime cap (hours) must be between 0.25 and 168."),
+        "{}",
+        refused.body
+    );
+    let defaults = server::runtime::config::RuntimeConfig::default();
+    assert_eq!(
+        app.runtime.config().max_min_runtime,
+        defaults.max_min_runtime
+    );
+}
