@@ -91,4 +91,22 @@ describe('budget governance', () => {
       await page.getByRole('alert').filter({ hasText: 'Add a justification' }).waitFor();
     });
   });
+
+  test('a negative share is named at once, not previewed as 0%', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await page.goto(`${server.url}/tree`);
+      await waitForHydration(page);
+      await page.getByRole('button', { name: 'Propose a change to ai' }).click();
+      await page.getByLabel('Share of molmo').fill('-10');
+      await page
+        .getByRole('alert')
+        .filter({ hasText: 'The share of "molmo" must be a number, 0 or more (not "-10").' })
+        .waitFor();
+      const molmo = page.getByRole('region', { name: 'Rebalance ai' }).getByRole('row', { name: /molmo/ });
+      assert.doesNotMatch(await molmo.textContent(), /0\.0%/);
+      assert.match(await molmo.textContent(), /—/);
+    });
+  });
 });

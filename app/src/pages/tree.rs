@@ -216,6 +216,21 @@ fn ShareEditor(
                 .sum::<f64>()
         })
     };
+    // A share that is not a number of 0 or more is said at once, not only on submit: the preview
+    // cannot show it (it would read as 0%).
+    let share_problem = move || -> Option<String> {
+        rows.get()
+            .into_iter()
+            .filter(|r| !r.removed.get())
+            .find(|r| !valid_share(&r.share.get()))
+            .map(|r| {
+                format!(
+                    "The share of \"{}\" must be a number, 0 or more (not \"{}\").",
+                    r.name.get().trim(),
+                    r.share.get().trim()
+                )
+            })
+    };
     let problem = move || -> Option<String> {
         let live: Vec<Row> = rows
             .get()
@@ -242,13 +257,8 @@ fn ShareEditor(
             if !names.insert(name.to_string()) {
                 return Some(format!("Two children are named \"{name}\"."));
             }
-            match r.share.get().trim().parse::<f64>() {
-                Ok(s) if s.is_finite() && s >= 0.0 => {}
-                _ => {
-                    return Some(format!(
-                        "The share of \"{name}\" must be a number, 0 or more."
-                    ))
-                }
+            if !valid_share(&r.share.get()) {
+                return share_problem();
             }
         }
         if total() <= 0.0 {
@@ -362,9 +372,9 @@ fn ShareEditor(
                                                 prop:value=move || row.share.get()
                                                 on:input=move |ev| row.share.set(event_target_value(&ev)) />
                                         </td>
-                                        <td class="num">{move || percent(of_parent())}</td>
+                                        <td class="num">{move || if valid_share(&row.share.get()) { percent(of_parent()) } else { "—".into() }}</td>
                                         <td class="num">{before.map(percent).unwrap_or_else(|| "new".into())}</td>
-                                        <td class="num">{move || percent(of_parent() * node_fraction)}</td>
+                                        <td class="num">{move || if valid_share(&row.share.get()) { percent(of_parent() * node_fraction) } else { "—".into() }}</td>
                                         <td>
                                             <input type="checkbox" aria-label=move || format!("Remove {}", row.name.get())
                                                 prop:checked=move || row.removed.get()
@@ -417,8 +427,8 @@ fn ShareEditor(
                 <input id="effective-date" type="date" prop:value=move || effective.get()
                     on:input=move |ev| effective.set(event_target_value(&ev)) />
                 <p class="hint">"Leave empty to apply on approval, or pick a date such as the start of next quarter."</p>
-                <p class="form-error" role="alert" hidden=move || (!attempted.get() || problem().is_none()) && server_error().is_none()>
-                    {move || attempted.get().then(problem).flatten().or_else(server_error)}
+                <p class="form-error" role="alert" hidden=move || (!attempted.get() || problem().is_none()) && share_problem().is_none() && server_error().is_none()>
+                    {move || attempted.get().then(problem).flatten().or_else(share_problem).or_else(server_error)}
                 </p>
                 <div class="row">
                     <button type="submit" class="button" disabled=move || propose.pending().get()>"Submit for approval"</button>
@@ -427,4 +437,9 @@ fn ShareEditor(
             </form>
         </section>
     }
+}
+
+/// A share as typed is a finite number, 0 or more.
+fn valid_share(typed: &str) -> bool {
+    matches!(typed.trim().parse::<f64>(), Ok(s) if s.is_finite() && s >= 0.0)
 }
