@@ -104,7 +104,7 @@ describe('budget governance', () => {
         .getByRole('alert')
         .filter({ hasText: 'The share of "molmo" must be a number, 0 or more (not "-10").' })
         .waitFor();
-      const molmo = page.getByRole('region', { name: 'Rebalance ai' }).getByRole('row', { name: /molmo/ });
+      const molmo = page.locator('tr', { has: page.getByLabel('Share of molmo') });
       assert.doesNotMatch(await molmo.textContent(), /0\.0%/);
       assert.match(await molmo.textContent(), /—/);
     });
