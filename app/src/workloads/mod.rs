@@ -137,6 +137,9 @@ pub struct WorkloadDetail {
     pub events: Vec<EventView>,
     pub log_tail: String,
     pub can_cancel: bool,
+    /// Ended, and the reader is its owner: a resubmission charges the same project as before.
+    #[serde(default)]
+    pub can_resubmit: bool,
 }
 
 /// A row of the Queue page, in scheduler order.

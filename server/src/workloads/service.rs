@@ -148,8 +148,8 @@ pub async fn get(pool: &AnyPool, id: i64) -> Result<WorkloadView, ServerError> {
 }
 
 /// The workload with its placement, queue position, the ratios along its path, what it waits
-/// for, its events and its output tail. Anyone signed in may read it; `can_cancel` says whether
-/// `actor` may cancel it.
+/// for, its events and its output tail. Anyone signed in may read it; `can_cancel` and
+/// `can_resubmit` say whether `actor` may cancel it or submit it again.
 pub async fn detail(
     pool: &AnyPool,
     runtime: &Runtime,
@@ -173,6 +173,7 @@ pub async fn detail(
     };
     let log_tail = repo::log_tail(pool, id).await?;
     let can_cancel = workload.is_active() && (workload.user_id == actor.id || actor.is_admin());
+    let can_resubmit = !workload.is_active() && workload.user_id == actor.id;
     Ok(WorkloadDetail {
         workload,
         placement,
@@ -180,6 +181,7 @@ pub async fn detail(
         events,
         log_tail,
         can_cancel,
+        can_resubmit,
     })
 }
 

@@ -405,3 +405,32 @@ async fn a_decision_read_before_its_workload_was_cancelled_does_not_start_it() {
         .unwrap();
     assert_eq!(state, "cancelled");
 }
+
+#[tokio::test]
+async fn only_the_owner_of_an_ended_workload_may_resubmit_it() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 1).await;
+    let done = live
+        .submit("ada", job("ai/olmo", "done", "echo done", 1, 60, true))
+        .await;
+    live.wait_for_state(done, "succeeded").await;
+    let busy = live
+        .submit("ada", job("ai/olmo", "busy", "sleep 60", 1, 60, true))
+        .await;
+    live.wait_for_state(busy, "running").await;
+    let may = |who: &'static str, id: i64| {
+        let live = &live;
+        async move {
+            let (status, detail) = live.get(who, &format!("/api/v1/workloads/{id}")).await;
+            assert_eq!(status, StatusCode::OK, "{detail}");
+            detail["can_resubmit"].as_bool().expect("can_resubmit")
+        }
+    };
+    assert!(may("ada", done).await, "the owner of an ended workload");
+    assert!(!may("bob", done).await, "someone else's");
+    assert!(!may("root", done).await, "an admin's is not theirs either");
+    assert!(
+        !may("ada", busy).await,
+        "a running workload is not resubmitted"
+    );
+}

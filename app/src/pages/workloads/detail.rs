@@ -89,7 +89,9 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
         <div class="page-head">
             <h1>{w.name.clone()} " " <StateBadge state=w.state /></h1>
             <div class="actions">
-                <a class="button button-quiet" href=resubmit>"Resubmit"</a>
+                {detail.can_resubmit.then(|| view! {
+                    <a class="button button-quiet" href=resubmit>"Resubmit"</a>
+                })}
                 {detail.can_cancel.then(|| view! {
                     <ActionForm action=cancel>
                         <input type="hidden" name="id" value=w.id />

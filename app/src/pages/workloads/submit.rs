@@ -64,6 +64,12 @@ pub fn SubmitPage() -> impl IntoView {
                     }.into_any();
                 }
                 let o = original.clone();
+                // A resubmission charges its old project; where the submitter is no longer a member
+                // of it, they choose (never a silent switch to another project).
+                let lost_project = o
+                    .as_ref()
+                    .map(|w| w.project.clone())
+                    .filter(|p| !projects.contains(p));
                 let chosen_project = o.as_ref().map(|w| w.project.clone()).unwrap_or_default();
                 let chosen_runtime = o.as_ref().map(|w| w.min_runtime_s).unwrap_or(900);
                 view! {
@@ -73,7 +79,11 @@ pub fn SubmitPage() -> impl IntoView {
                             <p class="notice">{format!("Resubmitting {} (#{}).", w.name, w.id)}</p>
                         })}
                         <label for="project">"Project"</label>
-                        <select id="project" name="project" aria-describedby=describe("project", "project-error")>
+                        {lost_project.clone().map(|p| view! {
+                            <p class="notice" id="project-lost">{format!("You are no longer a member of {p}: choose the project to charge.")}</p>
+                        })}
+                        <select id="project" name="project" required aria-describedby=describe("project", "project-error")>
+                            {lost_project.is_some().then(|| view! { <option value="" selected=true disabled=true>"Choose a project"</option> })}
                             {projects.into_iter().map(|p| {
                                 let selected = p == chosen_project;
                                 view! { <option value=p.clone() selected=selected>{p.clone()}</option> }
