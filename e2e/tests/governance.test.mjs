@@ -48,13 +48,27 @@ describe('budget governance', () => {
       const molmo = page.getByRole('row', { name: /molmo/ });
       assert.match(await molmo.textContent(), /25\.0%/);
       await page.getByRole('button', { name: 'Propose a change to ai' }).click();
+      const inView = (locator) =>
+        locator.evaluate((el) => {
+          const r = el.getBoundingClientRect();
+          return r.top < window.innerHeight && r.bottom > 0;
+        });
+      const opened = page.getByRole('region', { name: 'Rebalance ai' });
+      await opened.waitFor();
+      await page.waitForFunction(() => document.activeElement?.classList.contains('share-input'));
+      assert.equal(await inView(opened), true, 'the editor scrolls into view when it opens');
       await page.getByLabel('Share of molmo').fill('3');
       await page.getByLabel('Share of olmo').fill('3');
       const editor = page.getByRole('region', { name: 'Rebalance ai' });
       await editor.getByText('50.0%').first().waitFor();
       await page.getByLabel('Justification').fill('Robotics season starts; molmo needs half.');
       await page.getByRole('button', { name: 'Submit for approval' }).click();
-      await page.getByText(/Change request #\d+ for ai submitted/).waitFor();
+      const done = page.getByText(/Change request #\d+ for ai submitted/);
+      await done.waitFor();
+      await page.waitForFunction(() => {
+        const r = document.querySelector('p.notice[role="status"]')?.getBoundingClientRect();
+        return r && r.top < window.innerHeight && r.bottom > 0;
+      });
 
       await page.getByRole('button', { name: 'Sign out' }).click();
       await signIn(page, server.url, 'pat', 'pat-password-1');

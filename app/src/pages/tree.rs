@@ -23,6 +23,14 @@ pub fn TreePage() -> impl IntoView {
     let tree = Resource::new(move || propose.version().get(), |_| get_tree());
     let collapsed = Collapsed::new();
     let (editing, set_editing) = signal(None::<String>);
+    let submitted = NodeRef::<leptos::html::P>::new();
+    Effect::new(move |_| {
+        if matches!(propose.value().get(), Some(Ok(_))) {
+            if let Some(notice) = submitted.get() {
+                notice.scroll_into_view();
+            }
+        }
+    });
     view! {
         <Title text="Budget tree" />
         <ChartScript />
@@ -31,6 +39,13 @@ pub fn TreePage() -> impl IntoView {
             "Each node's share is its weight among its siblings; its effective share of the cluster is the product "
             "along its path. The usage ratio compares GPU time used with GPU time funded over the lookback window: "
             "below 1 is under-served (its work goes first), above 1 over-served."
+        </p>
+        // Where the tree's top is, so the outcome of a proposal is seen where the page starts.
+        <p class="notice" role="status" node_ref=submitted hidden=move || !matches!(propose.value().get(), Some(Ok(_)))>
+            {move || propose.value().get().and_then(Result::ok).map(|r| view! {
+                {format!("Change request #{} for {} submitted; it awaits an owner's decision. ", r.id, if r.node.is_empty() { "the cluster" } else { &r.node })}
+                <a href="/approvals">"See approvals"</a>
+            })}
         </p>
         <Transition fallback=|| view! { <p class="loading">"Loading the tree…"</p> }>
             {move || Suspend::new(async move {
@@ -75,12 +90,6 @@ pub fn TreePage() -> impl IntoView {
                 }
             })}
         </Transition>
-        <p class="notice" role="status">
-            {move || propose.value().get().and_then(Result::ok).map(|r| view! {
-                {format!("Change request #{} for {} submitted; it awaits an owner's decision. ", r.id, if r.node.is_empty() { "the cluster" } else { &r.node })}
-                <a href="/approvals">"See approvals"</a>
-            })}
-        </p>
     }
 }
 
@@ -321,6 +330,20 @@ fn ShareEditor(
             set_editing.set(None);
         }
     });
+    // The editor opens below the tree and its chart: bring it into view, first share at hand.
+    let section = NodeRef::<leptos::html::Section>::new();
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(section) = section.get() {
+            use wasm_bindgen::JsCast;
+            section.scroll_into_view();
+            if let Ok(Some(first)) = section.query_selector(".share-input") {
+                if let Ok(input) = first.dyn_into::<web_sys::HtmlElement>() {
+                    let _ = input.focus();
+                }
+            }
+        }
+    });
     let indexed = move || {
         rows.get()
             .into_iter()
@@ -333,7 +356,7 @@ fn ShareEditor(
         format!("Rebalance {}", node.path)
     };
     view! {
-        <section class="card editor" aria-labelledby="editor-title">
+        <section class="card editor" aria-labelledby="editor-title" node_ref=section>
             <h2 id="editor-title">{title}</h2>
             <form on:submit=submit class="stack">
                 <table class="table compact">
