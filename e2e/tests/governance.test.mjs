@@ -106,6 +106,24 @@ describe('budget governance', () => {
     });
   });
 
+  test('a proposal the server refuses keeps everything that was typed', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await page.goto(`${server.url}/tree`);
+      await waitForHydration(page);
+      await page.getByRole('button', { name: 'Propose a change to ai' }).click();
+      await page.getByLabel('Share of molmo').fill('2');
+      await page.getByLabel('Justification').fill('Kept across a refusal.');
+      await page.getByLabel('Effective date (optional)').fill('2001-01-01');
+      await page.getByRole('button', { name: 'Submit for approval' }).click();
+      await page.getByRole('alert').filter({ hasText: /past/ }).waitFor();
+      assert.equal(await page.getByLabel('Share of molmo').inputValue(), '2');
+      assert.equal(await page.getByLabel('Justification').inputValue(), 'Kept across a refusal.');
+      assert.equal(await page.getByLabel('Effective date (optional)').inputValue(), '2001-01-01');
+    });
+  });
+
   test('a negative share is named at once, not previewed as 0%', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'ada', 'ada-password-1');

@@ -20,7 +20,17 @@ fn percent(x: f64) -> String {
 #[component]
 pub fn TreePage() -> impl IntoView {
     let propose = ServerAction::<ProposeChange>::new();
-    let tree = Resource::new(move || propose.version().get(), |_| get_tree());
+    // The tree reloads when a proposal is accepted, not after a refusal: reloading re-creates the
+    // editor, which would lose what was typed.
+    let accepted = Memo::new(move |last: Option<&Option<i64>>| {
+        propose
+            .value()
+            .get()
+            .and_then(Result::ok)
+            .map(|r| r.id)
+            .or_else(|| last.cloned().flatten())
+    });
+    let tree = Resource::new(move || accepted.get(), |_| get_tree());
     let collapsed = Collapsed::new();
     let (editing, set_editing) = signal(None::<String>);
     let submitted = NodeRef::<leptos::html::P>::new();
