@@ -125,6 +125,25 @@ describe('workloads in the browser', () => {
     });
   });
 
+  test('cancelling asks first, and "Keep it" keeps it', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await submit(page, { name: 'second-thoughts', command: 'sleep 300', minRuntime: '0' });
+      await page.getByRole('heading', { name: /second-thoughts/ }).waitFor();
+      await waitForHydration(page);
+      await page.getByRole('button', { name: 'Cancel workload' }).click();
+      const confirm = page.getByRole('group', { name: 'Confirm cancelling' });
+      await confirm.getByText(/Cancel second-thoughts\?/).waitFor();
+      await confirm.getByRole('button', { name: 'Keep it' }).click();
+      await page.getByRole('button', { name: 'Cancel workload' }).waitFor();
+      assert.equal(await confirm.isVisible(), false);
+      await page.getByRole('button', { name: 'Cancel workload' }).click();
+      await confirm.getByRole('button', { name: 'Yes, cancel it' }).click();
+      await page.locator('.state', { hasText: 'cancelled' }).first().waitFor({ timeout: 15_000 });
+    });
+  });
+
   test('an admin cordons a node from the Nodes page', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'root', 'root-password-1');

@@ -92,11 +92,26 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
                 {detail.can_resubmit.then(|| view! {
                     <a class="button button-quiet" href=resubmit>"Resubmit"</a>
                 })}
-                {detail.can_cancel.then(|| view! {
-                    <ActionForm action=cancel>
-                        <input type="hidden" name="id" value=w.id />
-                        <button type="submit" class="button danger">"Cancel workload"</button>
-                    </ActionForm>
+                {detail.can_cancel.then(|| {
+                    // Cancelling stops a run for good: it is asked for twice.
+                    let confirming = RwSignal::new(false);
+                    let question = if running {
+                        format!("Cancel {}? Its run is stopped now and will not resume.", w.name)
+                    } else {
+                        format!("Cancel {}? It leaves the queue.", w.name)
+                    };
+                    view! {
+                        <button type="button" class="button danger" hidden=move || confirming.get()
+                            on:click=move |_| confirming.set(true)>"Cancel workload"</button>
+                        <div role="group" aria-label="Confirm cancelling" class="confirm" hidden=move || !confirming.get()>
+                            <p>{question}</p>
+                            <ActionForm action=cancel>
+                                <input type="hidden" name="id" value=w.id />
+                                <button type="submit" class="button danger">"Yes, cancel it"</button>
+                            </ActionForm>
+                            <button type="button" class="button-quiet" on:click=move |_| confirming.set(false)>"Keep it"</button>
+                        </div>
+                    }
                 })}
             </div>
         </div>
