@@ -128,6 +128,9 @@ pub struct ClusterActivity {
     pub queue_depth: Vec<f64>,
     /// GPUs those workloads asked for, averaged the same way.
     pub queued_gpus: Vec<f64>,
+    /// The most workloads waiting at any one moment of the bucket.
+    #[serde(default)]
+    pub queue_peak: Vec<u32>,
     pub waits: Vec<WaitSeries>,
     pub preemptions: Vec<ReasonSeries>,
 }

@@ -53,8 +53,13 @@ pub async fn activity(
     }
     let mut waited = vec![0.0f64; buckets.len()];
     let mut waited_gpus = vec![0.0f64; buckets.len()];
+    // Where each waiting interval begins (+1) and ends (-1), for the peak depth.
+    let mut edges: Vec<(i64, i64)> = Vec::new();
     let mut add = |a: i64, b: i64, gpus: f64| {
         let (mut t, b) = (a.max(from), b.min(end));
+        if t < b {
+            edges.extend([(t, 1), (b, -1)]);
+        }
         while t < b {
             let bucket = granularity.bucket(t);
             let edge = granularity.next(bucket).min(b);
@@ -109,6 +114,7 @@ pub async fn activity(
         }
     }
 
+    let queue_peak = peak_depth(granularity, &buckets, edges);
     let elapsed: Vec<f64> = buckets
         .iter()
         .map(|b| ((granularity.next(*b).min(end) - (*b).max(from)).max(0)) as f64)
@@ -165,6 +171,7 @@ pub async fn activity(
         granularity,
         queue_depth: per(&waited),
         queued_gpus: per(&waited_gpus),
+        queue_peak,
         buckets,
         waits,
         preemptions: reasons
@@ -172,6 +179,29 @@ pub async fn activity(
             .map(|(reason, counts)| ReasonSeries { reason, counts })
             .collect(),
     })
+}
+
+/// Per bucket, the most intervals open at one moment, from their `(at, +1 | -1)` edges. An
+/// interval ending when another begins is not counted twice.
+fn peak_depth(granularity: Granularity, buckets: &[i64], mut edges: Vec<(i64, i64)>) -> Vec<u32> {
+    edges.sort_unstable();
+    let (mut depth, mut k) = (0i64, 0usize);
+    buckets
+        .iter()
+        .map(|&start| {
+            while k < edges.len() && edges[k].0 <= start {
+                depth += edges[k].1;
+                k += 1;
+            }
+            let (end, mut most) = (granularity.next(start), depth);
+            while k < edges.len() && edges[k].0 < end {
+                depth += edges[k].1;
+                most = most.max(depth);
+                k += 1;
+            }
+            most.max(0) as u32
+        })
+        .collect()
 }
 
 /// The starts of the buckets that overlap `[from, to)`.
@@ -188,6 +218,23 @@ pub fn bucket_starts(granularity: Granularity, from: i64, to: i64) -> Vec<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_peak_counts_what_waited_at_once_not_the_average() {
+        let day = Granularity::Day;
+        let buckets = [0, DAY, 2 * DAY];
+        // 24 workloads waited together for ten minutes on day one; one waited all of day two.
+        let mut edges: Vec<(i64, i64)> = (0..24).flat_map(|_| [(100, 1), (700, -1)]).collect();
+        edges.extend([(DAY, 1), (2 * DAY, -1)]);
+        // Back to back: one ends as the next begins, on day three.
+        edges.extend([
+            (2 * DAY + 10, 1),
+            (2 * DAY + 20, -1),
+            (2 * DAY + 20, 1),
+            (2 * DAY + 30, -1),
+        ]);
+        assert_eq!(peak_depth(day, &buckets, edges), vec![24, 1, 1]);
+    }
 
     #[test]
     fn weeks_start_on_monday_midnight_utc() {

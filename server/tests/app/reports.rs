@@ -293,6 +293,8 @@ async fn cluster_activity_counts_queue_depth_waits_and_preemptions_per_bucket() 
     // Hour 0: the debug workload waits 600 + 1200 s, the large one 3600 s.
     assert_eq!(a["queue_depth"], serde_json::json!([1.5, 1.0, 0.0, 0.0]));
     assert_eq!(a["queued_gpus"], serde_json::json!([16.5, 16.0, 0.0, 0.0]));
+    // Both waited at once in hour 0, the large one alone in hour 1.
+    assert_eq!(a["queue_peak"], serde_json::json!([2, 1, 0, 0]));
     let class = |name: &str| {
         a["waits"]
             .as_array()

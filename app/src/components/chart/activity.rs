@@ -10,14 +10,14 @@ pub(super) fn activity_summary(a: &ClusterActivity, kind: &str) -> String {
     let period = span(a.from, a.to);
     match kind {
         "queue" => {
-            let peak = a.queue_depth.iter().copied().fold(0.0, f64::max);
+            let peak = a.queue_peak.iter().copied().max().unwrap_or(0);
             let mean = if a.queue_depth.is_empty() {
                 0.0
             } else {
                 a.queue_depth.iter().sum::<f64>() / a.queue_depth.len() as f64
             };
             format!(
-                "Workloads waiting per {}, {period}: {mean:.1} on average, {peak:.1} at the busiest.",
+                "Workloads waiting per {}, {period}: {mean:.1} on average over time, {peak} at once at the most.",
                 a.granularity
             )
         }
