@@ -718,7 +718,7 @@ fn begin_stop(run: &mut RunRecord, grace: i64, note: Option<String>, by_agent: b
 }
 
 /// Records written before their process existed (the agent died in between): find the process
-/// by its run id, or its recorded exit status; otherwise it never started and the server will
+/// by its exit file (which names this state directory and the run), or its recorded exit status; otherwise it never started and the server will
 /// hand it out again (the answer was not counted as acted on).
 fn adopt_pending(dir: &StateDir, state: &mut AgentState) {
     let pending: Vec<i64> = state
@@ -728,7 +728,7 @@ fn adopt_pending(dir: &StateDir, state: &mut AgentState) {
         .map(|(&id, _)| id)
         .collect();
     for run_id in pending {
-        if let Some(pid) = process::find_run_leader(run_id) {
+        if let Some(pid) = process::find_run_leader(&dir.exit_path(run_id)) {
             let run = state.runs.get_mut(&run_id).expect("listed");
             run.pgid = pid;
             run.leader_start = process::start_time(pid).unwrap_or(0);

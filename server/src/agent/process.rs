@@ -117,15 +117,17 @@ fn processes() -> impl Iterator<Item = (i32, std::path::PathBuf)> {
         })
 }
 
-/// The live leader of a run's group, found by `HOURGLASS_RUN_ID=<run_id>` in its environment
-/// (for a run recorded just before the agent died, whose group was never written down).
-pub fn find_run_leader(run_id: i64) -> Option<i32> {
-    let needle = format!("HOURGLASS_RUN_ID={run_id}");
+/// The live leader of a run's group, found by the exit file in its environment (for a run
+/// recorded just before the agent died, whose group was never written down). The exit file lies
+/// in this agent's state directory, so a run of the same number started by another agent or for
+/// another database on this machine is never taken for it.
+pub fn find_run_leader(exit_file: &Path) -> Option<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut needle = b"HOURGLASS_EXIT_FILE=".to_vec();
+    needle.extend_from_slice(exit_file.as_os_str().as_bytes());
     processes().find_map(|(pid, dir)| {
         let environ = std::fs::read(dir.join("environ")).ok()?;
-        let is_run = environ
-            .split(|&b| b == 0)
-            .any(|var| var == needle.as_bytes());
+        let is_run = environ.split(|&b| b == 0).any(|var| var == needle);
         let stat = parse_stat(&std::fs::read_to_string(dir.join("stat")).ok()?)?;
         (is_run && stat.pgrp == pid && stat.state != 'Z').then_some(pid)
     })
@@ -233,10 +235,12 @@ mod tests {
         let start = start_time(pgid).unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         assert!(ProcTable::scan().group_alive(pgid, start));
+        assert_eq!(find_run_leader(&exit), Some(pgid), "found by its exit file");
+        let elsewhere = tempfile::tempdir().unwrap();
         assert_eq!(
-            find_run_leader(987_654_321),
-            Some(pgid),
-            "found by its run id"
+            find_run_leader(&elsewhere.path().join("2.exit")),
+            None,
+            "the same run number in another state directory is another run"
         );
         terminate(pgid);
         let status = child.wait().await.unwrap();

@@ -92,10 +92,10 @@ impl StateDir {
                 dir.display()
             ))
         })?;
-        Ok(StateDir {
-            dir: dir.to_path_buf(),
-            _lock: lock,
-        })
+        // Absolute, so a run's exit file (which also names it among processes) reads the same
+        // whatever directory the agent is started from.
+        let dir = dir.canonicalize().map_err(context)?;
+        Ok(StateDir { dir, _lock: lock })
     }
 
     pub fn load(&self) -> Result<AgentState, ServerError> {
