@@ -73,6 +73,7 @@ mod ssr {
             actor: &CurrentUser,
             name: String,
         ) -> Result<RegisteredNode, AppError>;
+        async fn remove_node(&self, actor: &CurrentUser, name: String) -> Result<(), AppError>;
         async fn list_tokens(&self, actor: &CurrentUser) -> Result<Vec<TokenView>, AppError>;
         async fn create_token(&self, actor: &CurrentUser, name: String)
             -> Result<String, AppError>;

@@ -33,8 +33,10 @@ describe('registering a node', () => {
       await shown.waitFor();
       const command = await shown.locator('pre').textContent();
       assert.match(command, /^hourglass agent --server http:\/\/[^ ]+ --name gpu-9 --gpus auto --token hgn_[0-9a-f]{64}$/);
-      // The node is listed, never connected.
+      // The node is listed, never connected, and can be removed (registered by mistake).
       await page.getByText('never connected').waitFor();
+      await page.getByRole('button', { name: 'Remove gpu-9' }).click();
+      await page.getByText('No GPU nodes are registered yet.').waitFor();
     });
   });
 });

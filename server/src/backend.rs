@@ -187,6 +187,10 @@ impl Backend for ServerBackend {
         Ok(())
     }
 
+    async fn remove_node(&self, actor: &CurrentUser, name: String) -> Result<(), AppError> {
+        Ok(node_service::remove_by(&self.pool, actor, &name).await?)
+    }
+
     async fn register_node(
         &self,
         actor: &CurrentUser,

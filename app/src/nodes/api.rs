@@ -22,3 +22,10 @@ pub async fn register_node(name: String) -> Result<RegisteredNode, AppError> {
     use crate::backend::*;
     with_status(async { backend()?.register_node(&require_user()?, name).await }.await)
 }
+
+/// Removes a node whose agent never connected (registered by mistake).
+#[server(prefix = "/api", endpoint = "nodes/remove")]
+pub async fn remove_node(name: String) -> Result<(), AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.remove_node(&require_user()?, name).await }.await)
+}

@@ -5,7 +5,7 @@ use crate::{
     components::field::{FieldError, FormError},
     live::use_live_updates,
     nodes::{
-        api::{list_nodes, RegisterNode, SetNodeState},
+        api::{list_nodes, RegisterNode, RemoveNode, SetNodeState},
         NodeAction, NodeView,
     },
     session::use_current_user,
@@ -19,12 +19,25 @@ pub fn NodesPage() -> impl IntoView {
     let live = use_live_updates();
     let act = ServerAction::<SetNodeState>::new();
     let register = ServerAction::<RegisterNode>::new();
+    let remove = ServerAction::<RemoveNode>::new();
     let nodes = Resource::new(
-        move || (live.get(), act.version().get(), register.version().get()),
+        move || {
+            (
+                live.get(),
+                act.version().get(),
+                register.version().get(),
+                remove.version().get(),
+            )
+        },
         |_| list_nodes(),
     );
     let user = use_current_user();
-    let act_error = Signal::derive(move || act.value().get().and_then(Result::err));
+    let act_error = Signal::derive(move || {
+        act.value()
+            .get()
+            .and_then(Result::err)
+            .or_else(|| remove.value().get().and_then(Result::err))
+    });
     view! {
         <Title text="Nodes" />
         <h1>"Nodes"</h1>
@@ -38,7 +51,7 @@ pub fn NodesPage() -> impl IntoView {
                             <section class="card empty"><p>"No GPU nodes are registered yet."</p></section>
                         })}
                         <div class="node-grid">
-                            {list.into_iter().map(|node| view! { <NodeCard node admin act /> }).collect_view()}
+                            {list.into_iter().map(|node| view! { <NodeCard node admin act remove /> }).collect_view()}
                         </div>
                         {admin.then(|| view! { <RegisterNodeForm register /> })}
                     }.into_any(),
@@ -50,7 +63,13 @@ pub fn NodesPage() -> impl IntoView {
 }
 
 #[component]
-fn NodeCard(node: NodeView, admin: bool, act: ServerAction<SetNodeState>) -> impl IntoView {
+fn NodeCard(
+    node: NodeView,
+    admin: bool,
+    act: ServerAction<SetNodeState>,
+    remove: ServerAction<RemoveNode>,
+) -> impl IntoView {
+    let never_connected = node.heartbeat_age_s.is_none();
     let now = now_s();
     let heartbeat = node
         .heartbeat_age_s
@@ -106,7 +125,18 @@ fn NodeCard(node: NodeView, admin: bool, act: ServerAction<SetNodeState>) -> imp
                         }
                     })
                     .collect_view();
-                view! { <div class="node-actions" role="group" aria-label=group>{buttons}</div> }
+                // A node whose agent never connected was perhaps registered by mistake.
+                let removal = never_connected.then(|| {
+                    let aria = format!("Remove {name}");
+                    let name = name.clone();
+                    view! {
+                        <ActionForm action=remove>
+                            <input type="hidden" name="name" value=name />
+                            <button type="submit" class="button-quiet danger" aria-label=aria>"Remove"</button>
+                        </ActionForm>
+                    }
+                });
+                view! { <div class="node-actions" role="group" aria-label=group>{buttons}{removal}</div> }
             })}
         </section>
     }

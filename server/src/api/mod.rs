@@ -11,7 +11,7 @@ pub mod workloads;
 
 use crate::AppState;
 use axum::{
-    routing::{get, post},
+    routing::{delete, get, post},
     Router,
 };
 
@@ -46,5 +46,6 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/change-requests/{id}/reject", post(changes::reject))
         .route("/api/v1/change-requests/{id}/impact", get(changes::impact))
         .route("/api/v1/nodes", get(tree::nodes))
+        .route("/api/v1/nodes/{name}", delete(tree::remove_node))
         .route("/api/v1/nodes/{name}/{action}", post(tree::node_action))
 }

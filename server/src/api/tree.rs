@@ -7,6 +7,7 @@ use crate::{
 };
 use axum::{
     extract::{Path, State},
+    http::StatusCode,
     Json,
 };
 use serde_json::{json, Value};
@@ -55,4 +56,14 @@ pub async fn node_action(
     Ok(Json(
         json!({ "name": node.name, "state": node.health(), "admin_state": node.admin_state }),
     ))
+}
+
+/// `DELETE /api/v1/nodes/{name}`: removes a node that never connected (admins).
+pub async fn remove_node(
+    State(state): State<AppState>,
+    ApiUser(user): ApiUser,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ServerError> {
+    node_service::remove_by(&state.pool, &user, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

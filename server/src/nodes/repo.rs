@@ -220,6 +220,22 @@ pub async fn held_gpus(db: impl AnyExecutor<'_>) -> Result<Vec<HeldGpus>, sqlx::
 }
 
 /// Gives the node a new agent token (its hash).
+/// Deletes a node that never connected (no heartbeat, no run ever placed on it); says whether
+/// one was deleted.
+pub async fn delete_unused_node(
+    db: impl AnyExecutor<'_>,
+    node_id: i64,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "delete from node where node_id = $1 and last_heartbeat_at is null
+           and not exists (select 1 from workload_run r where r.node_id = $1)",
+    )
+    .bind(node_id)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 pub async fn set_token_hash(
     db: impl AnyExecutor<'_>,
     node_id: i64,

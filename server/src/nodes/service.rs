@@ -106,6 +106,29 @@ pub async fn act(
     Ok(node)
 }
 
+/// An admin removes a node registered by mistake: only one whose agent never connected (a node
+/// that ran work keeps its history; cordon it instead). Its token stops working.
+pub async fn remove_by(pool: &AnyPool, actor: &CurrentUser, name: &str) -> Result<(), ServerError> {
+    if !actor.is_admin() {
+        return Err(ServerError::Forbidden(
+            "Only administrators can remove nodes.".into(),
+        ));
+    }
+    let node = repo::find_node_by_name(pool, name)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("No node is named \"{name}\".")))?;
+    if !repo::delete_unused_node(pool, node.node_id).await? {
+        return Err(ServerError::conflict(
+            "name",
+            format!(
+                "Node \"{name}\" has connected, so its history stays: cordon it to take it out of service."
+            ),
+        ));
+    }
+    tracing::info!(admin = %actor.username, node = %name, "node removed");
+    Ok(())
+}
+
 /// Every node with its health, heartbeat age and what holds each GPU, at `now`.
 pub async fn views(pool: &AnyPool, now: i64) -> Result<Vec<NodeView>, ServerError> {
     let rows = repo::list_nodes(pool).await?;

@@ -262,3 +262,39 @@ async fn api_calls_with_a_recently_used_token_need_no_write_lock() {
     assert_eq!(get().await, StatusCode::OK);
     assert!(used_at().await.unwrap() >= first);
 }
+
+#[tokio::test]
+async fn an_admin_removes_a_node_that_never_connected_but_not_one_that_did() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 2).await;
+    server::nodes::service::register_node(&live.app.pool, "typo", crate::support::now())
+        .await
+        .unwrap();
+    let delete = |who: &'static str, name: &'static str| {
+        let live = &live;
+        async move {
+            let response = live
+                .http
+                .delete(format!("{}/api/v1/nodes/{name}", live.url))
+                .bearer_auth(live.token(who).await)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            (status, response.text().await.unwrap())
+        }
+    };
+    assert_eq!(delete("ada", "typo").await.0, StatusCode::FORBIDDEN);
+    let (status, body) = delete("root", "n1").await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(body.contains("has connected"), "{body}");
+    assert_eq!(delete("root", "typo").await.0, StatusCode::NO_CONTENT);
+    assert_eq!(delete("root", "typo").await.0, StatusCode::NOT_FOUND);
+    let names: Vec<String> = live.get("root", "/api/v1/nodes").await.1["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["n1"]);
+}

@@ -226,6 +226,11 @@ async fn every_mutation_is_authorized_on_the_server_for_every_role() {
             [401, 403, 403, 404],
         ),
         (
+            "/api/nodes/remove",
+            vec![("name", "no-such-node")],
+            [401, 403, 403, 404],
+        ),
+        (
             "/api/lab/start",
             vec![("form[source]", "reference"), ("form[days]", "0")],
             [401, 403, 422, 422],
