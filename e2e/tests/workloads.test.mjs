@@ -152,8 +152,12 @@ describe('workloads in the browser', () => {
       await waitForHydration(page);
       const node = page.getByRole('region', { name: 'Node n1' });
       await node.locator('.health', { hasText: 'healthy' }).waitFor();
+      const totals = page.getByRole('region', { name: 'Totals' });
+      await totals.getByText(/^\d of 2 GPUs busy on 1 node\.$/).waitFor();
+      await totals.getByRole('list', { name: 'What the GPU colours mean' }).getByText('free work (interruptible)').waitFor();
       await node.getByRole('button', { name: 'Cordon n1', exact: true }).click();
       await node.locator('.health', { hasText: 'cordoned' }).waitFor();
+      await totals.getByText('No node takes new work: 1 node out of service.', { exact: true }).waitFor();
       await node.getByRole('button', { name: 'Uncordon n1', exact: true }).click();
       await node.locator('.health', { hasText: 'healthy' }).waitFor();
     });

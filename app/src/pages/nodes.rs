@@ -50,6 +50,7 @@ pub fn NodesPage() -> impl IntoView {
                         {list.is_empty().then(|| view! {
                             <section class="card empty"><p>"No GPU nodes are registered yet."</p></section>
                         })}
+                        {(!list.is_empty()).then(|| view! { <Totals nodes=list.clone() /> })}
                         <div class="node-grid">
                             {list.into_iter().map(|node| view! { <NodeCard node admin act remove /> }).collect_view()}
                         </div>
@@ -59,6 +60,49 @@ pub fn NodesPage() -> impl IntoView {
                 }
             })}
         </Transition>
+    }
+}
+
+/// "21 of 28 GPUs busy" over the nodes that take work, and what each GPU colour means.
+#[component]
+fn Totals(nodes: Vec<NodeView>) -> impl IntoView {
+    let in_service: Vec<&NodeView> = nodes
+        .iter()
+        .filter(|n| n.state == crate::nodes::NodeHealth::Healthy)
+        .collect();
+    let total: usize = in_service.iter().map(|n| n.slots.len()).sum();
+    let busy: usize = in_service
+        .iter()
+        .map(|n| n.slots.iter().filter(|s| s.holder.is_some()).count())
+        .sum();
+    let out = nodes.len() - in_service.len();
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let summary = match (in_service.len(), out) {
+        (0, _) => format!(
+            "No node takes new work: {} out of service.",
+            plural(out, "node", "nodes")
+        ),
+        (n, 0) => format!(
+            "{busy} of {total} GPUs busy on {}.",
+            plural(n, "node", "nodes")
+        ),
+        (n, _) => format!(
+            "{busy} of {total} GPUs busy on {}; {} out of service.",
+            plural(n, "healthy node", "healthy nodes"),
+            plural(out, "node", "nodes")
+        ),
+    };
+    view! {
+        <section class="card node-totals" aria-label="Totals">
+            <p role="status">{summary}</p>
+            <ul class="legend" aria-label="What the GPU colours mean">
+                <li><span class="swatch gpu-idle"></span>"idle"</li>
+                <li><span class="swatch gpu-protected"></span>"protected (within its minimum runtime)"</li>
+                <li><span class="swatch gpu-open"></span>"minimum runtime passed (preemptible by fair share)"</li>
+                <li><span class="swatch gpu-free"></span>"free work (interruptible)"</li>
+            </ul>
+        </section>
     }
 }
 
