@@ -718,8 +718,9 @@ fn begin_stop(run: &mut RunRecord, grace: i64, note: Option<String>, by_agent: b
 }
 
 /// Records written before their process existed (the agent died in between): find the process
-/// by its exit file (which names this state directory and the run), or its recorded exit status; otherwise it never started and the server will
-/// hand it out again (the answer was not counted as acted on).
+/// by its exit file (which names this state directory and the run), or its recorded exit
+/// status; otherwise it never started and the server will hand it out again (the answer was not
+/// counted as acted on).
 fn adopt_pending(dir: &StateDir, state: &mut AgentState) {
     let pending: Vec<i64> = state
         .runs

@@ -219,7 +219,6 @@ pub async fn held_gpus(db: impl AnyExecutor<'_>) -> Result<Vec<HeldGpus>, sqlx::
     .await
 }
 
-/// Gives the node a new agent token (its hash).
 /// Deletes a node that never connected (no heartbeat, no run ever placed on it); says whether
 /// one was deleted.
 pub async fn delete_unused_node(
@@ -236,6 +235,7 @@ pub async fn delete_unused_node(
     Ok(done.rows_affected() == 1)
 }
 
+/// Gives the node a new agent token (its hash).
 pub async fn set_token_hash(
     db: impl AnyExecutor<'_>,
     node_id: i64,
