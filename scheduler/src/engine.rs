@@ -3,7 +3,7 @@
 use crate::explain::{self, Explanation};
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::ledger::{Ledger, LedgerConfig};
-use crate::ranking::Standings;
+use crate::ranking::{Recent, Standings};
 use crate::reasons::Decision;
 use crate::snapshot::{ClusterState, SnapshotError};
 use crate::tree::{BudgetTree, TreeError};
@@ -48,6 +48,9 @@ pub struct Config {
     /// workload now. Never more than the lane's room (so 0 on a cluster whose lane share is under
     /// one GPU, and shrinking as debug work fills the lane). 0 disables it.
     pub headroom_gpus: u32,
+    /// The recent window blended into the ratio siblings are ordered by (not the one preemption
+    /// compares): see [`crate::ranking`]. `Recent::OFF` orders by the week's ratio alone.
+    pub recent: Recent,
 }
 
 impl Default for Config {
@@ -60,6 +63,10 @@ impl Default for Config {
             max_reserved_fraction: 0.5,
             fast_lane: 0.1,
             headroom_gpus: crate::snapshot::DEBUG_MAX_GPUS,
+            recent: Recent {
+                window: 2 * crate::ids::HOUR,
+                weight: 0.15,
+            },
         }
     }
 }
@@ -120,7 +127,7 @@ impl Engine {
 
     /// Every node's usage, allocation and ratio at `now`, and the Fair-Tree order of leaves.
     pub fn standings(&self, now: Time) -> Standings {
-        Standings::compute(&self.tree, &self.ledger, now)
+        Standings::compute_with(&self.tree, &self.ledger, now, self.config.recent)
     }
 
     /// One decision pass. Deterministic: the same engine, snapshot and time give the same decision,

@@ -30,6 +30,9 @@ pub struct PathStep {
     /// GPU-seconds funded in the window.
     pub allocated: f64,
     pub ratio: f64,
+    /// The same ratio over the engine's recent window; siblings are ordered by the two blended
+    /// (see [`crate::ranking`]).
+    pub recent_ratio: f64,
     /// 1-based position among its siblings, and how many there are.
     pub sibling_rank: u32,
     pub siblings: u32,
@@ -94,6 +97,7 @@ pub(crate) fn explain(
                 usage: standings.usage(node),
                 allocated: standings.allocated(node),
                 ratio: standings.ratio(node),
+                recent_ratio: standings.recent_ratio(node),
                 sibling_rank: rank + 1,
                 siblings: of,
             }

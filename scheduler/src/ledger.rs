@@ -105,9 +105,15 @@ impl Ledger {
 
     /// GPU-seconds charged to `node` within `(now - window, now]`.
     pub fn usage(&self, node: BudgetId, now: Time) -> f64 {
+        self.usage_within(node, now, self.config.window)
+    }
+
+    /// GPU-seconds charged to `node` within `(now - window, now]`, for a window no longer than
+    /// the ledger's.
+    pub fn usage_within(&self, node: BudgetId, now: Time, window: Time) -> f64 {
         let bucket = self.config.bucket;
         let s = &self.series[node.index()];
-        (s.total_at(now) - s.interpolated(now - self.config.window, bucket)).max(0.0)
+        (s.total_at(now) - s.interpolated(now - window.min(self.config.window), bucket)).max(0.0)
     }
 
     /// GPU-seconds ever charged to `node` up to `now`, window or not.
@@ -123,7 +129,12 @@ impl Ledger {
 
     /// [`Ledger::allocated`] for every node at once: O(share versions in the window × nodes).
     pub fn allocated_all(&self, tree: &BudgetTree, now: Time) -> Vec<f64> {
-        let start = now - self.config.window;
+        self.allocated_all_within(tree, now, self.config.window)
+    }
+
+    /// [`Ledger::allocated_all`] over a window no longer than the ledger's.
+    pub fn allocated_all_within(&self, tree: &BudgetTree, now: Time, window: Time) -> Vec<f64> {
+        let start = now - window.min(self.config.window);
         let versions = tree.versions();
         let mut out = vec![0.0; tree.len()];
         for (i, version) in versions.iter().enumerate() {

@@ -91,7 +91,7 @@ pub use engine::{Config, Engine, Policy};
 pub use explain::{Explanation, PathStep, WaitReason};
 pub use ids::{BudgetId, NodeId, Time, WorkloadId, DAY, HOUR};
 pub use ledger::{Ledger, LedgerConfig};
-pub use ranking::{LevelComparison, Standings};
+pub use ranking::{LevelComparison, Recent, Standings};
 pub use reasons::{
     Action, AfterStop, Decision, DrainReason, DrainRule, Party, PreemptReason, PreemptRule,
     Protection, Reservation,

@@ -1,4 +1,12 @@
 //! Fair-Tree ranking (DESIGN §4.2–4.3) and the damping rule that decides who may preempt whom.
+//!
+//! Siblings are ordered by a *rank ratio*: the week's ratio (§4.2) blended with the same ratio
+//! over the last hours ([`Recent`]), so that a leaf which has just had its share for hours
+//! yields the next free GPUs to an equally served sibling that has not, instead of both taking
+//! turns by the day. Measured across the scenario family (README), hourly tracking rises by
+//! 1–19 points with delivered/owed over the month unchanged. Preemption is not affected: who may
+//! preempt whom still compares the week's ratios with the damping margin, so the short window
+//! adds no churn of running work.
 
 use crate::ids::{BudgetId, Time};
 use crate::ledger::Ledger;
@@ -11,6 +19,10 @@ pub struct Standings {
     usage: Vec<f64>,
     allocated: Vec<f64>,
     ratio: Vec<f64>,
+    /// `usage / allocated` over the recent window (see [`Recent`]).
+    recent: Vec<f64>,
+    /// What siblings are ordered by: `ratio` blended with `recent`.
+    rank_ratio: Vec<f64>,
     /// Position among siblings (0 = best) for every node but the root.
     sibling_rank: Vec<u32>,
     sibling_count: Vec<u32>,
@@ -33,9 +45,38 @@ pub struct LevelComparison {
     pub their_ratio: f64,
 }
 
+/// The recent window whose ratio is blended into the rank ratio, and its weight (0: the rank
+/// ratio is the week's ratio, DESIGN §4.2 exactly).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Recent {
+    /// No longer than the ledger's window (it is cut to it).
+    pub window: Time,
+    /// In `[0, 1]`.
+    pub weight: f64,
+}
+
+impl Recent {
+    /// The week's ratio alone.
+    pub const OFF: Recent = Recent {
+        window: 0,
+        weight: 0.0,
+    };
+}
+
 impl Standings {
-    /// Computes ratios from the ledger at `now` and ranks the tree.
+    /// Computes ratios from the ledger at `now` and ranks the tree by the week's ratios alone.
     pub fn compute(tree: &BudgetTree, ledger: &Ledger, now: Time) -> Standings {
+        Standings::compute_with(tree, ledger, now, Recent::OFF)
+    }
+
+    /// Computes ratios from the ledger at `now` and ranks the tree by the week's ratio blended
+    /// with the recent window's.
+    pub fn compute_with(
+        tree: &BudgetTree,
+        ledger: &Ledger,
+        now: Time,
+        recent: Recent,
+    ) -> Standings {
         let allocated = ledger.allocated_all(tree, now);
         let usage: Vec<f64> = tree.ids().map(|id| ledger.usage(id, now)).collect();
         let funded = tree.version_at(now);
@@ -49,12 +90,42 @@ impl Standings {
                 )
             })
             .collect();
+        let weight = recent.weight.clamp(0.0, 1.0);
+        let (recent_ratio, rank_ratio) = if weight > 0.0 && recent.window > 0 {
+            let allocated_recent = ledger.allocated_all_within(tree, now, recent.window);
+            let recent_ratio: Vec<f64> = tree
+                .ids()
+                .map(|id| {
+                    self::ratio(
+                        ledger.usage_within(id, now, recent.window),
+                        allocated_recent[id.index()],
+                        funded.fraction(id),
+                    )
+                })
+                .collect();
+            let rank_ratio = ratio
+                .iter()
+                .zip(&recent_ratio)
+                .map(|(&week, &recent)| {
+                    if week.is_finite() && recent.is_finite() {
+                        (1.0 - weight) * week + weight * recent
+                    } else {
+                        week
+                    }
+                })
+                .collect();
+            (recent_ratio, rank_ratio)
+        } else {
+            (ratio.clone(), ratio.clone())
+        };
         let n = tree.len();
         let mut standings = Standings {
             at: now,
             usage,
             allocated,
             ratio,
+            recent: recent_ratio,
+            rank_ratio,
             sibling_rank: vec![0; n],
             sibling_count: vec![1; n],
             rank_range: vec![(0, 0); n],
@@ -83,8 +154,8 @@ impl Standings {
             let shares = tree.version_at(now);
             let mut kids = tree.children(node).to_vec();
             kids.sort_by(|&a, &b| {
-                self.ratio[a.index()]
-                    .total_cmp(&self.ratio[b.index()])
+                self.rank_ratio[a.index()]
+                    .total_cmp(&self.rank_ratio[b.index()])
                     .then_with(|| shares.share(b).total_cmp(&shares.share(a)))
                     .then_with(|| tree.name(a).cmp(tree.name(b)))
             });
@@ -118,6 +189,17 @@ impl Standings {
     /// node that used nothing is at 0, and anything else is at +∞ (unfunded work ranks last).
     pub fn ratio(&self, node: BudgetId) -> f64 {
         self.ratio[node.index()]
+    }
+
+    /// The same ratio over the recent window only (the week's when the blend is off).
+    pub fn recent_ratio(&self, node: BudgetId) -> f64 {
+        self.recent[node.index()]
+    }
+
+    /// What the node is ordered among its siblings by: the week's ratio blended with the recent
+    /// window's.
+    pub fn rank_ratio(&self, node: BudgetId) -> f64 {
+        self.rank_ratio[node.index()]
     }
 
     /// 0-based position among its siblings, and how many siblings (itself included) there are.
@@ -199,7 +281,7 @@ pub(crate) fn ratio(usage: f64, allocated: f64, fraction_now: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::DAY;
+    use crate::ids::{DAY, HOUR};
     use crate::ledger::LedgerConfig;
 
     fn setup() -> (BudgetTree, Ledger) {
@@ -228,6 +310,38 @@ mod tests {
         let order: Vec<&str> = s.leaves().iter().map(|&l| tree.path(l)).collect();
         assert_eq!(order, ["a/a2", "a/a1", "b/b1", "b/b2"]);
         assert!(s.ratio(id("b/b1")) < s.ratio(id("a/a1")));
+    }
+
+    #[test]
+    fn a_leaf_that_just_had_its_share_yields_to_an_equally_served_sibling_that_did_not() {
+        let (tree, mut ledger) = setup();
+        let id = |p: &str| tree.find(p).unwrap();
+        // Over the week both used the same; a1 used its share in the last two hours, a2 a day ago.
+        ledger.charge(id("a/a1"), -2 * HOUR, 0, 1_000_000.0);
+        ledger.charge(id("a/a2"), -DAY - 2 * HOUR, -DAY, 1_000_000.0);
+        let recent = Recent {
+            window: 2 * HOUR,
+            weight: 0.15,
+        };
+        let week = Standings::compute(&tree, &ledger, 0);
+        let blended = Standings::compute_with(&tree, &ledger, 0, recent);
+        let order = |s: &Standings| -> Vec<String> {
+            s.leaves()
+                .iter()
+                .map(|&l| tree.path(l).to_string())
+                .filter(|p| p.starts_with("a/"))
+                .collect()
+        };
+        // The week alone cannot tell them apart (ties go by name); the recent window can.
+        assert_eq!(order(&week), ["a/a1", "a/a2"]);
+        assert_eq!(order(&blended), ["a/a2", "a/a1"]);
+        assert_eq!(blended.ratio(id("a/a1")), blended.ratio(id("a/a2")));
+        assert!(blended.recent_ratio(id("a/a1")) > 1.0);
+        assert_eq!(blended.recent_ratio(id("a/a2")), 0.0);
+        let expected = 0.85 * blended.ratio(id("a/a1")) + 0.15 * blended.recent_ratio(id("a/a1"));
+        assert!((blended.rank_ratio(id("a/a1")) - expected).abs() < 1e-12);
+        // Preemption still compares the week's ratios: equal, so neither may preempt the other.
+        assert!(!blended.may_preempt(id("a/a2"), id("a/a1"), 0.02));
     }
 
     #[test]

@@ -113,6 +113,9 @@ pub struct PathRatio {
     pub allocated_gpu_h: f64,
     /// `None` when nothing was funded in the window.
     pub ratio: Option<f64>,
+    /// The same over the last hours (the engine's recent window); siblings are ordered by the
+    /// two blended, mostly the week's.
+    pub recent_ratio: Option<f64>,
     pub sibling_rank: u32,
     pub siblings: u32,
 }

@@ -217,6 +217,7 @@ async fn explain(
                 usage_gpu_h: step.usage / 3600.0,
                 allocated_gpu_h: step.allocated / 3600.0,
                 ratio: step.ratio.is_finite().then_some(step.ratio),
+                recent_ratio: step.recent_ratio.is_finite().then_some(step.recent_ratio),
                 sibling_rank: step.sibling_rank,
                 siblings: step.siblings,
             })

@@ -168,13 +168,14 @@ fn WhyWaiting(queue: QueueExplanation) -> impl IntoView {
             <p>{format!("Position {} of {} in the queue; its project ranks {} in fair-share order.", queue.position, queue.queue_len, queue.leaf_rank)}</p>
             <p>{waiting_for(&queue.waiting_for)}</p>
             <table class="table compact">
-                <caption>"Usage ratio along its path (usage ÷ funded over the window; below 1 is under-served)"</caption>
-                <thead><tr><th scope="col">"Node"</th><th scope="col" class="num">"Ratio"</th><th scope="col" class="num">"Rank among siblings"</th></tr></thead>
+                <caption>"Usage ratio along its path: usage ÷ funded over the window, below 1 is under-served. Siblings rank by it, with the last two hours' ratio weighing 15%, so a team that has just had its share lets an equally served sibling go first."</caption>
+                <thead><tr><th scope="col">"Node"</th><th scope="col" class="num">"Ratio"</th><th scope="col" class="num">"Last 2 h"</th><th scope="col" class="num">"Rank among siblings"</th></tr></thead>
                 <tbody>
                     {queue.path.iter().map(|step| view! {
                         <tr>
                             <td>{step.path.clone()}</td>
                             <td class="num">{step.ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into())}</td>
+                            <td class="num">{step.recent_ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into())}</td>
                             <td class="num">{format!("{} of {}", step.sibling_rank, step.siblings)}</td>
                         </tr>
                     }).collect_view()}
