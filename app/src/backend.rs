@@ -13,7 +13,7 @@ mod ssr {
         nodes::{NodeView, RegisteredNode},
         settings::{SettingsForm, SettingsView},
         tokens::TokenView,
-        workloads::{QueueView, SubmitForm, WorkloadDetail, WorkloadView},
+        workloads::{QueueView, SubmitForm, SubmitOptions, WorkloadDetail, WorkloadView},
     };
     use leptos::prelude::*;
     use std::sync::Arc;
@@ -38,7 +38,7 @@ mod ssr {
             disabled: bool,
         ) -> Result<UserSummary, AppError>;
 
-        async fn my_projects(&self, actor: &CurrentUser) -> Result<Vec<String>, AppError>;
+        async fn submit_choices(&self, actor: &CurrentUser) -> Result<SubmitOptions, AppError>;
         async fn submit_workload(
             &self,
             actor: &CurrentUser,

@@ -33,6 +33,11 @@ describe('registering a node', () => {
       await shown.waitFor();
       const command = await shown.locator('pre').textContent();
       assert.match(command, /^hourglass agent --server http:\/\/[^ ]+ --name gpu-9 --gpus auto --token hgn_[0-9a-f]{64}$/);
+      // One click copies it.
+      await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+      await page.getByRole('button', { name: 'Copy the agent command' }).click();
+      await shown.getByText('Copied.').waitFor();
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), command);
       // The node is listed, never connected, and can be removed (registered by mistake).
       await page.getByText('never connected').waitFor();
       await page.getByRole('button', { name: 'Remove gpu-9' }).click();

@@ -34,6 +34,16 @@ describe('reports', () => {
       assert.match(await olmo.textContent(), /75\.0%/);
       await page.getByRole('button', { name: 'Expand or collapse ai' }).click();
       await olmo.waitFor({ state: 'hidden' });
+      // Only years with data are offered (this server started today; the review has loaded, so
+      // the page knows), and no quarter to come.
+      const now = new Date();
+      const years = page.getByLabel('Year', { exact: true }).locator('option');
+      assert.deepEqual(await years.allTextContents(), [String(now.getFullYear())]);
+      const thisQuarter = Math.floor(now.getMonth() / 3) + 1;
+      for (let q = 1; q <= 4; q++) {
+        const option = page.getByLabel('Quarter', { exact: true }).locator(`option[value="${q}"]`);
+        assert.equal(await option.isDisabled(), q > thisQuarter, `Q${q}`);
+      }
       await page.getByLabel('Quarter', { exact: true }).selectOption('1');
       await page.getByText(/^Q1 \d{4}: per program and project/).waitFor();
       assert.ok(await page.getByRole('link', { name: 'Export CSV (per day)' }).getAttribute('href'));

@@ -37,13 +37,13 @@ describe('workloads in the browser', () => {
     await server?.stop();
   });
 
-  async function submit(page, { name, command, gpus = '1', minRuntime = '900' }) {
+  async function submit(page, { name, command, gpus = '1', minRuntime = '15 min' }) {
     await page.goto(`${server.url}/workloads/new`);
     await waitForHydration(page);
     await page.getByLabel('Name').fill(name);
     await page.getByLabel('Command').fill(command);
     await page.getByLabel('GPUs').fill(gpus);
-    await page.getByLabel('Minimum runtime').selectOption(minRuntime);
+    await page.getByLabel('Minimum runtime', { exact: true }).fill(minRuntime);
     await page.getByRole('button', { name: 'Submit' }).click();
   }
 
@@ -99,6 +99,34 @@ describe('workloads in the browser', () => {
       await error.filter({ hasText: 'more than the whole cluster' }).waitFor();
       assert.equal(await page.getByLabel('GPUs').getAttribute('aria-describedby'), 'gpus-error');
       assert.equal(new URL(page.url()).pathname, '/workloads/new');
+    });
+  });
+
+  test('the minimum runtime takes any duration, with shortcuts up to the cap', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await page.goto(`${server.url}/workloads/new`);
+      await waitForHydration(page);
+      const field = page.getByLabel('Minimum runtime', { exact: true });
+      assert.equal(await field.inputValue(), '15 min');
+      await page.getByText("Any duration up to this cluster's cap of 8 h").waitFor();
+      const shortcuts = page.getByRole('group', { name: 'Minimum runtime shortcuts' });
+      await shortcuts.getByRole('button', { name: '1 h' }).click();
+      assert.equal(await field.inputValue(), '1 h');
+      assert.equal(await shortcuts.getByRole('button', { name: '1 h' }).getAttribute('aria-pressed'), 'true');
+      // What it cannot read is named next to the field, and nothing is submitted.
+      await page.getByLabel('Name').fill('odd-runtime');
+      await page.getByLabel('Command').fill('true');
+      await field.fill('soon');
+      await page.getByRole('button', { name: 'Submit' }).click();
+      await page.locator('#min-runtime-error').filter({ hasText: 'as a duration such as 15 min' }).waitFor();
+      assert.equal(new URL(page.url()).pathname, '/workloads/new');
+      // Free text between the shortcuts: 90 minutes.
+      await field.fill('1h30m');
+      await page.getByRole('button', { name: 'Submit' }).click();
+      await page.getByRole('heading', { name: /odd-runtime/ }).waitFor();
+      await page.getByText('1 h 30 min', { exact: true }).waitFor();
     });
   });
 

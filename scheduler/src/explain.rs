@@ -36,6 +36,16 @@ pub struct PathStep {
     /// 1-based position among its siblings, and how many there are.
     pub sibling_rank: u32,
     pub siblings: u32,
+    /// The sibling ranked first, when it is not this node: who goes ahead at this level.
+    pub ahead: Option<Ahead>,
+}
+
+/// The sibling that ranks first at a level of a waiting workload's path, and its ratios.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ahead {
+    pub node: BudgetId,
+    pub ratio: f64,
+    pub recent_ratio: f64,
 }
 
 /// What a queued workload is waiting for.
@@ -92,6 +102,19 @@ pub(crate) fn explain(
         .into_iter()
         .map(|node| {
             let (rank, of) = standings.sibling_rank(node);
+            let ahead = engine.tree().parent(node).and_then(|parent| {
+                engine
+                    .tree()
+                    .children(parent)
+                    .iter()
+                    .copied()
+                    .find(|&s| s != node && standings.sibling_rank(s).0 == 0)
+                    .map(|s| Ahead {
+                        node: s,
+                        ratio: standings.ratio(s),
+                        recent_ratio: standings.recent_ratio(s),
+                    })
+            });
             PathStep {
                 node,
                 usage: standings.usage(node),
@@ -100,6 +123,7 @@ pub(crate) fn explain(
                 recent_ratio: standings.recent_ratio(node),
                 sibling_rank: rank + 1,
                 siblings: of,
+                ahead,
             }
         })
         .collect();

@@ -88,7 +88,7 @@ mod tree;
 
 pub use cluster::{GpuSet, Health, NodeGpus, NodeState, Placement, MAX_GPUS_PER_NODE};
 pub use engine::{Config, Engine, Policy};
-pub use explain::{Explanation, PathStep, WaitReason};
+pub use explain::{Ahead, Explanation, PathStep, WaitReason};
 pub use ids::{BudgetId, NodeId, Time, WorkloadId, DAY, HOUR};
 pub use ledger::{Ledger, LedgerConfig};
 pub use ranking::{LevelComparison, Recent, Standings};

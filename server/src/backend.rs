@@ -18,7 +18,7 @@ use app::{
     nodes::{NodeView, RegisteredNode},
     settings::{SettingsForm, SettingsView},
     tokens::TokenView,
-    workloads::{QueueView, SubmitForm, WorkloadDetail, WorkloadView},
+    workloads::{QueueView, SubmitForm, SubmitOptions, WorkloadDetail, WorkloadView},
 };
 use sqlx::AnyPool;
 
@@ -122,8 +122,11 @@ impl Backend for ServerBackend {
         Ok(user)
     }
 
-    async fn my_projects(&self, actor: &CurrentUser) -> Result<Vec<String>, AppError> {
-        Ok(workloads::my_projects(&self.pool, actor).await?)
+    async fn submit_choices(&self, actor: &CurrentUser) -> Result<SubmitOptions, AppError> {
+        Ok(SubmitOptions {
+            projects: workloads::my_projects(&self.pool, actor).await?,
+            max_min_runtime_s: self.runtime.config().max_min_runtime,
+        })
     }
 
     async fn submit_workload(

@@ -2,7 +2,10 @@
 
 use crate::{
     clock::now_s,
-    components::field::{FieldError, FormError},
+    components::{
+        copy::CopyButton,
+        field::{FieldError, FormError},
+    },
     live::use_live_updates,
     nodes::{
         api::{list_nodes, RegisterNode, RemoveNode, SetNodeState},
@@ -200,11 +203,15 @@ fn RegisterNodeForm(register: ServerAction<RegisterNode>) -> impl IntoView {
                 <FieldError id="node-name-error" field="name" error />
                 <button type="submit" class="button">"Register"</button>
             </ActionForm>
-            {move || registered().map(|node| view! {
-                <div class="secret" role="status">
-                    <p>{format!("Node {} is registered. Run this on it (the token is shown only once):", node.name)}</p>
-                    <pre>{format!("hourglass agent --server {} --name {} --gpus auto --token {}", server_url(), node.name, node.token)}</pre>
-                </div>
+            {move || registered().map(|node| {
+                let command = format!("hourglass agent --server {} --name {} --gpus auto --token {}", server_url(), node.name, node.token);
+                view! {
+                    <div class="secret" role="status">
+                        <p>{format!("Node {} is registered. Run this on it (the token is shown only once):", node.name)}</p>
+                        <pre>{command.clone()}</pre>
+                        <CopyButton text=command label="Copy the agent command" />
+                    </div>
+                }
             })}
         </section>
     }

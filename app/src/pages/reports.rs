@@ -43,6 +43,15 @@ pub fn ReportsPage() -> impl IntoView {
         move || (year.get(), quarter.get()),
         |(y, q)| quarterly_review(y, q),
     );
+    // The years with data: from the first recorded one to this one (learnt from the first review
+    // loaded; until then, this year alone).
+    let first_year = RwSignal::new(this_year);
+    Effect::new(move || {
+        if let Some(Ok(r)) = review.get() {
+            let since = r.data_since.map_or(this_year, |t| quarter_of(t).0);
+            first_year.set(since.min(this_year));
+        }
+    });
     view! {
         <Title text="Quarterly review" />
         <ChartScript />
@@ -55,11 +64,18 @@ pub fn ReportsPage() -> impl IntoView {
         <div class="filters no-print" role="group" aria-label="Choose a quarter">
             <label for="year">"Year"</label>
             <select id="year" on:change=move |ev| year.set(event_target_value(&ev).parse().unwrap_or(this_year))>
-                {(this_year - 3..=this_year).rev().map(|y| view! { <option value=y.to_string() selected=y == this_year>{y}</option> }).collect_view()}
+                {move || (first_year.get()..=this_year).rev().map(|y| view! { <option value=y.to_string() selected=move || y == year.get()>{y}</option> }).collect_view()}
             </select>
             <label for="quarter">"Quarter"</label>
             <select id="quarter" on:change=move |ev| quarter.set(event_target_value(&ev).parse().unwrap_or(1))>
-                {(1..=4u32).map(|q| view! { <option value=q.to_string() selected=q == this_quarter>{format!("Q{q}")}</option> }).collect_view()}
+                {(1..=4u32).map(|q| {
+                    let to_come = move || year.get() == this_year && q > this_quarter;
+                    view! {
+                        <option value=q.to_string() selected=q == this_quarter disabled=to_come>
+                            {format!("Q{q}")}
+                        </option>
+                    }
+                }).collect_view()}
             </select>
         </div>
         <Transition fallback=|| view! { <p class="loading">"Computing the review…"</p> }>
@@ -249,7 +265,7 @@ fn ReviewView(
         <ReviewCharts from=review.from to=review.to paths=review.rows.iter().map(|r| r.path.clone()).collect() node granularity />
         <div class="card table-wrap">
             <table class="table tree review">
-                <caption>{format!("{}: per program and project. Owed is the funded share of healthy capacity, capped hour by hour by demand.", review.label)}</caption>
+                <caption>{format!("{}: per program and project. Funded share is the share in force hour by hour over the period (where it changed: from → to); owed is that share of healthy capacity, capped hour by hour by demand.", review.label)}</caption>
                 <thead>
                     <tr>
                         <th scope="col">"Node"</th>
@@ -290,7 +306,12 @@ fn ReviewView(
                                         }
                                     }
                                 </th>
-                                <td class="num">{pct(Some(r.fraction))}</td>
+                                <td class="num">
+                                    {pct(Some(r.fraction))}
+                                    {((r.share_at_start - r.share_at_end).abs() > 1e-9).then(|| view! {
+                                        <span class="hint share-change">{format!(" ({} → {})", pct(Some(r.share_at_start)), pct(Some(r.share_at_end)))}</span>
+                                    })}
+                                </td>
                                 <td class="num">{gpu_h(r.funded_gpu_h)}</td>
                                 <td class="num">{gpu_h(r.owed_gpu_h)}</td>
                                 <td class="num">{gpu_h(r.delivered_gpu_h)}</td>

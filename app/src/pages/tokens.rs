@@ -1,7 +1,10 @@
 //! Personal API tokens for scripts.
 
 use crate::{
-    components::field::{FieldError, FormError},
+    components::{
+        copy::CopyButton,
+        field::{FieldError, FormError},
+    },
     pages::users::format_date,
     tokens::api::{list_tokens, CreateToken, RevokeToken},
 };
@@ -66,7 +69,8 @@ pub fn TokensPage() -> impl IntoView {
                 {move || secret().map(|secret| view! {
                     <div class="secret" role="status">
                         <p>"Copy it now; it is shown only once:"</p>
-                        <pre>{secret}</pre>
+                        <pre>{secret.clone()}</pre>
+                        <CopyButton text=secret label="Copy the token" />
                     </div>
                 })}
             </section>

@@ -54,8 +54,14 @@ pub struct ReviewRow {
     pub path: String,
     pub depth: usize,
     pub leaf: bool,
-    /// Its share of the cluster at the end of the period.
+    /// Its share of the cluster over the period: the shares in force hour by hour, weighted by
+    /// the healthy capacity of each hour (funded ÷ capacity). With no capacity recorded, the
+    /// share at the period's end.
     pub fraction: f64,
+    /// Its share when the period began and when it ended (or now, for the current period);
+    /// they differ when a change took effect within the period.
+    pub share_at_start: f64,
+    pub share_at_end: f64,
     pub funded_gpu_h: f64,
     pub owed_gpu_h: f64,
     pub delivered_gpu_h: f64,
@@ -72,6 +78,9 @@ pub struct Review {
     pub label: String,
     pub headline: Headline,
     pub rows: Vec<ReviewRow>,
+    /// The first hour anything was recorded (`None`: nothing yet): the page offers no earlier
+    /// year.
+    pub data_since: Option<i64>,
 }
 
 /// One tree node's series over the buckets of a [`UsageSeries`], in GPU-hours per bucket.

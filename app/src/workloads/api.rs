@@ -1,14 +1,14 @@
 //! Server functions of the workload and queue pages. Authorization lives in the
 //! backend's services, shared with the JSON API.
 
-use super::{QueueView, WorkloadDetail, WorkloadView};
+use super::{QueueView, SubmitOptions, WorkloadDetail, WorkloadView};
 use crate::error::AppError;
 use leptos::prelude::*;
 
-#[server(prefix = "/api", endpoint = "workloads/projects")]
-pub async fn my_projects() -> Result<Vec<String>, AppError> {
+#[server(name = GetSubmitChoices, prefix = "/api", endpoint = "workloads/choices")]
+pub async fn submit_choices() -> Result<SubmitOptions, AppError> {
     use crate::backend::*;
-    with_status(async { backend()?.my_projects(&require_user()?).await }.await)
+    with_status(async { backend()?.submit_choices(&require_user()?).await }.await)
 }
 
 #[server(prefix = "/api", endpoint = "workloads/submit")]
@@ -17,7 +17,7 @@ pub async fn submit_workload(
     name: String,
     command: String,
     gpus: String,
-    min_runtime_s: String,
+    min_runtime: String,
     #[server(default)] resumable: Option<String>,
     priority: String,
 ) -> Result<WorkloadView, AppError> {
@@ -27,7 +27,7 @@ pub async fn submit_workload(
         name,
         command,
         gpus,
-        min_runtime_s,
+        min_runtime,
         resumable: resumable.is_some_and(|v| v == "on" || v == "true"),
         priority,
     };

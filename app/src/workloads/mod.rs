@@ -2,6 +2,7 @@
 //! scheduler's reason data.
 
 pub mod api;
+pub mod duration;
 pub mod reasons;
 pub mod sentences;
 
@@ -118,6 +119,16 @@ pub struct PathRatio {
     pub recent_ratio: Option<f64>,
     pub sibling_rank: u32,
     pub siblings: u32,
+    /// The sibling ranked first at this level, when it is not this node.
+    pub ahead: Option<AheadSibling>,
+}
+
+/// Who goes ahead at one level of a waiting workload's path, and why (its ratios).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AheadSibling {
+    pub path: String,
+    pub ratio: Option<f64>,
+    pub recent_ratio: Option<f64>,
 }
 
 /// Why a queued workload waits.
@@ -162,6 +173,14 @@ pub struct QueueView {
     pub total: usize,
 }
 
+/// What the Submit form offers the signed-in person: the projects they may charge and the
+/// cluster's cap on minimum runtimes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubmitOptions {
+    pub projects: Vec<String>,
+    pub max_min_runtime_s: i64,
+}
+
 /// The Submit form's fields, as typed (the server validates).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SubmitForm {
@@ -169,7 +188,8 @@ pub struct SubmitForm {
     pub name: String,
     pub command: String,
     pub gpus: String,
-    pub min_runtime_s: String,
+    /// As typed: `15 min`, `2h`, `1h30m`, or a bare number of minutes.
+    pub min_runtime: String,
     pub resumable: bool,
     pub priority: String,
 }

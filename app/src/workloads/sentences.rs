@@ -3,6 +3,7 @@
 use super::reasons::{
     AfterStop, Drain, DrainRule, Event, Party, PreemptRule, Preemption, WaitingFor,
 };
+use super::PathRatio;
 
 /// `2 h`, `15 min`, `1 h 30 min`, `45 s`.
 pub fn duration(seconds: i64) -> String {
@@ -174,9 +175,103 @@ pub fn waiting_for(value: &WaitingFor) -> String {
     }
 }
 
+/// Why a waiting workload's project ranks where it does, in words: at the first level of its path
+/// where another sibling ranks first, who that is and how both are served.
+pub fn rank_in_words(path: &[PathRatio]) -> String {
+    let Some((step, ahead)) = path.iter().find_map(|s| {
+        s.ahead
+            .as_ref()
+            .map(|a| (s, a))
+            .filter(|_| s.sibling_rank > 1)
+    }) else {
+        return "Its project ranks first at every level of the budget tree: its work is next in line."
+            .to_string();
+    };
+    let served = |r: f64| {
+        if r < 1.0 {
+            "under-served"
+        } else {
+            "over-served"
+        }
+    };
+    let (ours, theirs) = (&step.path, &ahead.path);
+    match (step.ratio, ahead.ratio) {
+        (None, _) => format!(
+            "{ours} has no funded time in the window, so funded siblings such as {theirs} go first."
+        ),
+        (Some(o), Some(t)) if t < o && (o < 1.0) == (t < 1.0) => {
+            let more = if o < 1.0 { "more so" } else { "less so" };
+            format!(
+                "{ours} is {} (ratio {o:.2}) but {theirs} is {more} ({t:.2}), so {theirs}'s work goes first.",
+                served(o)
+            )
+        }
+        (Some(o), Some(t)) if t < o => format!(
+            "{theirs} is under-served (ratio {t:.2}) and {ours} is not ({o:.2}), so {theirs}'s work goes first."
+        ),
+        (Some(o), Some(t)) => match (step.recent_ratio, ahead.recent_ratio) {
+            (Some(our_recent), Some(their_recent)) if their_recent < our_recent => format!(
+                "{ours} and {theirs} are about as served over the week ({o:.2} and {t:.2}), but {theirs} has used less of its share over the last two hours ({their_recent:.2} against {our_recent:.2}), so its work goes first."
+            ),
+            _ => format!(
+                "{ours} and {theirs} are equally served ({o:.2} and {t:.2}); ties go to the larger share, then by name, so {theirs}'s work goes first."
+            ),
+        },
+        (Some(o), None) => format!(
+            "{theirs} ranks ahead of {ours} (ratio {o:.2})."
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn step(
+        path: &str,
+        ratio: f64,
+        recent: f64,
+        rank: u32,
+        ahead: Option<(&str, f64, f64)>,
+    ) -> PathRatio {
+        PathRatio {
+            path: path.into(),
+            usage_gpu_h: 0.0,
+            allocated_gpu_h: 0.0,
+            ratio: Some(ratio),
+            recent_ratio: Some(recent),
+            sibling_rank: rank,
+            siblings: 3,
+            ahead: ahead.map(|(p, r, rr)| super::super::AheadSibling {
+                path: p.into(),
+                ratio: Some(r),
+                recent_ratio: Some(rr),
+            }),
+        }
+    }
+
+    #[test]
+    fn the_rank_is_explained_at_the_first_level_where_someone_else_goes_first() {
+        let path = [
+            step("lang", 0.7, 0.7, 1, None),
+            step("lang/eval", 0.8, 0.9, 2, Some(("lang/posttrain", 0.6, 0.5))),
+        ];
+        assert_eq!(
+            rank_in_words(&path),
+            "lang/eval is under-served (ratio 0.80) but lang/posttrain is more so (0.60), so lang/posttrain's work goes first."
+        );
+        let over = [step("science", 1.3, 1.0, 2, Some(("lang", 0.9, 1.0)))];
+        assert_eq!(
+            rank_in_words(&over),
+            "lang is under-served (ratio 0.90) and science is not (1.30), so lang's work goes first."
+        );
+        let recent = [step("a/x", 1.0, 1.6, 2, Some(("a/y", 1.01, 0.2)))];
+        assert!(rank_in_words(&recent).contains(
+            "a/y has used less of its share over the last two hours (0.20 against 1.60)"
+        ));
+        let first = [step("lang", 0.5, 0.5, 1, None)];
+        assert!(rank_in_words(&first).starts_with("Its project ranks first"));
+    }
     use serde_json::{json, Value};
 
     /// The sentence for a stored event, read through the JSON contract the server writes.

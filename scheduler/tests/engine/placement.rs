@@ -178,6 +178,11 @@ fn explanation_reports_position_and_ratios_along_the_path() {
     assert_eq!((e.path[0].sibling_rank, e.path[0].siblings), (1, 2));
     assert_eq!((e.path[1].sibling_rank, e.path[1].siblings), (2, 2));
     assert!(e.path[1].ratio > 0.0 && e.path[1].usage == 36_000.0);
+    // Who goes first at each level: p does at the top; inside p, x (which used nothing).
+    assert_eq!(e.path[0].ahead, None);
+    let ahead = e.path[1].ahead.expect("y ranks second among p's children");
+    assert_eq!(w.engine.tree().path(ahead.node), "p/x");
+    assert_eq!(ahead.ratio, 0.0);
     let WaitReason::Capacity {
         protected_gpus,
         protected_until,

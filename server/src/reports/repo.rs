@@ -19,6 +19,14 @@ pub async fn capacity(
     .await
 }
 
+/// The first hour the cluster's capacity was recorded: reports have nothing before it.
+pub async fn first_capacity_hour(db: impl AnyExecutor<'_>) -> Result<Option<i64>, sqlx::Error> {
+    let (first,): (Option<i64>,) = sqlx::query_as("select min(hour) from capacity_hour")
+        .fetch_one(db)
+        .await?;
+    Ok(first)
+}
+
 /// `(leaf, hour, charged, unallocated, demand)` GPU-seconds per leaf and hour, in hour order.
 pub async fn usage_hours(
     db: impl AnyExecutor<'_>,

@@ -22,6 +22,7 @@ pub async fn review(
     now: i64,
 ) -> Result<Review, ServerError> {
     let mut db = pool.acquire().await?;
+    let data_since = repo::first_capacity_hour(&mut *db).await?;
     let Some(tree) = tree_snapshot::load(&mut db).await? else {
         return Ok(Review {
             from,
@@ -29,6 +30,7 @@ pub async fn review(
             label,
             headline: headline(&[], 0.0, 0.0, 0.0, 0.0, None),
             rows: Vec::new(),
+            data_since,
         });
     };
     let capacity = repo::capacity(&mut *db, from, to).await?;
@@ -37,6 +39,7 @@ pub async fn review(
 
     let t = &tree.tree;
     let end = to.min(now);
+    let capacity_total: f64 = capacity.iter().map(|c| c.1).sum();
     let wait_of =
         |s: &Submitted| s.first_started_at.unwrap_or(end).max(s.submitted_at) - s.submitted_at;
 
@@ -55,6 +58,8 @@ pub async fn review(
             .iter()
             .map(|&(hour, gpu_s)| t.version_at(hour).fraction(id) * gpu_s)
             .sum();
+        let share_at_start = t.version_at(from).fraction(id);
+        let share_at_end = t.version_at(end - 1).fraction(id);
         let (delivered, unallocated, owed) =
             (node.charged_gpu_s, node.unallocated_gpu_s, node.owed_gpu_s);
         let prefix = format!("{path}/");
@@ -66,7 +71,13 @@ pub async fn review(
         waits.sort_unstable();
         let stats = WaitStats::of_sorted(&waits);
         rows.push(ReviewRow {
-            fraction: t.version_at(to - 1).fraction(id),
+            fraction: if capacity_total > 0.0 {
+                funded / capacity_total
+            } else {
+                share_at_end
+            },
+            share_at_start,
+            share_at_end,
             depth,
             leaf: t.is_leaf(id),
             funded_gpu_h: funded / HOUR as f64,
@@ -79,7 +90,6 @@ pub async fn review(
             path,
         });
     }
-    let capacity_total: f64 = capacity.iter().map(|c| c.1).sum();
     let leaves: Vec<NodeTotals> = t
         .leaves()
         .filter_map(|leaf| totals.get(&leaf).copied())
@@ -116,6 +126,7 @@ pub async fn review(
         label,
         headline,
         rows,
+        data_since,
     })
 }
 

@@ -24,11 +24,15 @@ impl SubmitWorkload {
     pub fn from_form(form: SubmitForm) -> Result<SubmitWorkload, ServerError> {
         Ok(SubmitWorkload {
             gpus: whole("gpus", &form.gpus, "the GPU count")?,
-            min_runtime_s: whole(
-                "min_runtime_s",
-                &form.min_runtime_s,
-                "the minimum runtime in seconds",
-            )?,
+            min_runtime_s: app::workloads::duration::parse_duration(&form.min_runtime).ok_or_else(|| {
+                ServerError::invalid(
+                    "min_runtime_s",
+                    format!(
+                        "Enter the minimum runtime as a duration such as 15 min, 2 h or 1 h 30 min (0 makes it free), not \"{}\".",
+                        form.min_runtime.trim()
+                    ),
+                )
+            })?,
             priority: whole("priority", &form.priority, "the priority")?,
             project: form.project,
             name: form.name,

@@ -13,8 +13,8 @@ use crate::{
 use app::model::CurrentUser;
 use app::workloads::reasons::{AfterStop, Drain, DrainRule, Event};
 use app::workloads::{
-    GpuPlacement, PathRatio, QueueExplanation, QueueRow, WorkloadDetail, WorkloadState,
-    WorkloadView,
+    AheadSibling, GpuPlacement, PathRatio, QueueExplanation, QueueRow, WorkloadDetail,
+    WorkloadState, WorkloadView,
 };
 use scheduler::WorkloadId;
 use sqlx::AnyPool;
@@ -220,6 +220,11 @@ async fn explain(
                 recent_ratio: step.recent_ratio.is_finite().then_some(step.recent_ratio),
                 sibling_rank: step.sibling_rank,
                 siblings: step.siblings,
+                ahead: step.ahead.map(|a| AheadSibling {
+                    path: tree.path(a.node).to_string(),
+                    ratio: a.ratio.is_finite().then_some(a.ratio),
+                    recent_ratio: a.recent_ratio.is_finite().then_some(a.recent_ratio),
+                }),
             })
             .collect(),
         waiting_for,

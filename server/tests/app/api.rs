@@ -107,6 +107,16 @@ async fn a_queued_workload_explains_its_position_and_path() {
     assert_eq!(queue["position"], 1, "{detail}");
     assert_eq!(queue["path"][1]["path"], "ai/molmo");
     assert_eq!(queue["waiting_for"]["kind"], "capacity", "{queue}");
+    // Each level names the sibling that goes first, unless it is this one (which of olmo and
+    // molmo ranks first depends on whether the blocker's first second is booked yet).
+    for step in queue["path"].as_array().unwrap() {
+        let first = step["sibling_rank"] == 1;
+        assert_eq!(step["ahead"].is_null(), first, "{step}");
+        if !first {
+            assert_eq!(step["ahead"]["path"], "ai/olmo", "{step}");
+        }
+        assert!(step["recent_ratio"].is_number(), "{step}");
+    }
 }
 
 /// Hostile JSON bodies (truncated, mistyped, huge, deeply nested, byte-flipped mutations of a

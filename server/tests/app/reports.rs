@@ -124,6 +124,53 @@ async fn the_quarterly_review_caps_owed_by_demand_and_delivered_by_owed() {
 }
 
 #[tokio::test]
+async fn the_quarterly_review_shows_the_share_in_force_over_the_quarter_and_where_it_changed() {
+    let (app, token, h0) = fixture().await;
+    // From the second hour on, olmo and molmo are funded equally (75% → 50% for olmo).
+    let equal = ORG.replace("\"ai/olmo\" = 3", "\"ai/olmo\" = 1");
+    import_org(&app.pool, &OrgFile::parse(&equal).unwrap(), h0 + 3600)
+        .await
+        .unwrap();
+    let review = get(&app, &token, "/api/v1/reports/quarter?year=2026&quarter=1")
+        .await
+        .json();
+    let olmo = review["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "ai/olmo")
+        .unwrap()
+        .clone();
+    assert_eq!(olmo["funded_gpu_h"], 5.0, "0.75 × 4 GPU-h + 0.5 × 4 GPU-h");
+    assert_eq!(
+        olmo["fraction"], 0.625,
+        "the hours' shares weighted by capacity"
+    );
+    assert_eq!(
+        (
+            olmo["share_at_start"].as_f64(),
+            olmo["share_at_end"].as_f64()
+        ),
+        (Some(0.75), Some(0.5))
+    );
+    let ai = review["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "ai")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        ai["share_at_start"], ai["share_at_end"],
+        "ai kept its share"
+    );
+    assert_eq!(
+        review["data_since"], h0,
+        "the first recorded hour bounds the year picker"
+    );
+}
+
+#[tokio::test]
 async fn the_usage_csv_has_a_header_and_one_row_per_bucket_and_node() {
     let (app, token, h0) = fixture().await;
     let response = get(

@@ -199,7 +199,7 @@ async fn every_mutation_is_authorized_on_the_server_for_every_role() {
         ("name", "probe"),
         ("command", "true"),
         ("gpus", "1"),
-        ("min_runtime_s", "0"),
+        ("min_runtime", "0"),
         ("priority", "0"),
     ];
     // (endpoint, form, expected status for anonymous, ada, lee, root)

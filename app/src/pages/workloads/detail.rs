@@ -7,7 +7,7 @@ use crate::{
     workloads::{
         api::{get_workload_detail, CancelWorkload},
         reasons::Event,
-        sentences::{clock, drain, duration, preemption, stop_reason, waiting_for},
+        sentences::{clock, drain, duration, preemption, rank_in_words, stop_reason, waiting_for},
         EventView, QueueExplanation, WorkloadDetail, WorkloadState,
     },
 };
@@ -166,6 +166,7 @@ fn WhyWaiting(queue: QueueExplanation) -> impl IntoView {
         <section class="card why" aria-labelledby="why-waiting">
             <h2 id="why-waiting">"Why it waits"</h2>
             <p>{format!("Position {} of {} in the queue; its project ranks {} in fair-share order.", queue.position, queue.queue_len, queue.leaf_rank)}</p>
+            <p class="rank-in-words">{rank_in_words(&queue.path)}</p>
             <p>{waiting_for(&queue.waiting_for)}</p>
             <table class="table compact">
                 <caption>"Usage ratio along its path: usage ÷ funded over the window, below 1 is under-served. Siblings rank by it, with the last two hours' ratio weighing 15%, so a team that has just had its share lets an equally served sibling go first."</caption>

@@ -2,28 +2,29 @@
 
 use crate::{
     components::field::{FieldError, FormError},
-    workloads::api::{get_workload_detail, my_projects, SubmitWorkload},
+    workloads::{
+        api::{get_workload_detail, submit_choices, SubmitWorkload},
+        duration::parse_duration,
+        sentences::duration,
+    },
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
 
-/// Minimum-runtime presets: seconds and label.
+/// Shortcuts under the minimum-runtime field (those above the cluster's cap are left out).
 const PRESETS: [(i64, &str); 5] = [
-    (
-        0,
-        "0 — free: runs only on idle GPUs, never charged, preemptible at any moment",
-    ),
-    (900, "15 min — debug"),
+    (0, "0 (free)"),
+    (900, "15 min (debug)"),
     (3600, "1 h"),
     (14_400, "4 h"),
-    (28_800, "8 h — the cap"),
+    (28_800, "8 h"),
 ];
 
 #[component]
 pub fn SubmitPage() -> impl IntoView {
     let submit = ServerAction::<SubmitWorkload>::new();
-    let projects = Resource::new(|| (), |_| my_projects());
+    let choices = Resource::new(|| (), |_| submit_choices());
     let query = use_query_map();
     let from = move || {
         query
@@ -53,7 +54,10 @@ pub fn SubmitPage() -> impl IntoView {
         <h1>"Submit a workload"</h1>
         <Suspense fallback=|| view! { <p class="loading">"Loading your projects…"</p> }>
             {move || Suspend::new(async move {
-                let projects = projects.await.unwrap_or_default();
+                let (projects, cap) = match choices.await {
+                    Ok(c) => (c.projects, c.max_min_runtime_s),
+                    Err(_) => (Vec::new(), 0),
+                };
                 let original = original.await;
                 if projects.is_empty() {
                     return view! {
@@ -71,7 +75,8 @@ pub fn SubmitPage() -> impl IntoView {
                     .map(|w| w.project.clone())
                     .filter(|p| !projects.contains(p));
                 let chosen_project = o.as_ref().map(|w| w.project.clone()).unwrap_or_default();
-                let chosen_runtime = o.as_ref().map(|w| w.min_runtime_s).unwrap_or(900);
+                let chosen_runtime = o.as_ref().map(|w| w.min_runtime_s).unwrap_or(900.min(cap));
+                let runtime = RwSignal::new(duration(chosen_runtime));
                 view! {
                     <ActionForm action=submit attr:class="card stack form-wide">
                         <FormError error />
@@ -112,11 +117,27 @@ pub fn SubmitPage() -> impl IntoView {
                         <FieldError id="gpus-error" field="gpus" error />
 
                         <label for="min-runtime">"Minimum runtime"</label>
-                        <select id="min-runtime" name="min_runtime_s" aria-describedby=describe("min_runtime_s", "min-runtime-error")>
-                            {PRESETS.map(|(seconds, label)| view! {
-                                <option value=seconds.to_string() selected=seconds == chosen_runtime>{label}</option>
+                        <input id="min-runtime" name="min_runtime" type="text" required
+                            value=duration(chosen_runtime)
+                            prop:value=move || runtime.get()
+                            on:input=move |ev| runtime.set(event_target_value(&ev))
+                            aria-describedby=move || {
+                                let mut ids = vec!["min-runtime-hint"];
+                                ids.extend(describe("min_runtime_s", "min-runtime-error")());
+                                ids.join(" ")
+                            } />
+                        <div class="presets" role="group" aria-label="Minimum runtime shortcuts">
+                            {PRESETS.into_iter().filter(|(seconds, _)| *seconds <= cap).map(|(seconds, label)| view! {
+                                <button type="button" class="button-quiet"
+                                    aria-pressed=move || (parse_duration(&runtime.get()) == Some(seconds)).to_string()
+                                    on:click=move |_| runtime.set(duration(seconds))>
+                                    {label}
+                                </button>
                             }).collect_view()}
-                        </select>
+                        </div>
+                        <p class="hint" id="min-runtime-hint">
+                            {format!("Any duration up to this cluster's cap of {}: e.g. 15 min, 2 h, 1 h 30 min.", duration(cap))}
+                        </p>
                         <FieldError id="min-runtime-error" field="min_runtime_s" error />
                         <p class="hint contract">
                             "The contract: for its minimum runtime a workload is protected from preemption and charged to "
