@@ -25,7 +25,7 @@ describe('reports', () => {
       await signIn(page, server.url, 'lee', 'lee-password-1');
       await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reports' }).click();
-      await page.getByRole('heading', { name: 'Quarterly review' }).waitFor();
+      await page.getByRole('heading', { name: /^Quarterly review/ }).waitFor();
       await waitForHydration(page);
       const headline = page.getByRole('region', { name: 'Headline figures' });
       await headline.getByText('Delivered / owed').waitFor();
@@ -46,7 +46,19 @@ describe('reports', () => {
       }
       await page.getByLabel('Quarter', { exact: true }).selectOption('1');
       await page.getByText(/^Q1 \d{4}: per program and project/).waitFor();
+      // The quarter is in the URL and the heading (what a print or a shared link shows).
+      const url = new URL(page.url());
+      assert.equal(url.searchParams.get('quarter'), '1');
+      assert.equal(url.searchParams.get('year'), String(now.getFullYear()));
+      await page.getByRole('heading', { name: `Quarterly review: Q1 ${now.getFullYear()}` }).waitFor();
       assert.ok(await page.getByRole('link', { name: 'Export CSV (per day)' }).getAttribute('href'));
+      assert.equal(
+        await page.getByRole('link', { name: 'Export this table (CSV)' }).getAttribute('href'),
+        `/api/v1/reports/quarter.csv?year=${now.getFullYear()}&quarter=1`,
+      );
+      // Opening that link directly shows that quarter.
+      await page.goto(`${server.url}/reports?year=${now.getFullYear()}&quarter=1`);
+      await page.getByText(/^Q1 \d{4}: per program and project/).waitFor();
     });
   });
 });

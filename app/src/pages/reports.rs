@@ -14,6 +14,7 @@ use crate::{
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::hooks::{use_navigate, use_query_map};
 
 fn pct(x: Option<f64>) -> String {
     x.map(|v| format!("{:.1}%", v * 100.0))
@@ -34,8 +35,36 @@ fn quarter_of(epoch: i64) -> (i32, u32) {
 #[component]
 pub fn ReportsPage() -> impl IntoView {
     let (this_year, this_quarter) = quarter_of(now_s());
-    let year = RwSignal::new(this_year);
-    let quarter = RwSignal::new(this_quarter);
+    // The quarter shown is the one in the URL (`?year=2026&quarter=3`), so it can be shared and
+    // bookmarked; without one, this quarter.
+    let query = use_query_map();
+    let year = Memo::new(move |_| {
+        query
+            .read()
+            .get("year")
+            .and_then(|y| y.parse().ok())
+            .unwrap_or(this_year)
+    });
+    let quarter = Memo::new(move |_| {
+        query
+            .read()
+            .get("quarter")
+            .and_then(|q| q.parse().ok())
+            .filter(|q| (1..=4).contains(q))
+            .unwrap_or(this_quarter)
+    });
+    let navigate = use_navigate();
+    let show = move |y: i32, q: u32| {
+        navigate(
+            &format!("/reports?year={y}&quarter={q}"),
+            leptos_router::NavigateOptions {
+                replace: true,
+                scroll: false,
+                ..Default::default()
+            },
+        )
+    };
+    let show_year = show.clone();
     // The tree node the allocation chart shows (empty: the whole cluster) and its buckets.
     let node = RwSignal::new(String::new());
     let granularity = RwSignal::new("day".to_string());
@@ -53,25 +82,25 @@ pub fn ReportsPage() -> impl IntoView {
         }
     });
     view! {
-        <Title text="Quarterly review" />
+        <Title text=move || format!("Quarterly review: Q{} {}", quarter.get(), year.get()) />
         <ChartScript />
         <div class="page-head">
-            <h1>"Quarterly review"</h1>
+            <h1>{move || format!("Quarterly review: Q{} {}", quarter.get(), year.get())}</h1>
             <div class="actions no-print">
                 <button type="button" class="button-quiet" on:click=move |_| print()>"Print"</button>
             </div>
         </div>
         <div class="filters no-print" role="group" aria-label="Choose a quarter">
             <label for="year">"Year"</label>
-            <select id="year" on:change=move |ev| year.set(event_target_value(&ev).parse().unwrap_or(this_year))>
+            <select id="year" on:change=move |ev| show_year(event_target_value(&ev).parse().unwrap_or(this_year), quarter.get_untracked())>
                 {move || (first_year.get()..=this_year).rev().map(|y| view! { <option value=y.to_string() selected=move || y == year.get()>{y}</option> }).collect_view()}
             </select>
             <label for="quarter">"Quarter"</label>
-            <select id="quarter" on:change=move |ev| quarter.set(event_target_value(&ev).parse().unwrap_or(1))>
+            <select id="quarter" on:change=move |ev| show(year.get_untracked(), event_target_value(&ev).parse().unwrap_or(1))>
                 {(1..=4u32).map(|q| {
                     let to_come = move || year.get() == this_year && q > this_quarter;
                     view! {
-                        <option value=q.to_string() selected=q == this_quarter disabled=to_come>
+                        <option value=q.to_string() selected=move || q == quarter.get() disabled=to_come>
                             {format!("Q{q}")}
                         </option>
                     }
@@ -81,7 +110,10 @@ pub fn ReportsPage() -> impl IntoView {
         <Transition fallback=|| view! { <p class="loading">"Computing the review…"</p> }>
             {move || Suspend::new(async move {
                 match review.await {
-                    Ok(review) => view! { <ReviewView review node granularity /> }.into_any(),
+                    Ok(review) => {
+                        let table_csv = format!("/api/v1/reports/quarter.csv?year={}&quarter={}", year.get_untracked(), quarter.get_untracked());
+                        view! { <ReviewView review node granularity table_csv /> }.into_any()
+                    }
                     Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
                 }
             })}
@@ -240,6 +272,8 @@ fn ReviewView(
     review: Review,
     node: RwSignal<String>,
     granularity: RwSignal<String>,
+    /// Where this table downloads as CSV.
+    table_csv: String,
 ) -> impl IntoView {
     let h = review.headline.clone();
     let csv = format!(
@@ -325,7 +359,11 @@ fn ReviewView(
                 </tbody>
             </table>
         </div>
-        <p class="no-print"><a class="button button-quiet" href=csv download="hourglass-usage.csv">"Export CSV (per day)"</a></p>
+        <p class="no-print actions">
+            <a class="button button-quiet" href=table_csv download=format!("hourglass-{}.csv", review.label.replace(' ', "-"))>"Export this table (CSV)"</a>
+            " "
+            <a class="button button-quiet" href=csv download="hourglass-usage.csv">"Export CSV (per day)"</a>
+        </p>
     }
 }
 

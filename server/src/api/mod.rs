@@ -33,6 +33,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/workloads/{id}/log", get(workloads::log))
         .route("/api/v1/reports/quarter", get(reports::quarter))
         .route("/api/v1/reports/usage.csv", get(reports::usage_csv))
+        .route("/api/v1/reports/quarter.csv", get(reports::quarter_csv))
         .route("/api/v1/tree", get(tree::tree))
         .route(
             "/api/v1/change-requests",

@@ -39,6 +39,32 @@ pub async fn quarter(
     ))
 }
 
+/// `GET /api/v1/reports/quarter.csv?year=…&quarter=…`: the review's table, one row per tree
+/// node, every column the page shows.
+pub async fn quarter_csv(
+    State(state): State<AppState>,
+    ApiUser(_user): ApiUser,
+    Query(q): Query<QuarterQuery>,
+) -> Result<impl IntoResponse, ServerError> {
+    let (from, to) = calendar::quarter(q.year, q.quarter)
+        .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
+    let label = format!("Q{} {}", q.quarter, q.year);
+    let r = review::review(&state.pool, from, to, label, state.runtime.now()).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!(
+                    "attachment; filename=\"hourglass-Q{}-{}.csv\"",
+                    q.quarter, q.year
+                ),
+            ),
+        ],
+        review::csv(&r),
+    ))
+}
+
 #[derive(Deserialize)]
 pub struct UsageQuery {
     from: Option<i64>,

@@ -181,3 +181,32 @@ mod tests {
         assert_eq!(h.unallocated_fraction, Some(35.0 / 200.0));
     }
 }
+
+/// The review table's CSV header: the page's columns, shares as fractions, waits in seconds.
+pub const CSV_HEADER: &str = "path,funded_share,share_at_start,share_at_end,funded_gpu_h,owed_gpu_h,delivered_gpu_h,delivered_over_owed,unallocated_gpu_h,wait_p50_s,wait_p90_s";
+
+/// The review's table as CSV: one line per tree node in the page's order (empty cells where the
+/// page shows "—").
+pub fn csv(review: &Review) -> String {
+    let num = |x: f64| format!("{x:.4}");
+    let opt = |v: Option<f64>| v.map(num).unwrap_or_default();
+    let secs = |v: Option<i64>| v.map(|x| x.to_string()).unwrap_or_default();
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let _ = out.write_record(CSV_HEADER.split(','));
+    for r in &review.rows {
+        let _ = out.write_record([
+            r.path.clone(),
+            num(r.fraction),
+            num(r.share_at_start),
+            num(r.share_at_end),
+            num(r.funded_gpu_h),
+            num(r.owed_gpu_h),
+            num(r.delivered_gpu_h),
+            opt(r.delivered_over_owed),
+            num(r.unallocated_gpu_h),
+            secs(r.wait_p50_s),
+            secs(r.wait_p90_s),
+        ]);
+    }
+    super::usage::written(out)
+}

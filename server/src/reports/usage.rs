@@ -6,7 +6,7 @@ use crate::{budget::snapshot as tree_snapshot, ServerError};
 use app::reports::{UsageLine, UsageSeries};
 use scheduler::{BudgetId, DAY, HOUR};
 use sqlx::AnyPool;
-use std::{collections::BTreeMap, fmt::Write};
+use std::collections::BTreeMap;
 
 pub const CSV_HEADER: &str =
     "bucket_start,path,funded_gpu_h,owed_gpu_h,delivered_gpu_h,unallocated_gpu_h";
@@ -183,17 +183,26 @@ pub async fn series(
 }
 
 pub fn csv(series: &BTreeMap<(i64, String), [f64; 4]>) -> String {
-    let mut out = String::from(CSV_HEADER);
-    out.push('\n');
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let _ = out.write_record(CSV_HEADER.split(','));
     for ((bucket, path), [funded, owed, delivered, free]) in series {
-        let _ = writeln!(
-            out,
-            "{},{},{funded:.4},{owed:.4},{delivered:.4},{free:.4}",
+        let _ = out.write_record([
             iso(*bucket),
-            path
-        );
+            path.clone(),
+            format!("{funded:.4}"),
+            format!("{owed:.4}"),
+            format!("{delivered:.4}"),
+            format!("{free:.4}"),
+        ]);
     }
-    out
+    written(out)
+}
+
+/// What a CSV writer over memory wrote (it cannot fail to write to a `Vec`).
+pub fn written(out: csv::Writer<Vec<u8>>) -> String {
+    out.into_inner()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default()
 }
 
 /// `2026-11-30T10:00:00Z`.

@@ -171,6 +171,40 @@ async fn the_quarterly_review_shows_the_share_in_force_over_the_quarter_and_wher
 }
 
 #[tokio::test]
+async fn the_quarterly_review_table_downloads_as_csv_with_every_column_the_page_shows() {
+    let (app, token, _) = fixture().await;
+    let response = get(
+        &app,
+        &token,
+        "/api/v1/reports/quarter.csv?year=2026&quarter=1",
+    )
+    .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let lines: Vec<&str> = response.body.lines().collect();
+    assert_eq!(lines[0], server::reports::review::CSV_HEADER);
+    assert!(
+        lines[0].ends_with("wait_p50_s,wait_p90_s"),
+        "waits included"
+    );
+    assert_eq!(
+        lines.len(),
+        4,
+        "a header and ai, ai/molmo, ai/olmo: {lines:?}"
+    );
+    assert_eq!(
+        lines[3],
+        "ai/olmo,0.7500,0.7500,0.7500,6.0000,4.0000,5.0000,1.2500,0.0000,,"
+    );
+    let response = get(
+        &app,
+        &token,
+        "/api/v1/reports/quarter.csv?year=2026&quarter=5",
+    )
+    .await;
+    assert_eq!(response.status, 422, "{}", response.body);
+}
+
+#[tokio::test]
 async fn the_usage_csv_has_a_header_and_one_row_per_bucket_and_node() {
     let (app, token, h0) = fixture().await;
     let response = get(
