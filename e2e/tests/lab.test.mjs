@@ -66,6 +66,13 @@ describe('simulator lab', () => {
       await summary.waitFor({ timeout: 60_000 });
       const overall = summary.getByRole('row', { name: /Delivered \/ owed, overall/ });
       assert.match(await overall.textContent(), /\d+\.\d% *\d+\.\d%/);
+      // Each measure says in words which policy does better, and by how much.
+      assert.match(
+        await overall.textContent(),
+        /(Fair share|The priority baseline) is better by \d+\.\d points of what teams were owed|About the same under both/,
+      );
+      const demand = summary.getByRole('row', { name: /Demand \/ capacity/ });
+      assert.match(await demand.textContent(), /The same input for both: its workloads ask for \d+\.\d\d× the GPU time/);
       await page.getByRole('heading', { name: 'Wait distributions' }).waitFor();
       await page.getByRole('heading', { name: 'Delivered / owed per team' }).waitFor();
       await page.locator('#lab-waits-1 canvas').waitFor({ timeout: 20_000 });

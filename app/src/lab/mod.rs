@@ -100,6 +100,9 @@ pub struct MeasureRow {
     pub detail: bool,
     pub fair_share: String,
     pub priority: String,
+    /// Which policy does better on this measure and by how much, in words (`None` where the
+    /// measure has no better direction).
+    pub verdict: Option<String>,
 }
 
 /// Wait percentiles of one class of workloads under one policy.

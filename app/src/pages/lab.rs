@@ -330,14 +330,15 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
         )}</p>
         <div class="card table-wrap">
             <table class="table lab-summary">
-                <caption>"Summary: the measures of DESIGN §5 under each policy"</caption>
-                <thead><tr><th scope="col">"Measure"</th><th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Priority baseline"</th></tr></thead>
+                <caption>"Summary: each measure under both policies, and which does better"</caption>
+                <thead><tr><th scope="col">"Measure"</th><th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Priority baseline"</th><th scope="col">"Verdict"</th></tr></thead>
                 <tbody>
                     {measures.into_iter().map(|m| view! {
                         <tr class:detail=m.detail>
                             <th scope="row">{m.label}</th>
                             <td class="num">{m.fair_share}</td>
                             <td class="num">{m.priority}</td>
+                            <td class="verdict">{m.verdict}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>

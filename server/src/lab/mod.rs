@@ -93,17 +93,14 @@ impl Lab {
     pub fn sources(&self, actor: &CurrentUser) -> Result<LabSources, ServerError> {
         require_lab(actor)?;
         Ok(match &self.inner.philly_trace {
-            Some(path) => LabSources {
+            Some(_) => LabSources {
                 philly: true,
-                philly_note: format!(
-                    "Microsoft's Philly trace (one team per virtual cluster), read from {}.",
-                    path.display()
-                ),
+                philly_note: "Microsoft's Philly trace of 2017, one team per virtual cluster."
+                    .into(),
             },
             None => LabSources {
                 philly: false,
-                philly_note: "Not offered: start the server with --philly-trace PATH to offer it."
-                    .into(),
+                philly_note: "Not offered on this server (its administrator can add it).".into(),
             },
         })
     }

@@ -13,6 +13,7 @@ pub fn summarise(input: &SimInput, reports: [&Report; 2]) -> LabResult {
             detail,
             fair_share: f(reports[0]),
             priority: f(reports[1]),
+            verdict: None,
         });
     };
     row("Delivered / owed, overall", false, &|r| {
@@ -59,6 +60,9 @@ pub fn summarise(input: &SimInput, reports: [&Report; 2]) -> LabResult {
     });
     row("Decision passes", false, &|r| r.decisions.to_string());
     row("Wall time", false, &|r| format!("{:.2} s", r.wall_s));
+    for m in &mut measures {
+        m.verdict = verdict(&m.label, reports[0], reports[1]);
+    }
 
     let mut waits = Vec::new();
     for (policy, r) in ["fair-share", "priority"].into_iter().zip(reports) {
@@ -121,4 +125,134 @@ fn wait(seconds: Option<i64>) -> String {
 
 fn triple(s: &WaitStats) -> String {
     format!("{} / {} / {}", wait(s.p50), wait(s.p90), wait(s.p99))
+}
+
+/// The plain-language verdict for one summary row: which policy is better on it and by how much.
+fn verdict(label: &str, fair: &Report, baseline: &Report) -> Option<String> {
+    let share = |r: &Report| r.delivered_over_owed.overall;
+    Some(match label {
+        "Delivered / owed, overall" => points(share(fair), share(baseline), "what teams were owed")?,
+        "Worst team" => points(
+            fair.delivered_over_owed.min,
+            baseline.delivered_over_owed.min,
+            "what the worst-served team was owed",
+        )?,
+        "Hourly tracking" => points(
+            fair.delivered_over_owed.hourly,
+            baseline.delivered_over_owed.hourly,
+            "owed time delivered in the hour it was owed",
+        )?,
+        "Occupancy" => points(
+            Some(fair.occupancy),
+            Some(baseline.occupancy),
+            "GPU time kept busy",
+        )?,
+        "Debug wait p90" => waits(fair.wait_s.debug.p90, baseline.wait_s.debug.p90)?,
+        "Large wait p90" => waits(fair.wait_s.large.p90, baseline.wait_s.large.p90)?,
+        "Lost GPU-hours" => {
+            let (f, b) = (fair.lost_gpu_h, baseline.lost_gpu_h);
+            if (f - b).abs() < 0.5 {
+                "The same work lost under both.".to_string()
+            } else if f < b {
+                format!("Fair share loses {:.0} GPU-hours less of work that cannot resume.", b - f)
+            } else {
+                format!("The priority baseline loses {:.0} GPU-hours less of work that cannot resume.", f - b)
+            }
+        }
+        "Preemptions" => {
+            let (f, b) = (fair.preemptions as f64, baseline.preemptions as f64);
+            if f == b {
+                "As many under both.".to_string()
+            } else if f > b {
+                format!(
+                    "Fair share preempts {} as often: the price of handing GPUs back to under-served teams and to short work (resumable work returns to the queue).",
+                    times(f, b)
+                )
+            } else {
+                format!("The priority baseline preempts {} as often.", times(b, f))
+            }
+        }
+        "Demand / capacity" => format!(
+            "The same input for both: its workloads ask for {:.2}× the GPU time the healthy GPUs offer over the period.",
+            fair.demand_over_capacity
+        ),
+        _ => return None,
+    })
+}
+
+/// "Fair share is better by 12.3 points …" for a fraction where higher is better.
+fn points(fair: Option<f64>, baseline: Option<f64>, what: &str) -> Option<String> {
+    let (f, b) = (fair?, baseline?);
+    let d = (f - b) * 100.0;
+    Some(if d.abs() < 0.5 {
+        format!("About the same under both (within half a point of {what}).")
+    } else if d > 0.0 {
+        format!("Fair share is better by {d:.1} points of {what}.")
+    } else {
+        format!(
+            "The priority baseline is better by {:.1} points of {what}.",
+            -d
+        )
+    })
+}
+
+/// Which policy's wait is shorter, and how much, where shorter is better.
+fn waits(fair: Option<i64>, baseline: Option<i64>) -> Option<String> {
+    let (f, b) = (fair?, baseline?);
+    let duration = app::workloads::sentences::duration;
+    Some(if f.max(b) < 60 {
+        "Both start these within a minute.".to_string()
+    } else if f < b {
+        format!(
+            "Fair share starts them {} sooner ({} shorter).",
+            duration(b - f),
+            times(b as f64, f as f64)
+        )
+    } else if b < f {
+        format!(
+            "The priority baseline starts them {} sooner ({} shorter).",
+            duration(f - b),
+            times(f as f64, b as f64)
+        )
+    } else {
+        "The same under both.".to_string()
+    })
+}
+
+/// `3.2×` for `a / b` (`b` at least 1).
+fn times(a: f64, b: f64) -> String {
+    format!("{:.1}×", a / b.max(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verdict_names_the_better_policy_and_by_how_much() {
+        assert_eq!(
+            points(Some(0.95), Some(0.80), "what teams were owed").unwrap(),
+            "Fair share is better by 15.0 points of what teams were owed."
+        );
+        assert_eq!(
+            points(Some(0.70), Some(0.72), "x").unwrap(),
+            "The priority baseline is better by 2.0 points of x."
+        );
+        assert!(points(Some(0.9), Some(0.902), "x")
+            .unwrap()
+            .starts_with("About the same"));
+        assert_eq!(points(None, Some(0.9), "x"), None);
+        assert_eq!(
+            waits(Some(30), Some(7_200)).unwrap(),
+            "Fair share starts them 1 h 59 min sooner (240.0× shorter)."
+        );
+        assert_eq!(
+            waits(Some(900), Some(120)).unwrap(),
+            "The priority baseline starts them 13 min sooner (7.5× shorter)."
+        );
+        assert_eq!(
+            waits(Some(0), Some(58)).unwrap(),
+            "Both start these within a minute."
+        );
+    }
 }

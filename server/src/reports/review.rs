@@ -158,30 +158,6 @@ fn headline(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::headline;
-
-    #[test]
-    fn the_headline_caps_delivered_by_owed_and_the_worst_team_at_one() {
-        // Team a got 120 of 100 owed (burst), team b 45 of 50.
-        let h = headline(
-            &[(120.0, 100.0), (45.0, 50.0)],
-            140.0,
-            400.0,
-            165.0,
-            35.0,
-            Some(30),
-        );
-        assert_eq!(h.delivered_over_owed, Some((100.0 + 45.0) / 150.0));
-        assert_eq!(h.worst_team, Some(0.9));
-        assert_eq!((h.teams, h.teams_at_95pct), (2, 1));
-        assert_eq!(h.hourly, Some(140.0 / 150.0));
-        assert_eq!(h.occupancy, Some(0.5));
-        assert_eq!(h.unallocated_fraction, Some(35.0 / 200.0));
-    }
-}
-
 /// The review table's CSV header: the page's columns, shares as fractions, waits in seconds.
 pub const CSV_HEADER: &str = "path,funded_share,share_at_start,share_at_end,funded_gpu_h,owed_gpu_h,delivered_gpu_h,delivered_over_owed,unallocated_gpu_h,wait_p50_s,wait_p90_s";
 
@@ -209,4 +185,28 @@ pub fn csv(review: &Review) -> String {
         ]);
     }
     super::usage::written(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::headline;
+
+    #[test]
+    fn the_headline_caps_delivered_by_owed_and_the_worst_team_at_one() {
+        // Team a got 120 of 100 owed (burst), team b 45 of 50.
+        let h = headline(
+            &[(120.0, 100.0), (45.0, 50.0)],
+            140.0,
+            400.0,
+            165.0,
+            35.0,
+            Some(30),
+        );
+        assert_eq!(h.delivered_over_owed, Some((100.0 + 45.0) / 150.0));
+        assert_eq!(h.worst_team, Some(0.9));
+        assert_eq!((h.teams, h.teams_at_95pct), (2, 1));
+        assert_eq!(h.hourly, Some(140.0 / 150.0));
+        assert_eq!(h.occupancy, Some(0.5));
+        assert_eq!(h.unallocated_fraction, Some(35.0 / 200.0));
+    }
 }
