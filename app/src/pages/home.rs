@@ -1,6 +1,21 @@
-//! The landing page after sign-in.
+//! The landing page after sign-in: what each role comes to look at first. Researchers see their
+//! workloads and their projects' standing; owners, the approvals waiting for them and how their
+//! subtree is served; leadership, this quarter's headline; admins, the nodes needing attention.
+//! Each card reads the same server functions as its full page (and is authorized the same way).
 
-use crate::{model::Role, session::use_current_user};
+use crate::{
+    budget::api::{get_tree, list_change_requests},
+    clock::now_s,
+    model::Role,
+    nodes::{api::list_nodes, NodeHealth},
+    reports::api::quarterly_review,
+    session::use_current_user,
+    workloads::{
+        api::{list_workloads, submit_choices},
+        sentences::duration,
+        WorkloadState,
+    },
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -22,20 +37,29 @@ pub fn HomePage() -> impl IntoView {
                                 "over a sliding week while the GPUs stay busy."
                             </p>
                         </section>
-                        <section class="card">
-                            <h2>"Your account"</h2>
-                            <dl class="facts">
-                                <dt>"Signed in as"</dt>
-                                <dd>{user.username.clone()}</dd>
-                                <dt>"Role"</dt>
-                                <dd>{role.label()}</dd>
-                                <dt>"What you can do"</dt>
-                                <dd>{role_summary(role)}</dd>
-                            </dl>
-                            {(role == Role::Admin).then(|| view! {
-                                <p><a class="button" href="/users">"Manage users"</a></p>
+                        <div class="overview">
+                            {(role == Role::Researcher).then(|| view! {
+                                <MyWorkloads />
+                                <MyProjects />
                             })}
-                        </section>
+                            <Owned username=user.username.clone() />
+                            {(role != Role::Researcher).then(|| view! { <QuarterCard /> })}
+                            {(role == Role::Admin).then(|| view! { <NodesCard /> })}
+                            <section class="card">
+                                <h2>"Your account"</h2>
+                                <dl class="facts">
+                                    <dt>"Signed in as"</dt>
+                                    <dd>{user.username.clone()}</dd>
+                                    <dt>"Role"</dt>
+                                    <dd>{role.label()}</dd>
+                                    <dt>"What you can do"</dt>
+                                    <dd>{role_summary(role)}</dd>
+                                </dl>
+                                {(role == Role::Admin).then(|| view! {
+                                    <p><a class="button" href="/users">"Manage users"</a></p>
+                                })}
+                            </section>
+                        </div>
                     }
                 })
             })}
@@ -50,5 +74,248 @@ fn role_summary(role: Role) -> &'static str {
         }
         Role::Leadership => "Review funded versus delivered GPU time across programs and quarters.",
         Role::Admin => "Manage users and GPU nodes, and tune the scheduler's settings.",
+    }
+}
+
+/// `0.83 (under-served)`.
+fn standing(ratio: Option<f64>) -> String {
+    match ratio {
+        Some(r) if r < 1.0 => format!("{r:.2} (under-served)"),
+        Some(r) => format!("{r:.2} (over-served)"),
+        None => "— (nothing funded)".to_string(),
+    }
+}
+
+/// A card that loads `body`, saying so while it does and naming an error in words.
+#[component]
+fn Card(id: &'static str, title: &'static str, children: Children) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby=id>
+            <h2 id=id>{title}</h2>
+            {children()}
+        </section>
+    }
+}
+
+#[component]
+fn MyWorkloads() -> impl IntoView {
+    let mine = Resource::new(|| (), |_| list_workloads(true, None));
+    view! {
+        <Card id="overview-workloads" title="Your workloads">
+            <Suspense fallback=|| view! { <p class="loading">"Loading your workloads…"</p> }>
+                {move || Suspend::new(async move {
+                    match mine.await {
+                        Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                        Ok(list) if list.is_empty() => view! {
+                            <p class="empty">"You have not submitted anything yet."</p>
+                        }.into_any(),
+                        Ok(list) => {
+                            let count = |s: WorkloadState| list.iter().filter(|w| w.state == s).count();
+                            let (running, queued) = (count(WorkloadState::Running), count(WorkloadState::Queued));
+                            let recent: Vec<_> = list.iter().take(5).cloned().collect();
+                            view! {
+                                <p>{format!("{running} running, {queued} waiting.")}</p>
+                                <ul class="plain">
+                                    {recent.into_iter().map(|w| view! {
+                                        <li>
+                                            <a href=format!("/workloads/{}", w.id)>{w.name}</a>
+                                            " "<span class=format!("state state-{}", w.state.as_str())>{w.state.as_str()}</span>
+                                            <span class="hint">{format!(" · {} · {} GPU{}", w.project, w.gpus, if w.gpus == 1 { "" } else { "s" })}</span>
+                                        </li>
+                                    }).collect_view()}
+                                </ul>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+            <p class="actions">
+                <a class="button" href="/workloads/new">"Submit a workload"</a>
+                " "
+                <a class="button button-quiet" href="/workloads">"All your workloads"</a>
+            </p>
+        </Card>
+    }
+}
+
+#[component]
+fn MyProjects() -> impl IntoView {
+    let standings = Resource::new(
+        || (),
+        |_| async move {
+            let projects = submit_choices().await?.projects;
+            let tree = get_tree().await?;
+            Ok::<_, crate::error::AppError>(
+                projects
+                    .into_iter()
+                    .map(|p| {
+                        let ratio = tree.iter().find(|n| n.path == p).and_then(|n| n.ratio);
+                        (p, ratio)
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        },
+    );
+    view! {
+        <Card id="overview-projects" title="Your projects">
+            <Suspense fallback=|| view! { <p class="loading">"Loading your projects…"</p> }>
+                {move || Suspend::new(async move {
+                    match standings.await {
+                        Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                        Ok(list) if list.is_empty() => view! {
+                            <p class="empty">"You are not a member of any project yet: ask a project's owner to add you."</p>
+                        }.into_any(),
+                        Ok(list) => view! {
+                            <table class="table compact">
+                                <caption>"Usage ratio over the lookback window: below 1, the project has had less than its share and its work goes first."</caption>
+                                <thead><tr><th scope="col">"Project"</th><th scope="col" class="num">"Ratio"</th></tr></thead>
+                                <tbody>
+                                    {list.into_iter().map(|(p, r)| view! {
+                                        <tr><th scope="row">{p}</th><td class="num">{standing(r)}</td></tr>
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </Card>
+    }
+}
+
+/// For owners (of any role): the approvals waiting for them and how what they own is served.
+/// Shows nothing to someone who owns nothing.
+#[component]
+fn Owned(username: String) -> impl IntoView {
+    let data = Resource::new(
+        || (),
+        |_| async move {
+            let tree = get_tree().await?;
+            let awaiting = list_change_requests("awaiting".into(), None).await?;
+            Ok::<_, crate::error::AppError>((tree, awaiting.len()))
+        },
+    );
+    view! {
+        <Suspense fallback=|| ()>
+            {move || {
+                let username = username.clone();
+                Suspend::new(async move {
+                    let Ok((tree, awaiting)) = data.await else { return None };
+                    let owned: Vec<_> = tree.into_iter().filter(|n| n.owners.contains(&username)).collect();
+                    if owned.is_empty() && awaiting == 0 {
+                        return None;
+                    }
+                    Some(view! {
+                        <Card id="overview-owned" title="What you own">
+                            <p>
+                                {match awaiting {
+                                    0 => "No change requests wait for your decision.".to_string(),
+                                    1 => "1 change request waits for your decision.".to_string(),
+                                    n => format!("{n} change requests wait for your decision."),
+                                }}
+                                " "
+                                {(awaiting > 0).then(|| view! { <a href="/approvals">"Review them"</a> })}
+                            </p>
+                            {(!owned.is_empty()).then(|| view! {
+                                <table class="table compact">
+                                    <caption>"How each node you own is served over the lookback window"</caption>
+                                    <thead><tr><th scope="col">"Node"</th><th scope="col" class="num">"Share of the cluster"</th><th scope="col" class="num">"Ratio"</th></tr></thead>
+                                    <tbody>
+                                        {owned.into_iter().map(|n| view! {
+                                            <tr>
+                                                <th scope="row">{if n.path.is_empty() { "the whole cluster".to_string() } else { n.path.clone() }}</th>
+                                                <td class="num">{format!("{:.1}%", n.fraction * 100.0)}</td>
+                                                <td class="num">{standing(n.ratio)}</td>
+                                            </tr>
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                            })}
+                            <p><a class="button button-quiet" href="/tree">"Open the budget tree"</a></p>
+                        </Card>
+                    })
+                })
+            }}
+        </Suspense>
+    }
+}
+
+/// This quarter's headline (leadership and admins).
+#[component]
+fn QuarterCard() -> impl IntoView {
+    let (year, month, _) = crate::pages::users::civil_date(now_s());
+    let quarter = ((month - 1) / 3 + 1) as u32;
+    let review = Resource::new(move || (), move |_| quarterly_review(year as i32, quarter));
+    let pct = |x: Option<f64>| {
+        // `+ 0.0` turns -0.0 into 0.0.
+        x.map(|v| format!("{:.1}%", v * 100.0 + 0.0))
+            .unwrap_or_else(|| "—".into())
+    };
+    view! {
+        <Card id="overview-quarter" title="This quarter">
+            <Suspense fallback=|| view! { <p class="loading">"Computing this quarter's figures…"</p> }>
+                {move || Suspend::new(async move {
+                    match review.await {
+                        Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                        Ok(r) => {
+                            let h = r.headline;
+                            view! {
+                                <dl class="facts">
+                                    <dt>"Delivered / owed"</dt><dd>{pct(h.delivered_over_owed)}</dd>
+                                    <dt>"Worst team"</dt><dd>{pct(h.worst_team)}</dd>
+                                    <dt>"Teams at ≥ 95%"</dt><dd>{format!("{} of {}", h.teams_at_95pct, h.teams)}</dd>
+                                    <dt>"Occupancy"</dt><dd>{pct(h.occupancy)}</dd>
+                                    <dt>"Debug p90 wait"</dt><dd>{h.debug_p90_wait_s.map(duration).unwrap_or_else(|| "—".into())}</dd>
+                                </dl>
+                                <p><a class="button button-quiet" href=format!("/reports?year={year}&quarter={quarter}")>{format!("Open the review of {}", r.label)}</a></p>
+                            }.into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+        </Card>
+    }
+}
+
+/// Nodes that take no new work or whose agent is silent (admins).
+#[component]
+fn NodesCard() -> impl IntoView {
+    let nodes = Resource::new(|| (), |_| list_nodes());
+    view! {
+        <Card id="overview-nodes" title="Nodes needing attention">
+            <Suspense fallback=|| view! { <p class="loading">"Loading the nodes…"</p> }>
+                {move || Suspend::new(async move {
+                    match nodes.await {
+                        Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                        Ok(all) if all.is_empty() => view! {
+                            <p class="empty">"No GPU nodes are registered yet."</p>
+                        }.into_any(),
+                        Ok(all) => {
+                            let total = all.len();
+                            let attention: Vec<_> = all.into_iter().filter(|n| n.state != NodeHealth::Healthy).collect();
+                            if attention.is_empty() {
+                                view! { <p>{format!("All {total} nodes are healthy and taking work.")}</p> }.into_any()
+                            } else {
+                                view! {
+                                    <ul class="plain">
+                                        {attention.into_iter().map(|n| {
+                                            let why = match n.state {
+                                                NodeHealth::Down if n.heartbeat_age_s.is_none() => "registered, never connected: start its agent or remove it".to_string(),
+                                                NodeHealth::Down => "down: its agent stopped answering".to_string(),
+                                                NodeHealth::Unhealthy => format!("unhealthy{}", n.health_reason.map(|r| format!(": {r}")).unwrap_or_default()),
+                                                NodeHealth::Cordoned => "cordoned for maintenance".to_string(),
+                                                NodeHealth::Healthy => String::new(),
+                                            };
+                                            view! { <li><strong>{n.name}</strong>" — "{why}</li> }
+                                        }).collect_view()}
+                                    </ul>
+                                }.into_any()
+                            }
+                        }
+                    }
+                })}
+            </Suspense>
+            <p><a class="button button-quiet" href="/nodes">"Open the Nodes page"</a></p>
+        </Card>
     }
 }

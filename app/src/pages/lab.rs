@@ -319,7 +319,7 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
         teams,
     } = result;
     let pct = |x: Option<f64>| {
-        x.map(|v| format!("{:.1}%", v * 100.0))
+        x.map(|v| format!("{:.1}%", v * 100.0 + 0.0))
             .unwrap_or_else(|| "—".into())
     };
     let wait = |s: Option<i64>| s.map(duration).unwrap_or_else(|| "—".into());

@@ -8,6 +8,7 @@ use crate::{
     components::tree_toggle::{Collapsed, TreeToggle},
     reports::{
         api::{cluster_activity, quarterly_review, usage_series},
+        explain::shortfalls,
         Review,
     },
     workloads::sentences::duration,
@@ -17,7 +18,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
 
 fn pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{:.1}%", v * 100.0))
+    x.map(|v| format!("{:.1}%", v * 100.0 + 0.0))
         .unwrap_or_else(|| "—".into())
 }
 
@@ -296,6 +297,17 @@ fn ReviewView(
             <Figure label="Debug p90 wait" value=h.debug_p90_wait_s.map(duration).unwrap_or_else(|| "—".into()) note="reference: 30 s" />
         </section>
         {(!has_data).then(|| view! { <p class="card empty">{format!("No usage was recorded in {}.", review.label)}</p> })}
+        {
+            let said = shortfalls(&review.rows);
+            (!said.is_empty()).then(|| view! {
+                <section class="card" aria-labelledby="shortfalls-heading">
+                    <h2 id="shortfalls-heading">"Teams that received less than their share, and why"</h2>
+                    <ul class="shortfalls">
+                        {said.into_iter().map(|(path, why)| view! { <li><strong>{path}</strong>" — "{why}</li> }).collect_view()}
+                    </ul>
+                </section>
+            })
+        }
         <ReviewCharts from=review.from to=review.to paths=review.rows.iter().map(|r| r.path.clone()).collect() node granularity />
         <div class="card table-wrap">
             <table class="table tree review">

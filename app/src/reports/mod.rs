@@ -1,6 +1,7 @@
 //! Reports: DTOs of the quarterly review and usage series, and their server functions.
 
 pub mod api;
+pub mod explain;
 
 use crate::workloads::reasons::StopRule;
 use serde::{Deserialize, Serialize};
