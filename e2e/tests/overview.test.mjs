@@ -111,4 +111,23 @@ describe('overview', () => {
       }
     }
   });
+
+  test('no page scrolls sideways on a 390 px phone: wide tables scroll inside their cards', async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const page = await context.newPage();
+    try {
+      await signIn(page, server.url, 'root', 'root-password-1');
+      await page.getByRole('heading', { name: 'Welcome, root' }).waitFor();
+      for (const path of ['/', '/workloads', '/workloads/new', '/queue', '/nodes', '/tree', '/approvals', '/reports', '/lab', '/users', '/settings', '/tokens']) {
+        await page.goto(`${server.url}${path}`);
+        await waitForHydration(page);
+        await page.locator('main h1').first().waitFor();
+        await page.waitForLoadState('networkidle');
+        const width = await page.evaluate(() => document.documentElement.scrollWidth);
+        assert.ok(width <= 390, `${path} is ${width} px wide`);
+      }
+    } finally {
+      await context.close();
+    }
+  });
 });

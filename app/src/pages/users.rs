@@ -52,6 +52,7 @@ fn UserTable(users: Vec<UserSummary>, toggle: ServerAction<SetUserDisabled>) -> 
         <section class="card grow">
             <h2>"Accounts"</h2>
             <FormError error />
+            <div class="table-scroll">
             <table class="table">
                 <caption class="visually-hidden">"All user accounts"</caption>
                 <thead>
@@ -67,6 +68,7 @@ fn UserTable(users: Vec<UserSummary>, toggle: ServerAction<SetUserDisabled>) -> 
                     {users.into_iter().map(|user| view! { <UserRow user toggle /> }).collect_view()}
                 </tbody>
             </table>
+            </div>
         </section>
     }
 }
