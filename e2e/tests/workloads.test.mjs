@@ -183,10 +183,21 @@ describe('workloads in the browser', () => {
       const totals = page.getByRole('region', { name: 'Totals' });
       await totals.getByText(/^\d of 2 GPUs busy on 1 node\.$/).waitFor();
       await totals.getByRole('list', { name: 'What the GPU colours mean' }).getByText('free work (interruptible)').waitFor();
-      await node.getByRole('button', { name: 'Cordon n1', exact: true }).click();
+      // Only the actions that change something are offered, and each asks first.
+      const actions = node.getByRole('group', { name: 'Actions for n1' });
+      assert.equal(await actions.getByRole('button', { name: 'Uncordon n1', exact: true }).count(), 0);
+      await actions.getByRole('button', { name: 'Drain n1', exact: true }).click();
+      await node.getByRole('group', { name: 'Confirm: Drain n1' }).getByText(/preempted as its minimum runtime ends/).waitFor();
+      await node.getByRole('button', { name: 'Keep it as it is' }).click();
+      assert.equal(await node.getByRole('group', { name: 'Confirm: Drain n1' }).count(), 0);
+      await node.locator('.health', { hasText: 'healthy' }).waitFor();
+      await actions.getByRole('button', { name: 'Cordon n1', exact: true }).click();
+      await node.getByRole('button', { name: 'Yes, cordon n1' }).click();
       await node.locator('.health', { hasText: 'cordoned' }).waitFor();
       await totals.getByText('No node takes new work: 1 node out of service.', { exact: true }).waitFor();
-      await node.getByRole('button', { name: 'Uncordon n1', exact: true }).click();
+      assert.equal(await actions.getByRole('button', { name: 'Cordon n1', exact: true }).count(), 0);
+      await actions.getByRole('button', { name: 'Uncordon n1', exact: true }).click();
+      await node.getByRole('button', { name: 'Yes, uncordon n1' }).click();
       await node.locator('.health', { hasText: 'healthy' }).waitFor();
     });
   });

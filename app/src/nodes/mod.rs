@@ -71,6 +71,36 @@ impl NodeAction {
         }
     }
 
+    /// Whether the action would change anything for a node shown in `state`: one that would
+    /// leave it where it is is not offered, nor draining a node already draining as unhealthy.
+    /// A node that is down may have been cordoned before its agent went silent, so every action
+    /// stays offered there.
+    pub fn fits(self, state: NodeHealth) -> bool {
+        !matches!(
+            (self, state),
+            (NodeAction::Uncordon, NodeHealth::Healthy)
+                | (NodeAction::Cordon, NodeHealth::Cordoned)
+                | (
+                    NodeAction::MarkUnhealthy | NodeAction::Drain,
+                    NodeHealth::Unhealthy
+                )
+        )
+    }
+
+    /// What the action does, asked before it is done.
+    pub fn question(self, node: &str) -> String {
+        match self {
+            NodeAction::Cordon => format!("Cordon {node}? It takes no new work; what runs there keeps running."),
+            NodeAction::Drain => format!(
+                "Drain {node}? It takes no new work, and each workload on it is preempted as its minimum runtime ends (resumable work is queued again)."
+            ),
+            NodeAction::MarkUnhealthy => format!(
+                "Mark {node} unhealthy? It takes no new work and is drained as minimum runtimes end."
+            ),
+            NodeAction::Uncordon => format!("Return {node} to service? It takes new work again."),
+        }
+    }
+
     /// The admin state the action leaves the node in.
     pub fn admin_state(self) -> NodeHealth {
         match self {
@@ -127,4 +157,30 @@ pub struct GpuHolder {
     /// Protected until this time; `None` for free (unallocated) work.
     pub protected_until: Option<i64>,
     pub allocated: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_actions_that_change_the_nodes_state_are_offered() {
+        let offered = |state| {
+            NodeAction::ALL
+                .into_iter()
+                .filter(|a| a.fits(state))
+                .map(NodeAction::as_str)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            offered(NodeHealth::Healthy),
+            ["cordon", "drain", "mark-unhealthy"]
+        );
+        assert_eq!(
+            offered(NodeHealth::Cordoned),
+            ["drain", "mark-unhealthy", "uncordon"]
+        );
+        assert_eq!(offered(NodeHealth::Unhealthy), ["cordon", "uncordon"]);
+        assert_eq!(offered(NodeHealth::Down).len(), 4);
+    }
 }

@@ -117,6 +117,7 @@ fn NodeCard(
     remove: ServerAction<RemoveNode>,
 ) -> impl IntoView {
     let never_connected = node.heartbeat_age_s.is_none();
+    let state = node.state;
     let now = now_s();
     let heartbeat = node
         .heartbeat_age_s
@@ -158,20 +159,39 @@ fn NodeCard(
             </ul>
             {admin.then(|| {
                 let group = format!("Actions for {name}");
+                // Only what changes something for this node, and each asks first.
+                let asking = RwSignal::new(None::<NodeAction>);
                 let buttons = NodeAction::ALL
+                    .into_iter()
+                    .filter(|a| a.fits(state))
                     .map(|action| {
-                        let (label, action) = (action.label(), action.as_str());
+                        let label = action.label();
                         let aria = format!("{label} {name}");
-                        let name = name.clone();
                         view! {
-                            <ActionForm action=act>
-                                <input type="hidden" name="name" value=name />
-                                <input type="hidden" name="action" value=action />
-                                <button type="submit" class="button-quiet" aria-label=aria>{label}</button>
-                            </ActionForm>
+                            <button type="button" class="button-quiet" aria-label=aria
+                                aria-expanded=move || (asking.get() == Some(action)).to_string()
+                                on:click=move |_| asking.set(Some(action))>{label}</button>
                         }
                     })
                     .collect_view();
+                let confirm_name = name.clone();
+                let confirm = move || asking.get().map(|action| {
+                    let name = confirm_name.clone();
+                    let group = format!("Confirm: {} {name}", action.label());
+                    let question = action.question(&name);
+                    let yes = format!("Yes, {} {name}", action.label().to_lowercase());
+                    view! {
+                        <div role="group" aria-label=group class="confirm">
+                            <p>{question}</p>
+                            <ActionForm action=act>
+                                <input type="hidden" name="name" value=name />
+                                <input type="hidden" name="action" value=action.as_str() />
+                                <button type="submit" class="button">{yes}</button>
+                            </ActionForm>
+                            <button type="button" class="button-quiet" on:click=move |_| asking.set(None)>"Keep it as it is"</button>
+                        </div>
+                    }
+                });
                 // A node whose agent never connected was perhaps registered by mistake.
                 let removal = never_connected.then(|| {
                     let aria = format!("Remove {name}");
@@ -183,7 +203,10 @@ fn NodeCard(
                         </ActionForm>
                     }
                 });
-                view! { <div class="node-actions" role="group" aria-label=group>{buttons}{removal}</div> }
+                view! {
+                    <div class="node-actions" role="group" aria-label=group>{buttons}{removal}</div>
+                    {confirm}
+                }
             })}
         </section>
     }
