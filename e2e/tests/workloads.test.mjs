@@ -61,6 +61,11 @@ describe('workloads in the browser', () => {
       await page.locator('.state', { hasText: 'succeeded' }).first().waitFor({ timeout: 20_000 });
       assert.equal(await page.evaluate(() => window.__still_here), true, 'the page updated itself, no reload');
       await page.getByLabel('Output log').filter({ hasText: 'hello from 0' }).waitFor();
+      // What it cost: how long it waited and ran, and the GPU-hours charged to its project.
+      const facts = page.locator('dl.facts');
+      await facts.getByText(/^0\.0\d GPU-hours to ai\/olmo$/).waitFor();
+      assert.match(await facts.textContent(), /Waited\s*\d+ s/);
+      assert.match(await facts.textContent(), /Ran\s*\d+ s/);
     });
   });
 

@@ -154,6 +154,14 @@ pub struct WorkloadDetail {
     /// Ended, and the reader is its owner: a resubmission charges the same project as before.
     #[serde(default)]
     pub can_resubmit: bool,
+    /// How many times it started, how long it ran in all (to now if running), and the GPU-hours
+    /// charged to its project for it (free runs are not charged).
+    #[serde(default)]
+    pub runs: i64,
+    #[serde(default)]
+    pub ran_s: i64,
+    #[serde(default)]
+    pub charged_gpu_h: f64,
 }
 
 /// A row of the Queue page, in scheduler order.

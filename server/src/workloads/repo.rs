@@ -174,6 +174,28 @@ pub async fn placement(
     .await
 }
 
+/// `(runs, run seconds, charged GPU-seconds)` of a workload up to `now`: a gang's runs on
+/// several nodes count once in time and fully in GPU-seconds; only allocated runs are charged.
+pub async fn run_totals(
+    db: impl AnyExecutor<'_>,
+    workload_id: i64,
+    now: i64,
+) -> Result<(i64, i64, i64), sqlx::Error> {
+    sqlx::query_as(
+        "select
+            (select count(*) from (select distinct started_at from workload_run where workload_id = $1) as starts),
+            (select cast(coalesce(sum(d), 0) as bigint) from
+                (select distinct started_at, coalesce(ended_at, $2) - started_at as d
+                 from workload_run where workload_id = $1) as runs),
+            (select cast(coalesce(sum(gpus * (coalesce(ended_at, $2) - started_at)), 0) as bigint)
+             from workload_run where workload_id = $1 and allocated <> 0)",
+    )
+    .bind(workload_id)
+    .bind(now)
+    .fetch_one(db)
+    .await
+}
+
 pub async fn log_tail(db: impl AnyExecutor<'_>, workload_id: i64) -> Result<String, sqlx::Error> {
     sqlx::query_scalar("select log_tail from workload where workload_id = $1")
         .bind(workload_id)

@@ -119,6 +119,24 @@ async fn a_queued_workload_explains_its_position_and_path() {
     }
 }
 
+#[tokio::test]
+async fn a_finished_workload_says_how_long_it_ran_and_what_it_was_charged() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 2).await;
+    let id = live
+        .submit("ada", job("ai/olmo", "short", "sleep 2", 2, 900, true))
+        .await;
+    let detail = live.wait_for_state(id, "succeeded").await;
+    assert_eq!(detail["runs"], 1, "{detail}");
+    let ran = detail["ran_s"].as_i64().unwrap();
+    assert!((1..=60).contains(&ran), "sleep 2 ran {ran} s");
+    let charged = detail["charged_gpu_h"].as_f64().unwrap();
+    assert!(
+        (charged - 2.0 * ran as f64 / 3600.0).abs() < 1e-9,
+        "2 GPUs for {ran} s, charged {charged} GPU-h"
+    );
+}
+
 /// Hostile JSON bodies (truncated, mistyped, huge, deeply nested, byte-flipped mutations of a
 /// valid submission): each gets a client error or, if it happens to be valid, a 201; never a
 /// server error, and only the accepted ones are written.

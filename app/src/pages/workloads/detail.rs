@@ -84,6 +84,27 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
         (true, None) => "free work: interruptible at any moment".into(),
         _ => String::new(),
     };
+    // Its wait (to its first start, or so far), its run time over all its runs, and what was
+    // charged for it.
+    let waited = match w.first_started_at {
+        Some(t) => duration(t - w.submitted_at),
+        None => format!("{} so far", duration(now - w.submitted_at)),
+    };
+    let ran = (detail.runs > 0).then(|| {
+        let times = if detail.runs == 1 {
+            String::new()
+        } else {
+            format!(" over {} runs", detail.runs)
+        };
+        format!("{}{times}", duration(detail.ran_s))
+    });
+    let charged = (detail.runs > 0).then(|| {
+        if w.min_runtime_s == 0 {
+            "nothing: free work".to_string()
+        } else {
+            format!("{:.2} GPU-hours to {}", detail.charged_gpu_h, w.project)
+        }
+    });
     view! {
         <Title text=w.name.clone() />
         <div class="page-head">
@@ -121,6 +142,9 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
                 <h2>"Details"</h2>
                 <dl class="facts">
                     <dt>"Project"</dt><dd>{w.project.clone()}</dd>
+                    <dt>"Waited"</dt><dd>{waited}</dd>
+                    {ran.map(|r| view! { <dt>"Ran"</dt><dd>{r}</dd> })}
+                    {charged.map(|c| view! { <dt>"Charged"</dt><dd>{c}</dd> })}
                     <dt>"Owner"</dt><dd>{w.owner.clone()}</dd>
                     <dt>"GPUs"</dt><dd>{w.gpus}</dd>
                     <dt>"Minimum runtime"</dt>
