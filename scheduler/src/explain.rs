@@ -70,6 +70,10 @@ pub enum WaitReason {
         outranking_gpus: u32,
         /// GPUs of work ranked below it but within the damping margin.
         within_margin_gpus: u32,
+        /// Who holds the GPUs: the work it may preempt soonest (with the moment it may), then
+        /// the largest work it may not preempt (`None`): ranked at least as well as its own, or
+        /// within the damping margin.
+        holders: Vec<(WorkloadId, Option<Time>)>,
     },
     /// Unallocated work takes only idle GPUs, after all allocated work.
     IdleOnly { idle_gpus: u32 },
@@ -214,6 +218,7 @@ pub(crate) fn blocked_reason(
     }
     let (mut protected_gpus, mut outranking_gpus, mut within_margin_gpus) = (0, 0, 0);
     let mut protected_until: Option<Time> = None;
+    let (mut soonest, mut largest) = (Vec::new(), Vec::new());
     for r in pool
         .runs
         .iter()
@@ -224,18 +229,30 @@ pub(crate) fn blocked_reason(
                 protected_gpus += r.usable_gpus;
                 let until = r.protected_until.unwrap_or(now);
                 protected_until = Some(protected_until.map_or(until, |t| t.min(until)));
+                soonest.push((until, r.spec.id));
             }
         } else if r.rank <= rank {
             outranking_gpus += r.usable_gpus;
+            largest.push((std::cmp::Reverse(r.usable_gpus), r.spec.id));
         } else {
+            largest.push((std::cmp::Reverse(r.usable_gpus), r.spec.id));
             within_margin_gpus += r.usable_gpus;
         }
     }
+    soonest.sort_unstable();
+    largest.sort_unstable();
+    let holders = soonest
+        .into_iter()
+        .take(2)
+        .map(|(at, id)| (id, Some(at)))
+        .chain(largest.into_iter().take(2).map(|(_, id)| (id, None)))
+        .collect();
     WaitReason::Capacity {
         idle_gpus: pool.idle_total,
         protected_gpus,
         protected_until,
         outranking_gpus,
         within_margin_gpus,
+        holders,
     }
 }

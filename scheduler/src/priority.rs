@@ -192,6 +192,7 @@ pub(crate) fn baseline_walk(
                     protected_until: None,
                     outranking_gpus: 0,
                     within_margin_gpus: 0,
+                    holders: Vec::new(),
                 });
             }
             continue;
@@ -244,6 +245,7 @@ pub(crate) fn baseline_walk(
             protected_until: None,
             outranking_gpus: 0,
             within_margin_gpus: 0,
+            holders: Vec::new(),
         });
     }
     let decision = Decision {

@@ -223,6 +223,10 @@ pub enum WaitingFor {
         protected_until: Option<i64>,
         outranking_gpus: u32,
         within_margin_gpus: u32,
+        /// Who holds the GPUs it needs: the work it may preempt soonest, then the largest work
+        /// ranked at least as well as its own.
+        #[serde(default)]
+        holders: Vec<Holder>,
     },
     /// Free work: only idle GPUs, after all funded work.
     IdleOnly { idle_gpus: u32 },
@@ -232,4 +236,16 @@ pub enum WaitingFor {
     HostsOutOfService { nodes: Vec<String> },
     /// No placement on this cluster is that large.
     TooLarge { gpus: u32, largest_placement: u32 },
+}
+
+/// A running workload holding GPUs a waiting one needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Holder {
+    pub workload_id: i64,
+    pub name: Option<String>,
+    pub project: String,
+    pub gpus: u32,
+    /// When the waiting workload may preempt it (its minimum runtime ends); `None` when it may
+    /// not: its project ranks at least as well, or within the damping margin.
+    pub preemptible_at: Option<i64>,
 }

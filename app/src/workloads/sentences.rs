@@ -143,6 +143,7 @@ pub fn waiting_for(value: &WaitingFor) -> String {
             protected_until,
             outranking_gpus,
             within_margin_gpus,
+            holders,
         } => {
             let mut text = format!("Capacity: {idle_gpus} GPUs are idle.");
             if *protected_gpus > 0 {
@@ -156,6 +157,20 @@ pub fn waiting_for(value: &WaitingFor) -> String {
             }
             if *within_margin_gpus > 0 {
                 text += &format!(" {within_margin_gpus} GPUs run work within the damping margin of yours.");
+            }
+            if !holders.is_empty() {
+                let named: Vec<String> = holders
+                    .iter()
+                    .map(|h| {
+                        let name = h.name.clone().unwrap_or_else(|| format!("workload {}", h.workload_id));
+                        let when = match h.preemptible_at {
+                            Some(t) => format!("it may take them from {}", clock(t)),
+                            None => "not preemptible by it: its project ranks at least as well or within the damping margin".to_string(),
+                        };
+                        format!("{name} ({}, {} GPU{}: {when})", h.project, h.gpus, if h.gpus == 1 { "" } else { "s" })
+                    })
+                    .collect();
+                text += &format!(" Held by {}.", named.join("; "));
             }
             text
         }
@@ -248,6 +263,24 @@ mod tests {
                 recent_ratio: Some(rr),
             }),
         }
+    }
+
+    #[test]
+    fn capacity_names_who_holds_the_gpus_and_from_when_they_may_be_taken() {
+        let waiting: WaitingFor = serde_json::from_value(serde_json::json!({
+            "kind": "capacity", "idle_gpus": 0, "protected_gpus": 8, "protected_until": 57_600,
+            "outranking_gpus": 4, "within_margin_gpus": 0,
+            "holders": [
+                { "workload_id": 7, "name": "pretrain-7", "project": "lang/pretrain", "gpus": 8, "preemptible_at": 57_600 },
+                { "workload_id": 9, "name": null, "project": "lang/eval", "gpus": 4, "preemptible_at": null }
+            ]
+        }))
+        .unwrap();
+        let text = super::waiting_for(&waiting);
+        assert!(
+            text.ends_with("Held by pretrain-7 (lang/pretrain, 8 GPUs: it may take them from 16:00:00); workload 9 (lang/eval, 4 GPUs: not preemptible by it: its project ranks at least as well or within the damping margin)."),
+            "{text}"
+        );
     }
 
     #[test]

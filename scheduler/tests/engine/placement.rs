@@ -163,7 +163,7 @@ fn explanation_reports_position_and_ratios_along_the_path() {
     let mut w = World::new(&[("p", 1.0), ("p/x", 1.0), ("p/y", 1.0), ("q", 1.0)], 1, 8);
     w.history("q", 300.0);
     w.history("p/y", 10.0);
-    w.running("q", 2 * HOUR, 0, 0, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    let holder = w.running("q", 2 * HOUR, 0, 0, &[0, 1, 2, 3, 4, 5, 6, 7]);
     w.submit("p/x", 1, HOUR);
     let y = w.submit("p/y", 4, HOUR);
     w.submit("q", 1, HOUR);
@@ -186,12 +186,15 @@ fn explanation_reports_position_and_ratios_along_the_path() {
     let WaitReason::Capacity {
         protected_gpus,
         protected_until,
+        holders,
         ..
     } = e.waiting_for
     else {
         panic!("capacity expected, got {:?}", e.waiting_for);
     };
     assert_eq!((protected_gpus, protected_until), (8, Some(2 * HOUR)));
+    // It names who holds the GPUs and from when it may take them.
+    assert_eq!(holders, [(holder, Some(2 * HOUR))]);
 }
 
 #[test]

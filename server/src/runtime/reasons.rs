@@ -92,12 +92,28 @@ pub fn waiting_for(snapshot: &Snapshot, reason: &WaitReason) -> contract::Waitin
             protected_until,
             outranking_gpus,
             within_margin_gpus,
+            holders,
         } => W::Capacity {
             idle_gpus: *idle_gpus,
             protected_gpus: *protected_gpus,
             protected_until: *protected_until,
             outranking_gpus: *outranking_gpus,
             within_margin_gpus: *within_margin_gpus,
+            holders: holders
+                .iter()
+                .map(|&(id, at)| {
+                    let row = snapshot.workload(id);
+                    contract::Holder {
+                        workload_id: id.0 as i64,
+                        name: row.map(|w| w.name.clone()),
+                        project: row
+                            .map(|w| snapshot.leaf_path(w.budget_node_id))
+                            .unwrap_or_default(),
+                        gpus: row.map_or(0, |w| w.gpus as u32),
+                        preemptible_at: at,
+                    }
+                })
+                .collect(),
         },
         WaitReason::IdleOnly { idle_gpus } => W::IdleOnly {
             idle_gpus: *idle_gpus,

@@ -107,6 +107,17 @@ async fn a_queued_workload_explains_its_position_and_path() {
     assert_eq!(queue["position"], 1, "{detail}");
     assert_eq!(queue["path"][1]["path"], "ai/molmo");
     assert_eq!(queue["waiting_for"]["kind"], "capacity", "{queue}");
+    // It names the workload holding the GPUs it needs.
+    let holder = &queue["waiting_for"]["holders"][0];
+    assert_eq!(
+        (
+            holder["name"].as_str(),
+            holder["project"].as_str(),
+            holder["gpus"].as_u64()
+        ),
+        (Some("blocker"), Some("ai/olmo"), Some(2)),
+        "{queue}"
+    );
     // Each level names the sibling that goes first, unless it is this one (which of olmo and
     // molmo ranks first depends on whether the blocker's first second is booked yet).
     for step in queue["path"].as_array().unwrap() {
