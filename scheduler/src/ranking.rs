@@ -4,7 +4,7 @@
 //! over the last hours ([`Recent`]), so that a leaf which has just had its share for hours
 //! yields the next free GPUs to an equally served sibling that has not, instead of both taking
 //! turns by the day. Measured across the scenario family (README), hourly tracking rises by
-//! 4–14 points with delivered/owed over the month nearly unchanged. Preemption is not affected:
+//! 3–14 points with delivered/owed over the month nearly unchanged. Preemption is not affected:
 //! who may preempt whom still compares the week's ratios with the damping margin, so the short
 //! window decides who is handed GPUs first, not whose running work may be taken.
 

@@ -28,6 +28,21 @@ pub enum ChangeAction {
     Remove,
 }
 
+impl ChangeState {
+    /// What the state means for the people who proposed and decide, in a sentence.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            ChangeState::Pending => "waiting for an owner's decision",
+            ChangeState::Scheduled => "approved; takes effect at its date",
+            ChangeState::Applied => "approved and in effect",
+            ChangeState::Rejected => "rejected by an owner",
+            ChangeState::Stale => {
+                "another change to the same shares took effect first, so this one no longer applies to today's shares: propose it again from them"
+            }
+        }
+    }
+}
+
 crate::named!(ChangeState, "change request state",
     Pending => "pending", Scheduled => "scheduled", Applied => "applied", Rejected => "rejected",
     Stale => "stale");

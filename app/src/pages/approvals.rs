@@ -3,7 +3,7 @@
 use crate::{
     budget::{
         api::{list_change_requests, ChangeImpact, DecideChange},
-        ChangeRequestView, ImpactView,
+        ChangeRequestView, ChangeState, ImpactView,
     },
     pages::users::format_date,
     workloads::sentences::clock,
@@ -64,7 +64,10 @@ pub fn ApprovalsPage() -> impl IntoView {
                                                 <td>{r.id}</td>
                                                 <td>{node_label(&r.node)}</td>
                                                 <td>{r.proposer.clone()}</td>
-                                                <td><span class=format!("state state-{}", r.state)>{r.state.as_str()}</span></td>
+                                                <td>
+                                                    <span class=format!("state state-{}", r.state) title=r.state.meaning()>{r.state.as_str()}</span>
+                                                    {(r.state == ChangeState::Stale).then(|| view! { <span class="hint">{format!(" — {}", r.state.meaning())}</span> })}
+                                                </td>
                                                 <td>{r.decided_by.clone().unwrap_or_default()}</td>
                                                 <td>{format_date(r.decided_at.unwrap_or(r.created_at))}</td>
                                                 <td>{r.justification.clone()}{(!r.comment.is_empty()).then(|| format!(" — {}", r.comment))}</td>
