@@ -19,9 +19,13 @@ use crate::{
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+type TreeResource = Resource<Result<Vec<crate::budget::TreeNodeView>, crate::error::AppError>>;
+
 #[component]
 pub fn HomePage() -> impl IntoView {
     let user = use_current_user();
+    // One read of the tree (its ratios cost a snapshot of the scheduler) for every card.
+    let tree: TreeResource = Resource::new(|| (), |_| get_tree());
     view! {
         <Title text="Overview" />
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
@@ -40,9 +44,9 @@ pub fn HomePage() -> impl IntoView {
                         <div class="overview">
                             {(role == Role::Researcher).then(|| view! {
                                 <MyWorkloads />
-                                <MyProjects />
+                                <MyProjects tree />
                             })}
-                            <Owned username=user.username.clone() />
+                            <Owned username=user.username.clone() tree />
                             {(role != Role::Researcher).then(|| view! { <QuarterCard /> })}
                             {(role == Role::Admin).then(|| view! { <NodesCard /> })}
                             <section class="card">
@@ -139,12 +143,12 @@ fn MyWorkloads() -> impl IntoView {
 }
 
 #[component]
-fn MyProjects() -> impl IntoView {
+fn MyProjects(tree: TreeResource) -> impl IntoView {
     let standings = Resource::new(
         || (),
-        |_| async move {
+        move |_| async move {
             let projects = submit_choices().await?.projects;
-            let tree = get_tree().await?;
+            let tree = tree.await?;
             Ok::<_, crate::error::AppError>(
                 projects
                     .into_iter()
@@ -186,11 +190,11 @@ fn MyProjects() -> impl IntoView {
 /// For owners (of any role): the approvals waiting for them and how what they own is served.
 /// Shows nothing to someone who owns nothing.
 #[component]
-fn Owned(username: String) -> impl IntoView {
+fn Owned(username: String, tree: TreeResource) -> impl IntoView {
     let data = Resource::new(
         || (),
-        |_| async move {
-            let tree = get_tree().await?;
+        move |_| async move {
+            let tree = tree.await?;
             let awaiting = list_change_requests("awaiting".into(), None).await?;
             Ok::<_, crate::error::AppError>((tree, awaiting.len()))
         },
