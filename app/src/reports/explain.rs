@@ -8,12 +8,14 @@ use crate::workloads::sentences::duration;
 const SHORT_OF_OWED: f64 = 0.95;
 /// Below this share of its funding, a team is "far below" it and the page says why.
 const FAR_BELOW_FUNDED: f64 = 0.8;
+/// Less funded time than this is too little to explain (a cluster just started).
+const MIN_FUNDED_GPU_H: f64 = 1.0;
 
 /// A sentence for each team (leaf) under 95% of what it was owed or far below its funding;
 /// others need none.
 pub fn shortfalls(rows: &[ReviewRow]) -> Vec<(String, String)> {
     rows.iter()
-        .filter(|r| r.leaf && r.funded_gpu_h > 0.0)
+        .filter(|r| r.leaf && r.funded_gpu_h >= MIN_FUNDED_GPU_H)
         .filter_map(|r| Some((r.path.clone(), shortfall(r)?)))
         .collect()
 }
@@ -71,6 +73,8 @@ mod tests {
             row("lang/eval", 1_000.0, 900.0, 720.0),
             row("lang/data", 1_000.0, 300.0, 300.0),
             row("lang/posttrain", 1_000.0, 1_000.0, 1_100.0),
+            // A cluster that has just started: too little to say anything about.
+            row("lang/new", 0.01, 0.0, 0.0),
         ];
         let said = shortfalls(&rows);
         assert_eq!(said.len(), 2, "{said:?}");
