@@ -142,4 +142,34 @@ describe('budget governance', () => {
       assert.equal(await molmo.locator('td').nth(4).textContent(), '—');
     });
   });
+
+  test('a request overtaken by another change says it is stale and what to do', async (t) => {
+    const token = (user) => server.cli(['admin', 'create-token', '--username', user]).trim().split('\n').pop();
+    const [bob, pat] = [token('bob'), token('pat')];
+    const post = async (tok, path, body) => {
+      const response = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      assert.ok(response.ok, `${path}: ${response.status} ${text}`);
+      return JSON.parse(text);
+    };
+    await post(bob, '/api/v1/change-requests', {
+      node: 'ai', shares: { 'ai/olmo': 2, 'ai/molmo': 2 }, justification: 'overtaken-request',
+    });
+    const winner = await post(bob, '/api/v1/change-requests', {
+      node: 'ai', shares: { 'ai/olmo': 1, 'ai/molmo': 1 }, justification: 'winning-request',
+    });
+    await post(pat, `/api/v1/change-requests/${winner.id}/approve`, { comment: 'ok' });
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'bob', 'bob-password-1');
+      await page.getByRole('heading', { name: 'Welcome, bob' }).waitFor();
+      await page.goto(`${server.url}/approvals`);
+      const row = page.getByRole('row', { name: /overtaken-request/ });
+      await row.getByText('stale', { exact: true }).waitFor();
+      await row.getByText(/another change to the same shares took effect first.*propose it again/).waitFor();
+    });
+  });
 });
