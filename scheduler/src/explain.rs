@@ -231,12 +231,13 @@ pub(crate) fn blocked_reason(
                 protected_until = Some(protected_until.map_or(until, |t| t.min(until)));
                 soonest.push((until, r.spec.id));
             }
-        } else if r.rank <= rank {
-            outranking_gpus += r.usable_gpus;
-            largest.push((std::cmp::Reverse(r.usable_gpus), r.spec.id));
         } else {
             largest.push((std::cmp::Reverse(r.usable_gpus), r.spec.id));
-            within_margin_gpus += r.usable_gpus;
+            if r.rank <= rank {
+                outranking_gpus += r.usable_gpus;
+            } else {
+                within_margin_gpus += r.usable_gpus;
+            }
         }
     }
     soonest.sort_unstable();

@@ -8,6 +8,7 @@ use crate::{
     clock::now_s,
     model::Role,
     nodes::{api::list_nodes, NodeHealth},
+    pages::reports::{pct, quarter_of},
     reports::api::quarterly_review,
     session::use_current_user,
     workloads::{
@@ -90,7 +91,7 @@ fn standing(ratio: Option<f64>) -> String {
     }
 }
 
-/// A card that loads `body`, saying so while it does and naming an error in words.
+/// One overview card: a titled section its heading labels.
 #[component]
 fn Card(id: &'static str, title: &'static str, children: Children) -> impl IntoView {
     view! {
@@ -247,14 +248,8 @@ fn Owned(username: String, tree: TreeResource) -> impl IntoView {
 /// This quarter's headline (leadership and admins).
 #[component]
 fn QuarterCard() -> impl IntoView {
-    let (year, month, _) = crate::pages::users::civil_date(now_s());
-    let quarter = ((month - 1) / 3 + 1) as u32;
-    let review = Resource::new(move || (), move |_| quarterly_review(year as i32, quarter));
-    let pct = |x: Option<f64>| {
-        // `+ 0.0` turns -0.0 into 0.0.
-        x.map(|v| format!("{:.1}%", v * 100.0 + 0.0))
-            .unwrap_or_else(|| "—".into())
-    };
+    let (year, quarter) = quarter_of(now_s());
+    let review = Resource::new(move || (), move |_| quarterly_review(year, quarter));
     view! {
         <Card id="overview-quarter" title="This quarter">
             <Suspense fallback=|| view! { <p class="loading">"Computing this quarter's figures…"</p> }>

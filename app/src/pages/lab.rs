@@ -12,6 +12,7 @@ use crate::{
         api::{get_lab_run, lab_runs, lab_sources, start_lab_run},
         LabForm, LabResult, LabRunView, LabState,
     },
+    pages::reports::pct,
     workloads::sentences::duration,
 };
 use leptos::prelude::*;
@@ -318,10 +319,6 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
         waits,
         teams,
     } = result;
-    let pct = |x: Option<f64>| {
-        x.map(|v| format!("{:.1}%", v * 100.0 + 0.0))
-            .unwrap_or_else(|| "—".into())
-    };
     let wait = |s: Option<i64>| s.map(duration).unwrap_or_else(|| "—".into());
     view! {
         <p>{format!(

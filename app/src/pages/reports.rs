@@ -17,7 +17,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_navigate, use_query_map};
 
-fn pct(x: Option<f64>) -> String {
+/// `12.3%`, or "—" for nothing (`+ 0.0` turns -0.0 into 0.0).
+pub(crate) fn pct(x: Option<f64>) -> String {
     x.map(|v| format!("{:.1}%", v * 100.0 + 0.0))
         .unwrap_or_else(|| "—".into())
 }
@@ -28,7 +29,7 @@ fn gpu_h(x: f64) -> String {
 }
 
 /// The quarter containing `epoch`.
-fn quarter_of(epoch: i64) -> (i32, u32) {
+pub(crate) fn quarter_of(epoch: i64) -> (i32, u32) {
     let (year, month, _) = crate::pages::users::civil_date(epoch);
     (year as i32, ((month - 1) / 3 + 1) as u32)
 }

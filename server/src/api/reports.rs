@@ -20,23 +20,20 @@ pub struct QuarterQuery {
     quarter: u32,
 }
 
+/// The review of the quarter asked for, or why there is none.
+async fn review_of(state: &AppState, q: &QuarterQuery) -> Result<Review, ServerError> {
+    let (from, to) = calendar::quarter(q.year, q.quarter)
+        .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
+    let label = format!("Q{} {}", q.quarter, q.year);
+    review::review(&state.pool, from, to, label, state.runtime.now()).await
+}
+
 pub async fn quarter(
     State(state): State<AppState>,
     ApiUser(_user): ApiUser,
     Query(q): Query<QuarterQuery>,
 ) -> Result<Json<Review>, ServerError> {
-    let (from, to) = calendar::quarter(q.year, q.quarter)
-        .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
-    Ok(Json(
-        review::review(
-            &state.pool,
-            from,
-            to,
-            format!("Q{} {}", q.quarter, q.year),
-            state.runtime.now(),
-        )
-        .await?,
-    ))
+    Ok(Json(review_of(&state, &q).await?))
 }
 
 /// `GET /api/v1/reports/quarter.csv?year=…&quarter=…`: the review's table, one row per tree
@@ -46,10 +43,7 @@ pub async fn quarter_csv(
     ApiUser(_user): ApiUser,
     Query(q): Query<QuarterQuery>,
 ) -> Result<impl IntoResponse, ServerError> {
-    let (from, to) = calendar::quarter(q.year, q.quarter)
-        .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
-    let label = format!("Q{} {}", q.quarter, q.year);
-    let r = review::review(&state.pool, from, to, label, state.runtime.now()).await?;
+    let r = review_of(&state, &q).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
