@@ -1,8 +1,9 @@
 //! 30 simulated days of the reference-like scenario (1,024 GPUs, 40,000+ workloads) under each
 //! policy: the target is under 1 s per policy, release build, one core, under 500 MB.
 //!
-//! `cargo bench -p scheduler --bench simulate [-- --runs N --seed S --days D]` prints the median
-//! wall time per policy, the summary table and the process's peak memory.
+//! `cargo bench -p scheduler --bench simulate [-- --runs N --seed S --days D --policy P]` prints
+//! the median wall time per policy (`fair-share`, `priority`; both unless one is named), the
+//! summary table and the process's peak memory.
 
 use std::time::Instant;
 
@@ -33,7 +34,17 @@ fn main() {
         input.cluster.total_gpus()
     );
     let mut reports = Vec::new();
+    let only = std::env::args()
+        .position(|a| a == "--policy")
+        .and_then(|i| std::env::args().nth(i + 1));
     for policy in [Policy::FairShare, Policy::Priority] {
+        let name = match policy {
+            Policy::FairShare => "fair-share",
+            Policy::Priority => "priority",
+        };
+        if only.as_deref().is_some_and(|p| p != name) {
+            continue;
+        }
         let config = SimConfig {
             policy,
             ..SimConfig::default()

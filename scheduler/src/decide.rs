@@ -232,7 +232,7 @@ impl Pass<'_> {
         if self.pool.idle_total > 0 && !self.pool.requeued_allocated {
             let mut free = FreeQueue::new(self.queued, self.standings);
             while self.pool.idle_total > 0 {
-                let Some((q, rank)) = free.next(self.pool.idle_fit(), self.pool.idle_total) else {
+                let Some((q, rank)) = free.next(self.pool.free_fit(), self.pool.idle_total) else {
                     break;
                 };
                 self.try_idle_only(q, rank);

@@ -144,6 +144,27 @@ impl IdleFit {
     }
 }
 
+/// Which unallocated workloads fit idle GPUs at one moment. Free work's minimum runtime is 0, so
+/// resumable free work may backfill any reservation and non-resumable free work none (DESIGN
+/// §4.8, [`crate::decide`]'s `may_backfill`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FreeFit {
+    /// Every idle GPU.
+    pub any: IdleFit,
+    /// Idle GPUs no reservation holds.
+    pub open: IdleFit,
+}
+
+impl FreeFit {
+    pub(crate) fn fits(self, w: &WorkloadSpec) -> bool {
+        if w.resumable {
+            self.any.fits(w.gpus)
+        } else {
+            self.open.fits(w.gpus)
+        }
+    }
+}
+
 /// A reservation as the pass sees it.
 #[derive(Clone, Debug)]
 pub(crate) struct Held {
@@ -169,6 +190,10 @@ pub(crate) struct Pool {
     idle_hist: [u32; 65],
     pub idle_total: u32,
     pub whole_idle_gpus: u32,
+    /// As `idle_hist` and `whole_idle_gpus`, counting only GPUs no reservation holds: what work
+    /// that may not backfill (non-resumable free work) can take.
+    open_hist: [u32; 65],
+    whole_open_gpus: u32,
     /// Live unallocated GPUs on schedulable hosts.
     pub free_work_gpus: u32,
     /// Live, unprotected, allocated GPUs on schedulable hosts, by leaf rank.
@@ -243,6 +268,8 @@ impl Pool {
             idle_hist: [0; 65],
             idle_total: 0,
             whole_idle_gpus: 0,
+            open_hist: [0; 65],
+            whole_open_gpus: 0,
             free_work_gpus: 0,
             unprotected_by_rank: vec![0; ranks.max(1)],
             unprotected_resumable_gpus: 0,
@@ -281,10 +308,15 @@ impl Pool {
                 usable_gpus: 0,
             });
         }
+        // By workload id on every host, whatever order the snapshot listed them in; the ids are
+        // read from a list of their own, not from the runs, which are far apart in memory.
+        let ids: Vec<WorkloadId> = state.running.iter().map(|r| r.spec.id).collect();
         for slot in &pool.slots {
             let at = slot.runs_at as usize;
-            pool.slot_runs[at..at + slot.runs_len as usize]
-                .sort_by_key(|&(run, _)| pool.runs[run as usize].spec.id);
+            let runs = &mut pool.slot_runs[at..at + slot.runs_len as usize];
+            if !runs.is_sorted_by_key(|&(run, _)| ids[run as usize]) {
+                runs.sort_unstable_by_key(|&(run, _)| ids[run as usize]);
+            }
         }
         for i in 0..pool.slots.len() {
             pool.count_idle(i, 1);
@@ -346,12 +378,18 @@ impl Pool {
         }
         let idle = slot.free.count();
         let whole = if slot.free == slot.all { slot.size } else { 0 };
+        let (open, whole_open) = match slot.reservation {
+            None => (idle, whole),
+            Some(_) => (slot.free.without(slot.reserved).count(), 0),
+        };
         let apply = |v: &mut u32, by: u32| {
             *v = if sign > 0 { *v + by } else { *v - by };
         };
         apply(&mut self.idle_hist[idle as usize], 1);
         apply(&mut self.idle_total, idle);
         apply(&mut self.whole_idle_gpus, whole);
+        apply(&mut self.open_hist[open as usize], 1);
+        apply(&mut self.whole_open_gpus, whole_open);
     }
 
     fn count_run(&mut self, run: usize, sign: i32) {
@@ -397,6 +435,22 @@ impl Pool {
             node_size: self.node_size,
             max_idle: self.max_idle(),
             whole_idle: self.whole_idle_gpus,
+        }
+    }
+
+    /// What unallocated work could start on idle GPUs now: every idle GPU for work that may
+    /// backfill reservations, only those no reservation holds for work that may not.
+    pub(crate) fn free_fit(&self) -> FreeFit {
+        FreeFit {
+            any: self.idle_fit(),
+            open: IdleFit {
+                node_size: self.node_size,
+                max_idle: (0..=self.node_size as usize)
+                    .rev()
+                    .find(|&c| self.open_hist[c] > 0)
+                    .unwrap_or(0) as u32,
+                whole_idle: self.whole_open_gpus,
+            },
         }
     }
 
@@ -495,9 +549,12 @@ impl Pool {
         self.changes += 1;
         let index = self.held.len() as u32;
         for part in &parts {
-            let slot = &mut self.slots[part.node.index()];
+            let node = part.node.index();
+            self.count_idle(node, -1);
+            let slot = &mut self.slots[node];
             slot.reservation = Some(index);
             slot.reserved = part.gpus;
+            self.count_idle(node, 1);
         }
         self.held.push(Held {
             workload,
@@ -522,10 +579,12 @@ impl Pool {
         for k in 0..self.held[index].parts.len() {
             let node = self.held[index].parts[k].node;
             self.loosened.push((self.changes, node.0));
-            let slot = &mut self.slots[node.index()];
-            if slot.reservation == Some(index as u32) {
+            if self.slots[node.index()].reservation == Some(index as u32) {
+                self.count_idle(node.index(), -1);
+                let slot = &mut self.slots[node.index()];
                 slot.reservation = None;
                 slot.reserved = GpuSet::EMPTY;
+                self.count_idle(node.index(), 1);
             }
         }
     }

@@ -5,7 +5,7 @@
 use std::collections::BinaryHeap;
 
 use crate::ids::{Time, WorkloadId};
-use crate::pool::IdleFit;
+use crate::pool::FreeFit;
 use crate::ranking::Standings;
 use crate::snapshot::WorkloadSpec;
 
@@ -134,10 +134,12 @@ impl Queue {
 ///
 /// Unallocated work only takes idle GPUs, after all allocated work. Idle GPUs only get fewer from
 /// then on, so a workload that cannot fit when this scan begins never starts, and is left out;
-/// and since every start takes a GPU, a scan stops after at most as many starts as there are idle
+/// and since every start takes a GPU, a scan starts at most as many workloads as there are idle
 /// GPUs. So each batch is the first candidates in queue order after the previous batch that still
-/// fit, one per idle GPU, picked in one pass with a bounded heap and then sorted. A long free queue
-/// waiting for a few idle GPUs costs a pass over it, not a sort of all of it.
+/// fit, picked in one pass over the queue with a bounded heap and then sorted: the first batch one
+/// per idle GPU, each next one twice the size of the last, since a candidate may still find no
+/// place (idle GPUs reserved for a gang, DESIGN §4.8). A long free queue waiting for a few idle
+/// GPUs costs a few passes over it, not a sort of all of it, and never a pass per idle GPU.
 pub(crate) struct FreeQueue<'a> {
     queued: &'a [WorkloadSpec],
     standings: &'a Standings,
@@ -146,10 +148,9 @@ pub(crate) struct FreeQueue<'a> {
     taken: usize,
     /// No candidate is left after the current batch.
     last: bool,
+    /// The size of the next batch.
+    next_size: usize,
 }
-
-/// The most candidates per batch.
-const MAX_BATCH: usize = 64;
 
 impl<'a> FreeQueue<'a> {
     pub(crate) fn new(queued: &'a [WorkloadSpec], standings: &'a Standings) -> FreeQueue<'a> {
@@ -159,34 +160,37 @@ impl<'a> FreeQueue<'a> {
             batch: Vec::new(),
             taken: 0,
             last: false,
+            next_size: 0,
         }
     }
 
     /// The next candidate in queue order that fits idle GPUs as they are now, and its leaf rank.
     /// `fits` may only have shrunk since the last call; `idle` is the idle GPUs left.
-    pub(crate) fn next(&mut self, fits: IdleFit, idle: u32) -> Option<(u32, u32)> {
+    pub(crate) fn next(&mut self, fits: FreeFit, idle: u32) -> Option<(u32, u32)> {
         loop {
             if self.taken == self.batch.len() {
                 if self.last {
                     return None;
                 }
                 let after = self.batch.last().map(|b| b.0);
-                self.pick(after, fits, (idle as usize).clamp(1, MAX_BATCH));
+                let size = self.next_size.max(idle as usize).max(1);
+                self.next_size = size.saturating_mul(2);
+                self.pick(after, fits, size);
             }
             let (key, q) = *self.batch.get(self.taken)?;
             self.taken += 1;
-            if fits.fits(self.queued[q as usize].gpus) {
+            if fits.fits(&self.queued[q as usize]) {
                 return Some((q, key.rank()));
             }
         }
     }
 
     /// The first `size` candidates after key `after` that `fits`, in queue order.
-    fn pick(&mut self, after: Option<QueueKey>, fits: IdleFit, size: usize) {
+    fn pick(&mut self, after: Option<QueueKey>, fits: FreeFit, size: usize) {
         let mut heap: BinaryHeap<(QueueKey, u32)> = BinaryHeap::with_capacity(size);
         let mut more = false;
         for (i, w) in self.queued.iter().enumerate() {
-            if w.is_allocated() || !fits.fits(w.gpus) {
+            if w.is_allocated() || !fits.fits(w) {
                 continue;
             }
             let rank = self.standings.leaf_rank(w.leaf);

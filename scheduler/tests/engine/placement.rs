@@ -159,6 +159,40 @@ fn backfill_uses_reserved_gpus_only_when_it_will_be_preemptible_in_time() {
 }
 
 #[test]
+fn free_work_that_may_not_backfill_finds_the_idle_gpus_no_reservation_holds() {
+    // a's gang reserves hosts 0 and 1 (free from 2 h); host 0's two idle GPUs are reserved, host
+    // 2's one idle GPU is not (b's work there is protected until 3 h).
+    let mut w = World::new(TWO_TEAMS, 3, 8);
+    w.history("b", 400.0);
+    w.running("b", 2 * HOUR, 0, 0, &[0, 1, 2, 3, 4, 5]);
+    w.running("b", 2 * HOUR, 0, 1, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    w.running("b", 3 * HOUR, 0, 2, &[0, 1, 2, 3, 4, 5, 6]);
+    let gang = w.submit("a", 16, HOUR);
+    let mut free = |gpus, resumable, priority| {
+        let mut spec = w.spec("b", gpus, 0);
+        spec.resumable = resumable;
+        spec.priority = priority;
+        w.submit_spec(spec)
+    };
+    // First in queue order: many non-resumable pairs that would fit only reserved GPUs.
+    for priority in 0..40 {
+        free(2, false, 100 - priority);
+    }
+    let single = free(1, false, 10);
+    let resumable = free(1, true, 5);
+    let decision = w.decide();
+    assert_eq!(decision.reservations.len(), 1);
+    assert_eq!(decision.reservations[0].workload, gang);
+    assert_eq!(
+        starts(&decision),
+        [
+            (single, &Placement::on(NodeId(2), GpuSet::of(&[7]))),
+            (resumable, &Placement::on(NodeId(0), GpuSet::of(&[6]))),
+        ]
+    );
+}
+
+#[test]
 fn explanation_reports_position_and_ratios_along_the_path() {
     let mut w = World::new(&[("p", 1.0), ("p/x", 1.0), ("p/y", 1.0), ("q", 1.0)], 1, 8);
     w.history("q", 300.0);
