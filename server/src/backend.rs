@@ -169,11 +169,8 @@ impl Backend for ServerBackend {
     }
 
     async fn queue(&self, _actor: &CurrentUser, limit: usize) -> Result<QueueView, AppError> {
-        let rows = workloads::queue(&self.pool, &self.runtime).await?;
-        Ok(QueueView {
-            total: rows.len(),
-            rows: rows.iter().take(limit).cloned().collect(),
-        })
+        let (rows, total) = workloads::queue(&self.pool, &self.runtime, limit).await?;
+        Ok(QueueView { rows, total })
     }
 
     async fn nodes(&self, _actor: &CurrentUser) -> Result<Vec<NodeView>, AppError> {

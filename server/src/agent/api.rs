@@ -108,6 +108,7 @@ async fn sync(
         ended.extend(
             workload_service::finished(
                 &state.control_pool,
+                runtime,
                 node.node_id,
                 finished.run_id,
                 finished.exit_code,
@@ -127,6 +128,7 @@ async fn sync(
         tracing::warn!(node = %node.name, run_id, "the agent has no record of a run it was given");
         ended.extend(workload_service::finished(
             &state.control_pool,
+            runtime,
             node.node_id,
             run_id,
             None,

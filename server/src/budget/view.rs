@@ -17,7 +17,10 @@ pub async fn tree_view(
 ) -> Result<Vec<TreeNodeView>, ServerError> {
     let now = runtime.now();
     let mut db = pool.acquire().await?;
-    let Some(snap) = snapshot::load(&mut db, &runtime.config(), now).await? else {
+    // The tree's standings come from the ledger alone: the queue is not read.
+    let no_workloads = std::sync::Arc::new(snapshot::Active::default());
+    let Some(snap) = snapshot::load_with(&mut db, &runtime.config(), now, no_workloads).await?
+    else {
         return Ok(Vec::new());
     };
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -1,6 +1,7 @@
 //! The embedded scheduler runtime: one task that wakes on every event and on a safety tick, feeds
 //! the engine a snapshot and applies its decisions in one transaction.
 
+pub mod active;
 pub mod apply;
 pub mod config;
 pub mod lease;
@@ -46,6 +47,10 @@ struct Inner {
     stopping: watch::Sender<bool>,
     /// How long the leader's recent passes took, database work included (newest last).
     pass_times: Mutex<VecDeque<PassTiming>>,
+    /// The leader's copy of the queued and running workloads (see [`active`]).
+    active: tokio::sync::Mutex<Option<active::Copy>>,
+    /// Workloads changed since the copy was brought up to date.
+    changed: Mutex<active::Changed>,
 }
 
 /// The announcement (a value of `assignments`) at which each node's runs last changed, and the
@@ -145,6 +150,8 @@ impl Runtime {
                 queue: queue_cache::QueueCache::default(),
                 stopping,
                 pass_times: Mutex::new(VecDeque::new()),
+                active: tokio::sync::Mutex::new(None),
+                changed: Mutex::new(active::Changed::default()),
             }),
         }
     }
@@ -219,6 +226,38 @@ impl Runtime {
                 self.inner.standing.end_wake();
             }
         }
+    }
+
+    /// Notes that these workloads or their runs changed (call after the change is committed), so
+    /// the leader's copy re-reads them. Callers also [`Runtime::wake`] when a decision is due.
+    pub fn workloads_changed(&self, ids: impl IntoIterator<Item = i64>) {
+        self.changed().add(ids);
+    }
+
+    /// Something changed that cannot be named: the next read of the workloads is whole.
+    pub fn workloads_changed_unknown(&self) {
+        self.changed().unknown();
+    }
+
+    fn changed(&self) -> std::sync::MutexGuard<'_, active::Changed> {
+        self.inner
+            .changed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The queued and running workloads as of now: on the leader from its copy, brought up to date
+    /// (see [`active`]); on a follower, which is not told of the leader's decisions, read whole.
+    pub async fn active_workloads(
+        &self,
+        db: &mut sqlx::AnyConnection,
+    ) -> Result<Arc<snapshot::Active>, ServerError> {
+        if !self.is_leader() {
+            return Ok(Arc::new(snapshot::Active::read_all(db).await?));
+        }
+        let mut copy = self.inner.active.lock().await;
+        let changed = std::mem::take(&mut *self.changed());
+        active::bring_up_to_date(&mut copy, changed, self.inner.standing.epoch(), db).await
     }
 
     /// Whether this replica holds the scheduler lease and so runs the decisions.
@@ -393,6 +432,8 @@ impl Runtime {
                     if wake != seen_wake {
                         seen_wake = wake;
                         if runtime.is_leader() {
+                            // Forwarded by another replica, which changed what it cannot name here.
+                            runtime.workloads_changed_unknown();
                             break;
                         }
                     }
@@ -441,7 +482,8 @@ impl Runtime {
         let mut settle = scheduler::Settle::new();
         while settle.next_pass() {
             let mut read = crate::db::begin_read(&self.inner.pool).await?;
-            let loaded = snapshot::load(&mut read, config, now).await?;
+            let active = self.active_workloads(&mut read).await?;
+            let loaded = snapshot::load_with(&mut read, config, now, active).await?;
             read.rollback().await?;
             let Some(snapshot) = loaded else {
                 break;
@@ -466,6 +508,16 @@ impl Runtime {
                 tx.rollback().await?;
                 break;
             }
+            let writing = Writing {
+                runtime: self,
+                acted: Some(
+                    decision
+                        .actions
+                        .iter()
+                        .map(|a| a.workload().0 as i64)
+                        .collect(),
+                ),
+            };
             let applied = apply::apply(&mut tx, &snapshot, &decision, now).await?;
             if applied.started + applied.stopped > 0 {
                 lease::bump_assign(&mut tx).await?;
@@ -479,6 +531,7 @@ impl Runtime {
             }
             timing.apply += lap.lap();
             tx.commit().await?;
+            writing.committed();
             timing.commit += lap.lap();
             outcome.started += applied.started;
             outcome.stopped += applied.stopped;
@@ -500,5 +553,28 @@ impl Runtime {
         }
         outcome.timing = timing;
         Ok(outcome)
+    }
+}
+
+/// A decision being written: once committed, the leader's copy re-reads the workloads it acted on;
+/// dropped before (an error part way), the copy is read whole, since what was written is unknown.
+struct Writing<'a> {
+    runtime: &'a Runtime,
+    acted: Option<Vec<i64>>,
+}
+
+impl Writing<'_> {
+    fn committed(mut self) {
+        if let Some(ids) = self.acted.take() {
+            self.runtime.workloads_changed(ids);
+        }
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        if self.acted.is_some() {
+            self.runtime.workloads_changed_unknown();
+        }
     }
 }

@@ -8,7 +8,6 @@
 //! computation's duration, however many people are looking, instead of once per look.
 
 use super::snapshot::Snapshot;
-use app::workloads::QueueRow;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,11 +48,22 @@ impl<T> Shared<T> {
     }
 }
 
+/// A queued workload's place in scheduler order: what the Queue page shows besides the workload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueueEntry {
+    pub workload_id: i64,
+    pub allocated: bool,
+    /// 1 for the best-ranked leaf.
+    pub leaf_rank: u32,
+    pub leaf_ratio: Option<f64>,
+}
+
 #[derive(Default)]
 pub struct QueueCache {
     /// Bumped on every change.
     generation: AtomicU64,
-    pub rows: Shared<Vec<QueueRow>>,
+    /// The whole queue in scheduler order; a page reads the workloads of the rows it shows.
+    pub order: Shared<Vec<QueueEntry>>,
     /// `None` until a budget tree exists.
     pub snapshot: Shared<Option<Snapshot>>,
 }
@@ -105,7 +115,7 @@ mod tests {
         let look = |cache: Arc<QueueCache>, computed: Arc<AtomicUsize>| async move {
             let since = cache.generation();
             cache
-                .get_or_compute(&cache.rows, since, || async {
+                .get_or_compute(&cache.order, since, || async {
                     computed.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     Ok::<_, ()>(Vec::new())

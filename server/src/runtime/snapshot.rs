@@ -3,7 +3,7 @@
 use super::{config::RuntimeConfig, repo};
 use crate::{
     budget::snapshot::{self as tree_snapshot, TreeSnapshot},
-    nodes::repo::{self as node_repo, NodeRow},
+    nodes::repo::{self as node_repo, PassNode},
     ServerError,
 };
 use app::{nodes::NodeHealth, workloads::WorkloadState};
@@ -12,7 +12,7 @@ use scheduler::{
     WorkloadId, WorkloadSpec, HOUR,
 };
 use sqlx::{AnyConnection, FromRow};
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, sync::Arc};
 
 /// A workload row as the runtime needs it.
 #[derive(Debug, Clone, FromRow)]
@@ -39,14 +39,69 @@ pub struct OpenRun {
     gpu_indices: String,
 }
 
+/// The queued and running workloads and the GPUs their open runs hold: the part of a snapshot
+/// that grows with the queue. The leader keeps one between passes and re-reads only the
+/// workloads that changed (see [`super::Runtime`]'s cache); everyone else reads it whole.
+#[derive(Debug, Clone, Default)]
+pub struct Active {
+    pub rows: BTreeMap<i64, Arc<WorkloadRow>>,
+    /// `(node, GPUs)` of each workload's open runs, by workload.
+    pub runs: BTreeMap<i64, Vec<(i64, GpuSet)>>,
+}
+
+impl Active {
+    /// Every queued and running workload and every open run.
+    pub async fn read_all(db: &mut AnyConnection) -> Result<Active, ServerError> {
+        let rows = repo::active_workloads(&mut *db).await?;
+        let runs = repo::open_runs(&mut *db).await?;
+        let mut active = Active::default();
+        active.keep(rows, runs);
+        Ok(active)
+    }
+
+    /// Reads these workloads again: those no longer queued or running leave.
+    pub async fn refresh(
+        &mut self,
+        db: &mut AnyConnection,
+        ids: &[i64],
+    ) -> Result<(), ServerError> {
+        let rows = repo::workloads_by_id(&mut *db, ids).await?;
+        let runs = repo::open_runs_by_workload(&mut *db, ids).await?;
+        for id in ids {
+            self.rows.remove(id);
+            self.runs.remove(id);
+        }
+        self.keep(rows, runs);
+        Ok(())
+    }
+
+    fn keep(&mut self, rows: Vec<WorkloadRow>, runs: Vec<OpenRun>) {
+        for row in rows {
+            if matches!(row.state, WorkloadState::Queued | WorkloadState::Running) {
+                self.rows.insert(row.workload_id, Arc::new(row));
+            }
+        }
+        for run in runs {
+            if self.rows.contains_key(&run.workload_id) {
+                let gpus = GpuSet::of(&parse_indices(&run.gpu_indices));
+                self.runs
+                    .entry(run.workload_id)
+                    .or_default()
+                    .push((run.node_id, gpus));
+            }
+        }
+    }
+}
+
 pub struct Snapshot {
     pub engine: Engine,
     pub tree: TreeSnapshot,
     pub nodes: Vec<NodeState>,
-    pub node_rows: Vec<NodeRow>,
+    pub node_rows: Vec<PassNode>,
     pub running: Vec<RunningWorkload>,
     pub queued: Vec<WorkloadSpec>,
-    pub workloads: BTreeMap<i64, WorkloadRow>,
+    /// What the queue and the runs looked like (the workloads the engine got, and any it skipped).
+    pub active: Arc<Active>,
 }
 
 impl Snapshot {
@@ -58,12 +113,12 @@ impl Snapshot {
         }
     }
 
-    pub fn node_row(&self, id: NodeId) -> &NodeRow {
+    pub fn node_row(&self, id: NodeId) -> &PassNode {
         &self.node_rows[id.0 as usize]
     }
 
     pub fn workload(&self, id: WorkloadId) -> Option<&WorkloadRow> {
-        self.workloads.get(&(id.0 as i64))
+        self.active.rows.get(&(id.0 as i64)).map(|row| &**row)
     }
 
     pub fn leaf_path(&self, budget_node_id: i64) -> String {
@@ -87,8 +142,8 @@ pub fn format_indices(gpus: GpuSet) -> String {
         .join(";")
 }
 
-fn health(row: &NodeRow) -> Health {
-    match row.health() {
+fn health(row: &PassNode) -> Health {
+    match row.health {
         NodeHealth::Healthy => Health::Healthy,
         NodeHealth::Cordoned => Health::Cordoned,
         NodeHealth::Unhealthy => Health::Unhealthy,
@@ -102,17 +157,24 @@ pub async fn load(
     config: &RuntimeConfig,
     now: i64,
 ) -> Result<Option<Snapshot>, ServerError> {
+    let active = Arc::new(Active::read_all(&mut *db).await?);
+    load_with(db, config, now, active).await
+}
+
+/// As [`load`], on queued and running workloads already read.
+pub async fn load_with(
+    db: &mut AnyConnection,
+    config: &RuntimeConfig,
+    now: i64,
+    active: Arc<Active>,
+) -> Result<Option<Snapshot>, ServerError> {
     let Some(tree) = tree_snapshot::load(db).await? else {
         return Ok(None);
     };
     let mut engine = Engine::new(tree.tree.clone(), config.engine_config());
 
     // Nodes without GPUs (registered, never connected) cannot hold work; the engine needs ≥ 1.
-    let node_rows: Vec<NodeRow> = node_repo::list_nodes(&mut *db)
-        .await?
-        .into_iter()
-        .filter(|n| n.gpu_count > 0)
-        .collect();
+    let node_rows = node_repo::pass_nodes(&mut *db).await?;
     let nodes: Vec<NodeState> = node_rows
         .iter()
         .map(|n| NodeState {
@@ -128,22 +190,9 @@ pub async fn load(
 
     load_ledger(db, &mut engine, &tree, &nodes, config, now).await?;
 
-    let rows = repo::active_workloads(&mut *db).await?;
-    let runs = repo::open_runs(&mut *db).await?;
-    let mut parts: BTreeMap<i64, Vec<NodeGpus>> = BTreeMap::new();
-    for run in runs {
-        if let Some(&node) = engine_node.get(&run.node_id) {
-            parts.entry(run.workload_id).or_default().push(NodeGpus {
-                node,
-                gpus: GpuSet::of(&parse_indices(&run.gpu_indices)),
-            });
-        }
-    }
-
     let mut running = Vec::new();
     let mut queued = Vec::new();
-    let mut workloads = BTreeMap::new();
-    for row in rows {
+    for row in active.rows.values() {
         let Some(leaf) = tree
             .engine_id(row.budget_node_id)
             .filter(|&id| tree.tree.is_leaf(id))
@@ -163,23 +212,30 @@ pub async fn load(
             priority: row.priority as i32,
             submitted_at: row.submitted_at,
         };
-        match (row.state, parts.remove(&row.workload_id)) {
-            (WorkloadState::Running, Some(mut placement)) => {
-                placement.sort();
+        let parts: Vec<NodeGpus> = active
+            .runs
+            .get(&row.workload_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|&(node, gpus)| engine_node.get(&node).map(|&node| NodeGpus { node, gpus }))
+            .collect();
+        match row.state {
+            WorkloadState::Running if !parts.is_empty() => {
+                let mut parts = parts;
+                parts.sort();
                 running.push(RunningWorkload {
                     spec,
                     started_at: row.started_at.unwrap_or(now),
-                    placement: Placement { parts: placement },
+                    placement: Placement { parts },
                     baseline_protected: false,
                 });
             }
-            (WorkloadState::Queued, _) => queued.push(spec),
+            WorkloadState::Queued => queued.push(spec),
             _ => tracing::warn!(
                 workload = row.workload_id,
                 "running workload without an open run; skipped"
             ),
         }
-        workloads.insert(row.workload_id, row);
     }
     Ok(Some(Snapshot {
         engine,
@@ -188,7 +244,7 @@ pub async fn load(
         node_rows,
         running,
         queued,
-        workloads,
+        active,
     }))
 }
 

@@ -122,6 +122,28 @@ pub async fn list_workloads(
     Ok(rows.into_iter().map(WorkloadView::from).collect())
 }
 
+/// These workloads (any that exist), in no particular order.
+pub async fn find_workloads(
+    db: &mut sqlx::AnyConnection,
+    ids: &[i64],
+) -> Result<Vec<WorkloadView>, sqlx::Error> {
+    let mut views = Vec::with_capacity(ids.len());
+    // Ids the server holds, written inline (sqlx's Any driver binds no arrays), 500 at a time.
+    for chunk in ids.chunks(500) {
+        let list = chunk
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let rows: Vec<WorkloadRow> =
+            sqlx::query_as(&format!("{SELECT} where w.workload_id in ({list})"))
+                .fetch_all(&mut *db)
+                .await?;
+        views.extend(rows.into_iter().map(WorkloadView::from));
+    }
+    Ok(views)
+}
+
 pub async fn events(
     db: impl AnyExecutor<'_>,
     workload_id: i64,

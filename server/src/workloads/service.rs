@@ -7,7 +7,7 @@ use super::{
 use crate::{
     budget::repo as budget_repo,
     db::Flag,
-    runtime::{apply, reasons, snapshot, Runtime},
+    runtime::{apply, queue_cache::QueueEntry, reasons, snapshot, Runtime},
     ServerError,
 };
 use app::model::CurrentUser;
@@ -16,7 +16,7 @@ use app::workloads::{
     AheadSibling, GpuPlacement, PathRatio, QueueExplanation, QueueRow, WorkloadDetail,
     WorkloadState, WorkloadView,
 };
-use scheduler::WorkloadId;
+use scheduler::{BudgetId, WorkloadId};
 use sqlx::AnyPool;
 use std::sync::Arc;
 
@@ -80,6 +80,7 @@ pub async fn submit(
     };
     repo::insert_event(&mut *tx, id, now, None, &event).await?;
     tx.commit().await?;
+    runtime.workloads_changed([id]);
     runtime.wake();
     runtime.announce();
     tracing::info!(workload = id, user = %actor.username, project = %new.project, gpus = new.gpus, "submitted");
@@ -136,6 +137,7 @@ pub async fn cancel(
     };
     repo::insert_event(&mut *tx, id, now, None, &event).await?;
     tx.commit().await?;
+    runtime.workloads_changed([id]);
     runtime.wake();
     runtime.announce_nodes(nodes);
     get(pool, id).await
@@ -235,16 +237,46 @@ async fn explain(
     }))
 }
 
-/// The global queue in scheduler order, with each workload's leaf rank and ratio.
-/// The queue in scheduler order. Many people watch it at once, so the list is computed once and
-/// shared until anything changes (the runtime drops it on every wake-up and assignment change)
-/// or a second has passed; one request computes while the others wait for its result.
-pub async fn queue(pool: &AnyPool, runtime: &Runtime) -> Result<Arc<Vec<QueueRow>>, ServerError> {
+/// The queue in scheduler order: its first `limit` rows, and how many wait in all. Many people
+/// watch it at once, so the order is computed once and shared until anything changes (the runtime
+/// drops it on every wake-up and assignment change) or a second has passed; one request computes
+/// while the others wait for its result. Each request then reads only the workloads it shows.
+pub async fn queue(
+    pool: &AnyPool,
+    runtime: &Runtime,
+    limit: usize,
+) -> Result<(Vec<QueueRow>, usize), ServerError> {
     let cache = runtime.queue_cache();
     let since = cache.generation();
-    cache
-        .get_or_compute(&cache.rows, since, || compute_queue(pool, runtime, since))
-        .await
+    let order = cache
+        .get_or_compute(&cache.order, since, || queue_order(pool, runtime, since))
+        .await?;
+    let shown = &order[..limit.min(order.len())];
+    let ids: Vec<i64> = shown.iter().map(|e| e.workload_id).collect();
+    let mut db = pool.acquire().await?;
+    let mut views: std::collections::HashMap<i64, _> = repo::find_workloads(&mut db, &ids)
+        .await?
+        .into_iter()
+        .map(|w| (w.id, w))
+        .collect();
+    // A workload that started or ended since the order was computed is left out.
+    let rows = shown
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let workload = views
+                .remove(&e.workload_id)
+                .filter(|w| w.state == WorkloadState::Queued)?;
+            Some(QueueRow {
+                position: i + 1,
+                workload,
+                allocated: e.allocated,
+                leaf_rank: e.leaf_rank,
+                leaf_ratio: e.leaf_ratio,
+            })
+        })
+        .collect();
+    Ok((rows, order.len()))
 }
 
 /// The snapshot the pages read (the queue's order, why a workload waits): loaded at most once per
@@ -257,25 +289,28 @@ async fn page_snapshot(
     let cache = runtime.queue_cache();
     cache
         .get_or_compute(&cache.snapshot, since, || async {
-            let mut db = pool.acquire().await?;
-            snapshot::load(&mut db, &runtime.config(), runtime.now()).await
+            let mut db = crate::db::begin_read(pool).await?;
+            let active = runtime.active_workloads(&mut db).await?;
+            let loaded =
+                snapshot::load_with(&mut db, &runtime.config(), runtime.now(), active).await;
+            db.rollback().await?;
+            loaded
         })
         .await
 }
 
-async fn compute_queue(
+async fn queue_order(
     pool: &AnyPool,
     runtime: &Runtime,
     since: u64,
-) -> Result<Vec<QueueRow>, ServerError> {
+) -> Result<Vec<QueueEntry>, ServerError> {
     let now = runtime.now();
     let snap = page_snapshot(pool, runtime, since).await?;
     let Some(snap) = snap.as_ref() else {
         return Ok(Vec::new());
     };
-    let mut db = pool.acquire().await?;
     let standings = snap.engine.standings(now);
-    let mut order: Vec<(bool, u32, i32, i64, i64)> = snap
+    let mut order: Vec<(bool, u32, i32, i64, i64, BudgetId)> = snap
         .queued
         .iter()
         .map(|q| {
@@ -285,31 +320,20 @@ async fn compute_queue(
                 -q.priority,
                 q.submitted_at,
                 q.id.0 as i64,
+                q.leaf,
             )
         })
         .collect();
-    order.sort();
-    let mut views: std::collections::HashMap<i64, _> =
-        repo::list_workloads(&mut *db, None, Some(WorkloadState::Queued), i64::MAX)
-            .await?
-            .into_iter()
-            .map(|w| (w.id, w))
-            .collect();
-    let mut rows = Vec::with_capacity(order.len());
-    for (i, (free, rank, _, _, id)) in order.into_iter().enumerate() {
-        let Some(workload) = views.remove(&id) else {
-            continue;
-        };
-        let leaf = snap.tree.engine_id(snap.workloads[&id].budget_node_id);
-        rows.push(QueueRow {
-            position: i + 1,
-            workload,
+    order.sort_unstable_by_key(|o| (o.0, o.1, o.2, o.3, o.4));
+    Ok(order
+        .into_iter()
+        .map(|(free, rank, _, _, id, leaf)| QueueEntry {
+            workload_id: id,
             allocated: !free,
             leaf_rank: rank + 1,
-            leaf_ratio: leaf.map(|l| standings.ratio(l)).filter(|r| r.is_finite()),
-        });
-    }
-    Ok(rows)
+            leaf_ratio: Some(standings.ratio(leaf)).filter(|r| r.is_finite()),
+        })
+        .collect())
 }
 
 /// The projects (leaves) `actor` may submit to.
@@ -328,8 +352,10 @@ pub async fn my_projects(pool: &AnyPool, actor: &CurrentUser) -> Result<Vec<Stri
 ///
 /// Returns the nodes whose runs the end closed (every node of a multi-node workload; empty when
 /// the workload had already ended): their agents must stop what still runs there.
+#[allow(clippy::too_many_arguments)]
 pub async fn finished(
     pool: &AnyPool,
+    runtime: &Runtime,
     node_id: i64,
     run_id: i64,
     exit_code: Option<i32>,
@@ -371,6 +397,7 @@ pub async fn finished(
         });
         repo::insert_event(&mut *tx, workload_id, now, Some(node_id), &event).await?;
         tx.commit().await?;
+        runtime.workloads_changed([workload_id]);
         return Ok(nodes);
     }
     if let Some(note) = note {
@@ -393,6 +420,7 @@ pub async fn finished(
     repo::leave_run(&mut *tx, workload_id, state, exit_code, now).await?;
     repo::insert_event(&mut *tx, workload_id, now, Some(node_id), &event).await?;
     tx.commit().await?;
+    runtime.workloads_changed([workload_id]);
     Ok(nodes)
 }
 

@@ -20,6 +20,7 @@ mod restart;
 mod runtime;
 mod security;
 mod settings;
+mod snapshot;
 mod storage;
 mod support;
 mod users;

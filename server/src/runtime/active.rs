@@ -1,0 +1,78 @@
+//! The leader's copy of the queued and running workloads, kept between passes.
+//!
+//! With tens of thousands queued, reading them all at every pass was most of a pass's time. Every
+//! change this process makes to a workload or its runs (a submission, a cancel, a finished run, a
+//! decision) names the workload ([`super::Runtime::workloads_changed`]), and the next read re-reads
+//! only those. What this process cannot name is read whole again: after a wake-up forwarded by
+//! another replica, when the lease changed hands, and at least every [`FULL_READ_EVERY`] (the
+//! command line and other replicas write to the same database). A decision made on an out-of-date
+//! copy is still safe: each action is applied only where its workload stands as it was read.
+
+use super::snapshot::Active;
+use crate::ServerError;
+use sqlx::AnyConnection;
+use std::{
+    collections::BTreeSet,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+/// The longest the copy goes without being read whole.
+pub const FULL_READ_EVERY: Duration = Duration::from_secs(60);
+
+/// Workloads changed since the copy was last brought up to date.
+#[derive(Debug, Default)]
+pub struct Changed {
+    ids: BTreeSet<i64>,
+    /// Something changed that this process cannot name.
+    unknown: bool,
+}
+
+impl Changed {
+    pub fn add(&mut self, ids: impl IntoIterator<Item = i64>) {
+        self.ids.extend(ids);
+    }
+
+    pub fn unknown(&mut self) {
+        self.unknown = true;
+    }
+}
+
+/// The copy, when it was last read whole, and under which lease epoch.
+pub struct Copy {
+    active: Arc<Active>,
+    read_at: Instant,
+    epoch: i64,
+}
+
+/// Brings `copy` up to date with what changed and returns it: re-reads the named workloads, or
+/// everything when `changed` names what it cannot, the epoch moved on or the copy is old. On an
+/// error the copy is dropped (the next read is whole), since the changes taken are lost.
+pub async fn bring_up_to_date(
+    copy: &mut Option<Copy>,
+    changed: Changed,
+    epoch: i64,
+    db: &mut AnyConnection,
+) -> Result<Arc<Active>, ServerError> {
+    let incremental = copy.as_ref().is_some_and(|c| {
+        !changed.unknown && c.epoch == epoch && c.read_at.elapsed() < FULL_READ_EVERY
+    });
+    let taken = copy.take();
+    let fresh = match taken {
+        Some(mut c) if incremental => {
+            if !changed.ids.is_empty() {
+                let ids: Vec<i64> = changed.ids.into_iter().collect();
+                Arc::make_mut(&mut c.active).refresh(db, &ids).await?;
+            }
+            c
+        }
+        _ => Copy {
+            active: Arc::new(Active::read_all(db).await?),
+            read_at: Instant::now(),
+            epoch,
+        },
+    };
+    let active = fresh.active.clone();
+    *copy = Some(fresh);
+    Ok(active)
+}

@@ -1,0 +1,149 @@
+//! What a scheduler pass reads: every node's health as the Nodes page states it, and the leader's
+//! copy of the queue, which re-reads only the workloads named as changed.
+
+use crate::support::{now, seed_org, TestDb};
+use app::nodes::NodeHealth;
+use server::{
+    nodes::repo as nodes,
+    runtime::{config::RuntimeConfig, Runtime},
+    workloads::repo as workloads,
+};
+use sqlx::AnyPool;
+
+async fn open() -> (TestDb, AnyPool) {
+    let db = TestDb::new().await;
+    let pool = server::db::open(&db.url).await.unwrap();
+    seed_org(&pool).await;
+    (db, pool)
+}
+
+#[tokio::test]
+async fn a_pass_reads_each_nodes_health_as_the_nodes_page_states_it() {
+    let (_db, pool) = open().await;
+    let t = now();
+    // One node per way a node can stand; "n1" (registered by the seed, never connected) has no
+    // GPUs and is not a pass's to place work on.
+    let mut ids = Vec::new();
+    for name in ["ok", "silent", "sick", "cordoned", "marked", "never-spoke"] {
+        let (node, _) = server::nodes::service::register_node(&pool, name, t)
+            .await
+            .unwrap();
+        nodes::record_gpus(&pool, node.node_id, 8, "H100")
+            .await
+            .unwrap();
+        if name != "never-spoke" {
+            nodes::touch_heartbeat(&pool, node.node_id, t)
+                .await
+                .unwrap();
+        }
+        ids.push(node.node_id);
+    }
+    nodes::touch_heartbeat(&pool, ids[1], t - 3_600)
+        .await
+        .unwrap();
+    nodes::mark_silent_nodes_down(&pool, t - 60, t)
+        .await
+        .unwrap();
+    nodes::set_agent_health(&pool, ids[2], Some(("GPU 3 fell off the bus", t)))
+        .await
+        .unwrap();
+    nodes::set_admin_state(&pool, ids[3], NodeHealth::Cordoned)
+        .await
+        .unwrap();
+    nodes::set_admin_state(&pool, ids[4], NodeHealth::Unhealthy)
+        .await
+        .unwrap();
+
+    let page: Vec<(i64, NodeHealth)> = nodes::list_nodes(&pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.gpu_count > 0)
+        .map(|n| (n.node_id, n.health()))
+        .collect();
+    let pass: Vec<(i64, NodeHealth)> = nodes::pass_nodes(&pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| (n.node_id, n.health))
+        .collect();
+    assert_eq!(pass, page);
+    let states: Vec<NodeHealth> = pass.iter().map(|p| p.1).collect();
+    use NodeHealth::*;
+    assert_eq!(
+        states,
+        [Healthy, Down, Unhealthy, Cordoned, Unhealthy, Down]
+    );
+}
+
+/// Queues a workload of ada's on `ai/olmo` straight in the database, as another process would.
+async fn queue_behind_the_servers_back(pool: &AnyPool, name: &str) -> i64 {
+    let ada = server::users::repo::find_user_by_username(pool, "ada")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    let leaf = server::budget::repo::find_node_by_path(&mut tx, "ai/olmo")
+        .await
+        .unwrap()
+        .unwrap();
+    tx.commit().await.unwrap();
+    workloads::insert_workload(
+        pool,
+        ada.user_id,
+        leaf,
+        name,
+        "true",
+        1,
+        900,
+        true,
+        0,
+        now(),
+    )
+    .await
+    .unwrap()
+}
+
+async fn active_ids(runtime: &Runtime, pool: &AnyPool) -> Vec<i64> {
+    let mut db = pool.acquire().await.unwrap();
+    let active = runtime.active_workloads(&mut db).await.unwrap();
+    active.rows.keys().copied().collect()
+}
+
+#[tokio::test]
+async fn the_leaders_copy_of_the_queue_rereads_what_it_is_told_changed_and_everything_when_it_cannot_be_told(
+) {
+    let (_db, pool) = open().await;
+    let runtime = Runtime::new(pool.clone(), RuntimeConfig::default());
+    let first = queue_behind_the_servers_back(&pool, "first").await;
+    // The first pass takes the lease and reads the queue whole: from then on this replica keeps
+    // a copy. (No node has GPUs: nothing starts.)
+    runtime.pass(now()).await.unwrap();
+    assert!(runtime.is_leader());
+    assert_eq!(active_ids(&runtime, &pool).await, [first]);
+
+    // Named: re-read, whatever else happened behind its back.
+    let unnamed = queue_behind_the_servers_back(&pool, "unnamed").await;
+    let named = queue_behind_the_servers_back(&pool, "named").await;
+    runtime.workloads_changed([named]);
+    assert_eq!(active_ids(&runtime, &pool).await, [first, named]);
+
+    // A named workload that ended leaves the copy.
+    let mut db = pool.acquire().await.unwrap();
+    workloads::leave_run(
+        &mut *db,
+        first,
+        app::workloads::WorkloadState::Cancelled,
+        None,
+        now(),
+    )
+    .await
+    .unwrap();
+    drop(db);
+    runtime.workloads_changed([first]);
+    assert_eq!(active_ids(&runtime, &pool).await, [named]);
+
+    // A change it cannot name (another replica's, forwarded as a bare wake-up) reads everything.
+    runtime.workloads_changed_unknown();
+    assert_eq!(active_ids(&runtime, &pool).await, [unnamed, named]);
+}
