@@ -51,7 +51,14 @@ struct Inner {
     active: tokio::sync::Mutex<Option<active::Copy>>,
     /// Workloads changed since the copy was brought up to date.
     changed: Mutex<active::Changed>,
+    /// The snapshot the leader's latest pass decided on, with the queue's generation when it began
+    /// reading: pages on the leader read it instead of building their own.
+    latest: watch::Sender<Option<(u64, Arc<Option<snapshot::Snapshot>>)>>,
 }
+
+/// The longest a page waits for the leader's next pass before reading a snapshot itself (a pass
+/// that keeps failing must not hold pages up).
+const PAGE_WAIT: Duration = Duration::from_secs(2);
 
 /// The announcement (a value of `assignments`) at which each node's runs last changed, and the
 /// last one that concerned every node. A held agent sync re-reads its node's runs only when its
@@ -152,6 +159,7 @@ impl Runtime {
                 pass_times: Mutex::new(VecDeque::new()),
                 active: tokio::sync::Mutex::new(None),
                 changed: Mutex::new(active::Changed::default()),
+                latest: watch::channel(None).0,
             }),
         }
     }
@@ -258,6 +266,30 @@ impl Runtime {
         let mut copy = self.inner.active.lock().await;
         let changed = std::mem::take(&mut *self.changed());
         active::bring_up_to_date(&mut copy, changed, self.inner.standing.epoch(), db).await
+    }
+
+    /// On the leader, the snapshot of a pass that began reading at queue generation `since` or
+    /// later (the next pass is asked for when the latest is older): what the pages show is then
+    /// what the scheduler decided on, read once for everyone. `None` on a follower, or when no
+    /// such pass comes within [`PAGE_WAIT`].
+    pub async fn snapshot_since(&self, since: u64) -> Option<Arc<Option<snapshot::Snapshot>>> {
+        if !self.is_leader() {
+            return None;
+        }
+        let fresh = |latest: &Option<(u64, Arc<Option<snapshot::Snapshot>>)>| {
+            latest
+                .as_ref()
+                .is_some_and(|(generation, _)| *generation >= since)
+        };
+        let mut latest = self.inner.latest.subscribe();
+        if !fresh(&latest.borrow()) {
+            self.inner.wake.notify_one();
+        }
+        let found = tokio::time::timeout(PAGE_WAIT, latest.wait_for(fresh)).await;
+        match found {
+            Ok(Ok(latest)) => latest.as_ref().map(|(_, snapshot)| snapshot.clone()),
+            _ => None,
+        }
     }
 
     /// Whether this replica holds the scheduler lease and so runs the decisions.
@@ -481,11 +513,15 @@ impl Runtime {
         let mut stale = 0;
         let mut settle = scheduler::Settle::new();
         while settle.next_pass() {
+            let generation = self.inner.queue.generation();
             let mut read = crate::db::begin_read(&self.inner.pool).await?;
             let active = self.active_workloads(&mut read).await?;
-            let loaded = snapshot::load_with(&mut read, config, now, active).await?;
+            let loaded = Arc::new(snapshot::load_with(&mut read, config, now, active).await?);
             read.rollback().await?;
-            let Some(snapshot) = loaded else {
+            self.inner
+                .latest
+                .send_replace(Some((generation, loaded.clone())));
+            let Some(snapshot) = loaded.as_ref() else {
                 break;
             };
             timing.load += lap.lap();
@@ -518,7 +554,7 @@ impl Runtime {
                         .collect(),
                 ),
             };
-            let applied = apply::apply(&mut tx, &snapshot, &decision, now).await?;
+            let applied = apply::apply(&mut tx, snapshot, &decision, now).await?;
             if applied.started + applied.stopped > 0 {
                 lease::bump_assign(&mut tx).await?;
                 if let Some(pause) = fault_pause_before_commit() {
