@@ -120,10 +120,10 @@ pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError>
     let from = through.unwrap_or(now);
     if now > from {
         book_demand(db, from, now).await?;
-        let healthy: f64 = node_repo::list_nodes(&mut *db)
+        let healthy: f64 = node_repo::pass_nodes(&mut *db)
             .await?
             .iter()
-            .filter(|n| n.health() == app::nodes::NodeHealth::Healthy)
+            .filter(|n| n.health == app::nodes::NodeHealth::Healthy)
             .map(|n| n.gpu_count as f64)
             .sum();
         for (hour, seconds) in split_hours(from, now) {
@@ -152,13 +152,14 @@ async fn charge_open_runs(db: &mut AnyConnection, now: i64) -> Result<(), Server
         }
     }
     crate::reports::rollup::invalidate(db, earliest, now).await?;
-    for ((leaf, allocated, hour), gpu_s) in sums {
-        let column = if allocated {
-            Column::Charged
-        } else {
-            Column::Unallocated
-        };
-        add(db, leaf, column, hour, gpu_s).await?;
+    for column in [Column::Charged, Column::Unallocated] {
+        let allocated = matches!(column, Column::Charged);
+        let cells: Vec<(i64, i64, f64)> = sums
+            .iter()
+            .filter(|((_, a, _), _)| *a == allocated)
+            .map(|(&(leaf, _, hour), &gpu_s)| (leaf, hour, gpu_s))
+            .collect();
+        repo::add_usage_many(&mut *db, column.name(), &cells).await?;
     }
     // Exactly the runs read above: write transactions run one at a time, so none opened, ended or
     // was charged in between.
@@ -175,11 +176,12 @@ async fn book_demand(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), S
         let a = hour.max(from);
         let b = a + seconds;
         let demand = repo::allocated_demand(&mut *db, a, b).await?;
-        for (leaf, gpu_s) in demand {
-            if gpu_s > 0 {
-                add(db, leaf, Column::Demand, hour, gpu_s as f64).await?;
-            }
-        }
+        let cells: Vec<(i64, i64, f64)> = demand
+            .into_iter()
+            .filter(|&(_, gpu_s)| gpu_s > 0)
+            .map(|(leaf, gpu_s)| (leaf, hour, gpu_s as f64))
+            .collect();
+        repo::add_usage_many(&mut *db, Column::Demand.name(), &cells).await?;
     }
     Ok(())
 }
@@ -194,13 +196,17 @@ async fn refresh_owed(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), 
         let capacity = repo::capacity_at(&mut *db, hour).await?;
         let leaves = repo::demand_at(&mut *db, hour).await?;
         let shares = tree.tree.version_at(hour);
-        for (leaf, demand) in leaves {
-            let fraction = tree
-                .engine_id(leaf)
-                .map(|id| shares.fraction(id))
-                .unwrap_or(0.0);
-            repo::set_owed(&mut *db, leaf, hour, (fraction * capacity).min(demand)).await?;
-        }
+        let owed: Vec<(i64, i64, f64)> = leaves
+            .into_iter()
+            .map(|(leaf, demand)| {
+                let fraction = tree
+                    .engine_id(leaf)
+                    .map(|id| shares.fraction(id))
+                    .unwrap_or(0.0);
+                (leaf, hour, (fraction * capacity).min(demand))
+            })
+            .collect();
+        repo::set_owed_many(&mut *db, &owed).await?;
     }
     Ok(())
 }

@@ -232,6 +232,65 @@ pub async fn add_usage(
     Ok(())
 }
 
+/// Adds GPU-seconds to many `(leaf, hour)` cells of one `usage_hour` column (`charged_gpu_s`,
+/// `unallocated_gpu_s`, `demand_gpu_s`), a hundred rows per statement: a pass books every leaf's
+/// hour at once, and one statement per cell held SQLite's write lock for tens of milliseconds.
+pub async fn add_usage_many(
+    db: &mut AnyConnection,
+    column: &str,
+    cells: &[(i64, i64, f64)],
+) -> Result<(), sqlx::Error> {
+    let column = match column {
+        "charged_gpu_s" => "charged_gpu_s",
+        "unallocated_gpu_s" => "unallocated_gpu_s",
+        _ => "demand_gpu_s",
+    };
+    for chunk in cells.chunks(CELLS_PER_STATEMENT) {
+        let sql = format!(
+            "insert into usage_hour (budget_node_id, hour, {column}) values {}
+             on conflict (budget_node_id, hour) do update set {column} = usage_hour.{column} + excluded.{column}",
+            placeholders(chunk.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for &(leaf, hour, gpu_s) in chunk {
+            query = query.bind(leaf).bind(hour).bind(gpu_s);
+        }
+        query.execute(&mut *db).await?;
+    }
+    Ok(())
+}
+
+/// Sets what is owed to many `(leaf, hour)` cells that exist (each has demand booked).
+pub async fn set_owed_many(
+    db: &mut AnyConnection,
+    cells: &[(i64, i64, f64)],
+) -> Result<(), sqlx::Error> {
+    for chunk in cells.chunks(CELLS_PER_STATEMENT) {
+        let sql = format!(
+            "insert into usage_hour (budget_node_id, hour, owed_gpu_s) values {}
+             on conflict (budget_node_id, hour) do update set owed_gpu_s = excluded.owed_gpu_s",
+            placeholders(chunk.len())
+        );
+        let mut query = sqlx::query(&sql);
+        for &(leaf, hour, owed) in chunk {
+            query = query.bind(leaf).bind(hour).bind(owed);
+        }
+        query.execute(&mut *db).await?;
+    }
+    Ok(())
+}
+
+/// Rows per multi-row statement: 300 parameters, well inside both engines' limits.
+const CELLS_PER_STATEMENT: usize = 100;
+
+/// `($1, $2, $3), ($4, $5, $6), …` for `rows` rows of three.
+fn placeholders(rows: usize) -> String {
+    (0..rows)
+        .map(|r| format!("(${}, ${}, ${})", 3 * r + 1, 3 * r + 2, 3 * r + 3))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// An open run with what charging it needs.
 pub async fn run_to_charge(
     db: impl AnyExecutor<'_>,
@@ -371,21 +430,6 @@ pub async fn demand_at(
         .bind(hour)
         .fetch_all(db)
         .await
-}
-
-pub async fn set_owed(
-    db: impl AnyExecutor<'_>,
-    leaf: i64,
-    hour: i64,
-    owed: f64,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("update usage_hour set owed_gpu_s = $3 where budget_node_id = $1 and hour = $2")
-        .bind(leaf)
-        .bind(hour)
-        .bind(owed)
-        .execute(db)
-        .await?;
-    Ok(())
 }
 
 /// The rows of these workloads, whatever their state (the caller keeps the active ones).

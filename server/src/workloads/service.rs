@@ -293,10 +293,10 @@ async fn page_snapshot(
     let cache = runtime.queue_cache();
     cache
         .get_or_compute(&cache.snapshot, since, || async {
+            // Not the leader's copy of the queue: a page never waits on the scheduler's lock on
+            // it while holding a connection.
             let mut db = crate::db::begin_read(pool).await?;
-            let active = runtime.active_workloads(&mut db).await?;
-            let loaded =
-                snapshot::load_with(&mut db, &runtime.config(), runtime.now(), active).await;
+            let loaded = snapshot::load(&mut db, &runtime.config(), runtime.now()).await;
             db.rollback().await?;
             loaded
         })
