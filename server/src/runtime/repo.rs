@@ -245,19 +245,8 @@ pub async fn add_usage_many(
         "unallocated_gpu_s" => "unallocated_gpu_s",
         _ => "demand_gpu_s",
     };
-    for chunk in cells.chunks(CELLS_PER_STATEMENT) {
-        let sql = format!(
-            "insert into usage_hour (budget_node_id, hour, {column}) values {}
-             on conflict (budget_node_id, hour) do update set {column} = usage_hour.{column} + excluded.{column}",
-            placeholders(chunk.len())
-        );
-        let mut query = sqlx::query(&sql);
-        for &(leaf, hour, gpu_s) in chunk {
-            query = query.bind(leaf).bind(hour).bind(gpu_s);
-        }
-        query.execute(&mut *db).await?;
-    }
-    Ok(())
+    let add = format!("{column} = usage_hour.{column} + excluded.{column}");
+    upsert_cells(db, column, &add, cells).await
 }
 
 /// Sets what is owed to many `(leaf, hour)` cells that exist (each has demand booked).
@@ -265,15 +254,26 @@ pub async fn set_owed_many(
     db: &mut AnyConnection,
     cells: &[(i64, i64, f64)],
 ) -> Result<(), sqlx::Error> {
+    upsert_cells(db, "owed_gpu_s", "owed_gpu_s = excluded.owed_gpu_s", cells).await
+}
+
+/// Writes `(leaf, hour, value)` cells into `column` of `usage_hour`, `update` deciding what an
+/// existing cell becomes.
+async fn upsert_cells(
+    db: &mut AnyConnection,
+    column: &str,
+    update: &str,
+    cells: &[(i64, i64, f64)],
+) -> Result<(), sqlx::Error> {
     for chunk in cells.chunks(CELLS_PER_STATEMENT) {
         let sql = format!(
-            "insert into usage_hour (budget_node_id, hour, owed_gpu_s) values {}
-             on conflict (budget_node_id, hour) do update set owed_gpu_s = excluded.owed_gpu_s",
+            "insert into usage_hour (budget_node_id, hour, {column}) values {}
+             on conflict (budget_node_id, hour) do update set {update}",
             placeholders(chunk.len())
         );
         let mut query = sqlx::query(&sql);
-        for &(leaf, hour, owed) in chunk {
-            query = query.bind(leaf).bind(hour).bind(owed);
+        for &(leaf, hour, value) in chunk {
+            query = query.bind(leaf).bind(hour).bind(value);
         }
         query.execute(&mut *db).await?;
     }

@@ -273,6 +273,17 @@ pub async fn connected_node_sizes(db: impl AnyExecutor<'_>) -> Result<Vec<i64>, 
         .await
 }
 
+/// Nodes that have reported GPUs: how many, the most GPUs on one, and the GPUs of all — in one
+/// row, since every submission asks (a thousand rows each time slowed submissions down).
+pub async fn connected_capacity(db: impl AnyExecutor<'_>) -> Result<(i64, i64, i64), sqlx::Error> {
+    let (nodes, largest, total): (i64, Option<i64>, Option<i64>) = sqlx::query_as(
+        "select count(*), max(gpu_count), cast(sum(gpu_count) as bigint) from node where gpu_count > 0",
+    )
+    .fetch_one(db)
+    .await?;
+    Ok((nodes, largest.unwrap_or(0), total.unwrap_or(0)))
+}
+
 /// A run on a node: its workload and when it ended, if it did.
 pub async fn run_on_node(
     db: impl AnyExecutor<'_>,

@@ -92,15 +92,13 @@ pub async fn submit(
 /// Refuses requests no placement on the registered nodes could ever satisfy (DESIGN §4.8: up to
 /// one node's GPUs on one node, more as whole nodes).
 async fn check_fits(pool: &AnyPool, gpus: u32) -> Result<(), ServerError> {
-    let sizes = repo::connected_node_sizes(pool).await?;
-    if sizes.is_empty() {
+    let (nodes, largest, total) = repo::connected_capacity(pool).await?;
+    if nodes == 0 {
         return Err(ServerError::invalid(
             "gpus",
             "No GPU node has connected yet, so nothing can run.",
         ));
     }
-    let largest = sizes.iter().copied().max().unwrap_or(0);
-    let total: i64 = sizes.iter().sum();
     if i64::from(gpus) > total {
         return Err(ServerError::invalid(
             "gpus",
