@@ -3,12 +3,15 @@
 //! With tens of thousands queued, reading them all at every pass was most of a pass's time. Every
 //! change this process makes to a workload or its runs (a submission, a cancel, a finished run, a
 //! decision) names the workload ([`super::Runtime::workloads_changed`]), and the next read re-reads
-//! only those. What this process cannot name is read whole again: after a wake-up forwarded by
-//! another replica, when the lease changed hands, and at least every [`FULL_READ_EVERY`] (the
-//! command line and other replicas write to the same database). A decision made on an out-of-date
-//! copy is still safe: each action is applied only where its workload stands as it was read.
+//! only those. What this process cannot name is read whole: after a wake-up forwarded by another
+//! replica and when the lease changed hands. Changes made elsewhere without a wake-up (the command
+//! line writes to the same database) are caught by a check every [`CHECK_EVERY`]: how many
+//! workloads are queued and running, their runs, and the newest id, from the database against the
+//! copy (one aggregate row); any difference reads everything again, and so does every
+//! [`FULL_READ_EVERY`] whatever the check says. A decision made on an out-of-date copy is still
+//! safe: each action is applied only where its workload stands as it was read.
 
-use super::snapshot::Active;
+use super::{repo, snapshot::Active};
 use crate::ServerError;
 use sqlx::AnyConnection;
 use std::{
@@ -17,8 +20,11 @@ use std::{
     time::{Duration, Instant},
 };
 
+/// How often the copy is checked against the database.
+pub const CHECK_EVERY: Duration = Duration::from_secs(10);
+
 /// The longest the copy goes without being read whole.
-pub const FULL_READ_EVERY: Duration = Duration::from_secs(60);
+pub const FULL_READ_EVERY: Duration = Duration::from_secs(600);
 
 /// Workloads changed since the copy was last brought up to date.
 #[derive(Debug, Default)]
@@ -38,10 +44,11 @@ impl Changed {
     }
 }
 
-/// The copy, when it was last read whole, and under which lease epoch.
+/// The copy, when it was last read whole and checked, and under which lease epoch.
 pub struct Copy {
     active: Arc<Active>,
     read_at: Instant,
+    checked_at: Instant,
     epoch: i64,
 }
 
@@ -58,17 +65,34 @@ pub async fn bring_up_to_date(
         !changed.unknown && c.epoch == epoch && c.read_at.elapsed() < FULL_READ_EVERY
     });
     let taken = copy.take();
-    let fresh = match taken {
+    let mut kept = match taken {
         Some(mut c) if incremental => {
             if !changed.ids.is_empty() {
                 let ids: Vec<i64> = changed.ids.into_iter().collect();
                 Arc::make_mut(&mut c.active).refresh(db, &ids).await?;
             }
-            c
+            Some(c)
         }
-        _ => Copy {
+        _ => None,
+    };
+    if let Some(c) = kept
+        .as_mut()
+        .filter(|c| c.checked_at.elapsed() >= CHECK_EVERY)
+    {
+        let stored = repo::active_summary(&mut *db).await?;
+        if stored != c.active.summary() {
+            tracing::info!("workloads changed outside this server; reading them all again");
+            kept = None;
+        } else {
+            c.checked_at = Instant::now();
+        }
+    }
+    let fresh = match kept {
+        Some(c) => c,
+        None => Copy {
             active: Arc::new(Active::read_all(db).await?),
             read_at: Instant::now(),
+            checked_at: Instant::now(),
             epoch,
         },
     };

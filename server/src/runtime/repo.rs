@@ -170,6 +170,34 @@ pub async fn active_workloads(db: impl AnyExecutor<'_>) -> Result<Vec<WorkloadRo
     .await
 }
 
+/// What the queue looks like in one row, to compare with a copy of it: queued and running
+/// workloads, of which running, their runs, and the newest id.
+pub async fn active_summary(db: impl AnyExecutor<'_>) -> Result<ActiveSummary, sqlx::Error> {
+    let (workloads, running, runs, newest): (i64, Option<i64>, Option<i64>, Option<i64>) =
+        sqlx::query_as(
+            "select count(*), cast(sum(case when state = 'running' then 1 else 0 end) as bigint),
+                    cast(sum(run_count) as bigint), max(workload_id)
+             from workload where state in ('queued', 'running')",
+        )
+        .fetch_one(db)
+        .await?;
+    Ok(ActiveSummary {
+        workloads,
+        running: running.unwrap_or(0),
+        runs: runs.unwrap_or(0),
+        newest: newest.unwrap_or(0),
+    })
+}
+
+/// See [`active_summary`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveSummary {
+    pub workloads: i64,
+    pub running: i64,
+    pub runs: i64,
+    pub newest: i64,
+}
+
 /// Every open run's GPUs, by node.
 pub async fn open_runs(db: impl AnyExecutor<'_>) -> Result<Vec<OpenRun>, sqlx::Error> {
     sqlx::query_as(

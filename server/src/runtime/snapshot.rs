@@ -75,6 +75,20 @@ impl Active {
         Ok(())
     }
 
+    /// The copy's side of [`repo::active_summary`].
+    pub fn summary(&self) -> repo::ActiveSummary {
+        let rows = self.rows.values();
+        repo::ActiveSummary {
+            workloads: self.rows.len() as i64,
+            running: rows
+                .clone()
+                .filter(|r| r.state == WorkloadState::Running)
+                .count() as i64,
+            runs: rows.map(|r| r.run_count).sum(),
+            newest: self.rows.keys().next_back().copied().unwrap_or(0),
+        }
+    }
+
     fn keep(&mut self, rows: Vec<WorkloadRow>, runs: Vec<OpenRun>) {
         for row in rows {
             if matches!(row.state, WorkloadState::Queued | WorkloadState::Running) {
