@@ -56,10 +56,6 @@ struct Inner {
     latest: watch::Sender<Option<(u64, Arc<Option<snapshot::Snapshot>>)>>,
 }
 
-/// The longest a page waits for the leader's next pass before reading a snapshot itself (a pass
-/// that keeps failing must not hold pages up).
-const PAGE_WAIT: Duration = Duration::from_secs(2);
-
 /// The announcement (a value of `assignments`) at which each node's runs last changed, and the
 /// last one that concerned every node. A held agent sync re-reads its node's runs only when its
 /// node is marked after what it last saw, so a submission or a change on another node costs it
@@ -268,26 +264,18 @@ impl Runtime {
         active::bring_up_to_date(&mut copy, changed, self.inner.standing.epoch(), db).await
     }
 
-    /// On the leader, the snapshot of a pass that began reading at queue generation `since` or
-    /// later (the next pass is asked for when the latest is older): what the pages show is then
-    /// what the scheduler decided on, read once for everyone. `None` on a follower, or when no
-    /// such pass comes within [`PAGE_WAIT`].
-    pub async fn snapshot_since(&self, since: u64) -> Option<Arc<Option<snapshot::Snapshot>>> {
+    /// On the leader, the snapshot of its latest pass if that pass began reading at queue
+    /// generation `since` or later: what the pages show is then what the scheduler decided on,
+    /// read once for everyone. `None` on a follower, or when the latest pass is older (the page
+    /// reads its own: waking the scheduler for pages made passes, and their write transactions,
+    /// follow every look at a page).
+    pub fn snapshot_since(&self, since: u64) -> Option<Arc<Option<snapshot::Snapshot>>> {
         if !self.is_leader() {
             return None;
         }
-        let fresh = |latest: &Option<(u64, Arc<Option<snapshot::Snapshot>>)>| {
-            latest
-                .as_ref()
-                .is_some_and(|(generation, _)| *generation >= since)
-        };
-        let mut latest = self.inner.latest.subscribe();
-        if !fresh(&latest.borrow()) {
-            self.inner.wake.notify_one();
-        }
-        let found = tokio::time::timeout(PAGE_WAIT, latest.wait_for(fresh)).await;
-        match found {
-            Ok(Ok(latest)) => latest.as_ref().map(|(_, snapshot)| snapshot.clone()),
+        let latest = self.inner.latest.borrow();
+        match &*latest {
+            Some((generation, snapshot)) if *generation >= since => Some(snapshot.clone()),
             _ => None,
         }
     }

@@ -278,14 +278,15 @@ pub async fn queue(
 }
 
 /// The snapshot the pages read (the queue's order, why a workload waits): on the leader, that of
-/// its latest pass (see [`Runtime::snapshot_since`]); elsewhere loaded at most once per change
-/// and second, whoever asks (see `queue_cache`). `None` until a budget tree exists.
+/// its latest pass when no change came since (see [`Runtime::snapshot_since`]); otherwise loaded
+/// at most once per change and second, whoever asks (see `queue_cache`). `None` until a budget
+/// tree exists.
 async fn page_snapshot(
     pool: &AnyPool,
     runtime: &Runtime,
     since: u64,
 ) -> Result<Arc<Option<snapshot::Snapshot>>, ServerError> {
-    if let Some(snapshot) = runtime.snapshot_since(since).await {
+    if let Some(snapshot) = runtime.snapshot_since(since) {
         return Ok(snapshot);
     }
     let cache = runtime.queue_cache();
