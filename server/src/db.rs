@@ -234,16 +234,38 @@ const WRITE_LOCK: i64 = 0x686f_7572_676c_6173;
 /// deadlock on the upgrade); PostgreSQL takes a transaction-scoped advisory lock, released at
 /// commit or rollback. Reads inside see everything committed before the lock was granted.
 pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sqlx::Error> {
-    match engine(pool) {
-        Engine::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
-        Engine::Postgres => {
-            let mut tx = pool.begin().await?;
-            sqlx::query("select pg_advisory_xact_lock($1)")
-                .bind(WRITE_LOCK)
-                .execute(&mut *tx)
-                .await?;
-            Ok(tx)
+    let pool = pool.clone();
+    uncancelled(async move {
+        match engine(&pool) {
+            Engine::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
+            Engine::Postgres => {
+                let mut tx = pool.begin().await?;
+                sqlx::query("select pg_advisory_xact_lock($1)")
+                    .bind(WRITE_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+                Ok(tx)
+            }
         }
+    })
+    .await
+}
+
+/// Runs a transaction's `BEGIN` to the end even if the caller stops waiting (a client that hangs
+/// up, a timeout): sqlx's PostgreSQL `begin` cancelled mid-way returns its connection to the pool
+/// inside a transaction nothing will end, and every later borrower of that connection fails
+/// ("there is already a transaction in progress", then "current transaction is aborted").
+/// Finished on a task of its own, the transaction is either handed over or dropped whole, which
+/// rolls it back.
+async fn uncancelled(
+    begin: impl std::future::Future<Output = Result<Transaction<'static, Any>, sqlx::Error>>
+        + Send
+        + 'static,
+) -> Result<Transaction<'static, Any>, sqlx::Error> {
+    match tokio::spawn(begin).await {
+        Ok(begun) => begun,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => Err(sqlx::Error::PoolClosed),
     }
 }
 
@@ -251,13 +273,17 @@ pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sq
 /// write lock, so writers go on meanwhile: SQLite's WAL keeps the snapshot of its first read,
 /// PostgreSQL's repeatable read that of its first statement.
 pub async fn begin_read(pool: &AnyPool) -> Result<Transaction<'static, Any>, sqlx::Error> {
-    match engine(pool) {
-        Engine::Sqlite => pool.begin().await,
-        Engine::Postgres => {
-            pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                .await
+    let pool = pool.clone();
+    uncancelled(async move {
+        match engine(&pool) {
+            Engine::Sqlite => pool.begin().await,
+            Engine::Postgres => {
+                pool.begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    .await
+            }
         }
-    }
+    })
+    .await
 }
 
 /// A 0/1 flag column (or a boolean expression) read as `bool` on both engines: SQLite has no
