@@ -286,6 +286,15 @@ pub async fn begin_read(pool: &AnyPool) -> Result<Transaction<'static, Any>, sql
     .await
 }
 
+/// Ids per `in (…)` list: well inside both engines' limits on a statement's length.
+pub const ID_CHUNK: usize = 500;
+
+/// Ids written into a statement as `in (…)`'s list (sqlx's `Any` driver binds no arrays). Only for
+/// integers the server holds, never text from a request.
+pub fn id_list(ids: &[i64]) -> String {
+    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
+}
+
 /// A 0/1 flag column (or a boolean expression) read as `bool` on both engines: SQLite has no
 /// boolean type and PostgreSQL's `exists`/comparisons give one. Use on `FromRow` fields as
 /// `#[sqlx(try_from = "Flag")]`, or in tuples as `Flag` and `.0`.

@@ -40,8 +40,8 @@ impl Rng {
 pub fn spawn(pool: AnyPool, runtime: Runtime, every: Duration) {
     tokio::spawn(async move {
         for _ in 0..600 {
-            let connected = crate::workloads::repo::connected_node_sizes(&pool).await;
-            if connected.is_ok_and(|sizes| !sizes.is_empty()) {
+            let connected = crate::workloads::repo::connected_capacity(&pool).await;
+            if connected.is_ok_and(|(nodes, _, _)| nodes > 0) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

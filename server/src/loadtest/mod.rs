@@ -238,10 +238,8 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     }
     let connecting = Instant::now();
     loop {
-        let connected = crate::workloads::repo::connected_node_sizes(&pool)
-            .await?
-            .len();
-        if connected == args.nodes as usize {
+        let (connected, _, _) = crate::workloads::repo::connected_capacity(&pool).await?;
+        if connected == i64::from(args.nodes) {
             break;
         }
         if connecting.elapsed() > Duration::from_secs(120) {

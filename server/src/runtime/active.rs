@@ -42,6 +42,10 @@ impl Changed {
     pub fn unknown(&mut self) {
         self.unknown = true;
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty() && !self.unknown
+    }
 }
 
 /// The copy, when it was last read whole and checked, and under which lease epoch.

@@ -261,6 +261,12 @@ impl Runtime {
         }
         let mut copy = self.inner.active.lock().await;
         let changed = std::mem::take(&mut *self.changed());
+        if !changed.is_empty() {
+            // The latest pass's snapshot shares the copy, and whoever named these changes has
+            // moved the queue's generation past it: dropped now, the copy is changed in place
+            // instead of cloned whole.
+            self.inner.latest.send_replace(None);
+        }
         active::bring_up_to_date(&mut copy, changed, self.inner.standing.epoch(), db).await
     }
 

@@ -466,13 +466,13 @@ pub async fn workloads_by_id(
     ids: &[i64],
 ) -> Result<Vec<WorkloadRow>, sqlx::Error> {
     let mut rows = Vec::with_capacity(ids.len());
-    for chunk in ids.chunks(ID_CHUNK) {
+    for chunk in ids.chunks(crate::db::ID_CHUNK) {
         rows.extend(
             sqlx::query_as::<_, WorkloadRow>(&format!(
                 "select workload_id, budget_node_id, name, gpus, min_runtime_s, resumable, priority, state,
                         submitted_at, started_at, run_count
                  from workload where workload_id in ({})",
-                id_list(chunk)
+                crate::db::id_list(chunk)
             ))
             .fetch_all(&mut *db)
             .await?,
@@ -487,24 +487,16 @@ pub async fn open_runs_by_workload(
     ids: &[i64],
 ) -> Result<Vec<OpenRun>, sqlx::Error> {
     let mut runs = Vec::new();
-    for chunk in ids.chunks(ID_CHUNK) {
+    for chunk in ids.chunks(crate::db::ID_CHUNK) {
         runs.extend(
             sqlx::query_as::<_, OpenRun>(&format!(
                 "select workload_id, node_id, gpu_indices from workload_run
                  where ended_at is null and workload_id in ({})",
-                id_list(chunk)
+                crate::db::id_list(chunk)
             ))
             .fetch_all(&mut *db)
             .await?,
         );
     }
     Ok(runs)
-}
-
-/// Ids per `in (…)` list: well inside both engines' limits on a statement's length.
-const ID_CHUNK: usize = 500;
-
-/// Integers written into the statement: they are ids the server holds, never text from a request.
-fn id_list(ids: &[i64]) -> String {
-    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
 }

@@ -128,13 +128,8 @@ pub async fn find_workloads(
     ids: &[i64],
 ) -> Result<Vec<WorkloadView>, sqlx::Error> {
     let mut views = Vec::with_capacity(ids.len());
-    // Ids the server holds, written inline (sqlx's Any driver binds no arrays), 500 at a time.
-    for chunk in ids.chunks(500) {
-        let list = chunk
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+    for chunk in ids.chunks(crate::db::ID_CHUNK) {
+        let list = crate::db::id_list(chunk);
         let rows: Vec<WorkloadRow> =
             sqlx::query_as(&format!("{SELECT} where w.workload_id in ({list})"))
                 .fetch_all(&mut *db)
@@ -267,12 +262,6 @@ pub async fn project_node(
 }
 
 /// The GPU count of every node whose agent has reported its GPUs.
-pub async fn connected_node_sizes(db: impl AnyExecutor<'_>) -> Result<Vec<i64>, sqlx::Error> {
-    sqlx::query_scalar("select gpu_count from node where gpu_count > 0")
-        .fetch_all(db)
-        .await
-}
-
 /// Nodes that have reported GPUs: how many, the most GPUs on one, and the GPUs of all — in one
 /// row, since every submission asks (a thousand rows each time slowed submissions down).
 pub async fn connected_capacity(db: impl AnyExecutor<'_>) -> Result<(i64, i64, i64), sqlx::Error> {

@@ -189,9 +189,7 @@ pub async fn items_of(
     if ids.is_empty() {
         return Ok(by_request);
     }
-    // Ids are integers read from the database: listing them inline is safe, and portable
-    // across both engines (sqlx's Any driver binds no arrays).
-    let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    let list = crate::db::id_list(ids);
     #[derive(FromRow)]
     struct Row {
         change_request_id: i64,
