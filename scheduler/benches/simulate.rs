@@ -37,6 +37,13 @@ fn main() {
     let only = std::env::args()
         .position(|a| a == "--policy")
         .and_then(|i| std::env::args().nth(i + 1));
+    if let Some(p) = only
+        .as_deref()
+        .filter(|p| !["fair-share", "priority"].contains(p))
+    {
+        eprintln!("--policy is fair-share or priority, not \"{p}\"");
+        std::process::exit(2);
+    }
     for policy in [Policy::FairShare, Policy::Priority] {
         let name = match policy {
             Policy::FairShare => "fair-share",
