@@ -38,6 +38,9 @@ pub fn main() -> ExitCode {
             Some(Command::Loadtest(args)) => {
                 crate::loadtest::run(cli.database.as_deref(), args).await
             }
+            Some(Command::LoadtestHistory(args)) => {
+                crate::loadtest::history::run(cli.database.as_deref(), args).await
+            }
         }
     });
     match result {

@@ -47,6 +47,9 @@ pub enum Command {
     /// protocol, submissions and readers; prints the figures, and JSON on its last line. Runs on a
     /// temporary SQLite file unless --database names an empty database.
     Loadtest(crate::loadtest::LoadArgs),
+    /// Measure the reports and the retention pass on a year of generated history at scale (a
+    /// temporary SQLite file unless `--database` names an empty database).
+    LoadtestHistory(crate::loadtest::history::HistoryArgs),
 }
 
 #[derive(Debug, Clone, Args)]

@@ -69,6 +69,10 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                     "A node silent this long is marked down and its work requeued.", "1")}
                 {field(("grace", "grace-error"), "grace_s", "Preemption grace period (seconds)", view.grace_s.to_string(),
                     "Between SIGTERM and SIGKILL when a workload is stopped.", "1")}
+                {field(("output-retention", "output-retention-error"), "output_retention_days", "Keep output for (days)", view.output_retention_days.to_string(),
+                    "A finished workload's output is cleared this many days after it ended: 1 to 3,650.", "1")}
+                {field(("event-retention", "event-retention-error"), "event_retention_days", "Keep timelines for (days)", view.event_retention_days.to_string(),
+                    "A finished workload's events are deleted this many days after it ended, except preemptions and drains, which reports count: 1 to 3,650.", "1")}
                 <label class="check" for="auto-recover">
                     <input id="auto-recover" name="auto_recover_nodes" type="checkbox" checked=view.auto_recover_nodes disabled=disabled />
                     "Return nodes to service when their agent reports healthy again"

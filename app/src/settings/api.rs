@@ -18,6 +18,8 @@ pub async fn update_settings(
     heartbeat_deadline_s: String,
     grace_s: String,
     #[server(default)] auto_recover_nodes: Option<String>,
+    #[server(default)] output_retention_days: Option<String>,
+    #[server(default)] event_retention_days: Option<String>,
 ) -> Result<SettingsView, AppError> {
     use crate::{backend::*, settings::SettingsForm};
     let form = SettingsForm {
@@ -27,6 +29,8 @@ pub async fn update_settings(
         heartbeat_deadline_s,
         grace_s,
         auto_recover_nodes: auto_recover_nodes.is_some(),
+        output_retention_days,
+        event_retention_days,
     };
     with_status(async { backend()?.update_settings(&require_user()?, form).await }.await)
 }

@@ -12,6 +12,9 @@ pub struct SettingsView {
     pub heartbeat_deadline_s: i64,
     pub grace_s: i64,
     pub auto_recover_nodes: bool,
+    /// Days a finished workload keeps its output, then its events (preemptions stay).
+    pub output_retention_days: u32,
+    pub event_retention_days: u32,
     pub history: Vec<SettingChange>,
     pub can_edit: bool,
 }
@@ -33,6 +36,9 @@ pub struct SettingsForm {
     pub damping_margin: String,
     pub heartbeat_deadline_s: String,
     pub grace_s: String,
+    /// Retention fields; a client that leaves them out keeps the current values.
+    pub output_retention_days: Option<String>,
+    pub event_retention_days: Option<String>,
     /// The checkbox: a node its agent reported unhealthy returns to service by itself.
     pub auto_recover_nodes: bool,
 }

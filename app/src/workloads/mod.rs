@@ -162,6 +162,11 @@ pub struct WorkloadDetail {
     pub ran_s: i64,
     #[serde(default)]
     pub charged_gpu_h: f64,
+    /// When retention cleared its output, and deleted its events other than preemptions.
+    #[serde(default)]
+    pub output_removed_at: Option<i64>,
+    #[serde(default)]
+    pub events_removed_at: Option<i64>,
 }
 
 /// A row of the Queue page, in scheduler order.

@@ -5,6 +5,7 @@
 //! JSON object on its last line; any failed request makes it exit non-zero.
 
 mod agents;
+pub mod history;
 pub mod measure;
 mod people;
 mod seed;
@@ -421,7 +422,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     Ok(())
 }
 
-fn engine_name(url: &str) -> &'static str {
+pub(crate) fn engine_name(url: &str) -> &'static str {
     if url.starts_with("postgres") {
         "PostgreSQL"
     } else {

@@ -19,6 +19,8 @@ pub struct RuntimeConfig {
     /// A node its agent reported unhealthy returns to service when the agent reports healthy
     /// again; otherwise an admin returns it (uncordon).
     pub auto_recover_nodes: bool,
+    /// How long finished workloads keep their output and events.
+    pub retention: crate::workloads::retention::Retention,
 }
 
 impl Default for RuntimeConfig {
@@ -31,6 +33,7 @@ impl Default for RuntimeConfig {
             grace: 10,
             safety_tick_ms: 5_000,
             auto_recover_nodes: false,
+            retention: Default::default(),
         }
     }
 }

@@ -365,6 +365,7 @@ impl Runtime {
     /// watch the replicas' counters four times a second: the leader for wake-ups forwarded by
     /// followers, followers for changed assignments (to answer their agents' long polls).
     pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(self.clone().keep_history());
         let runtime = self.clone();
         tokio::spawn(async move {
             let (mut seen_wake, mut seen_assign, mut seen_settings) = (0, 0, 0);
@@ -466,6 +467,41 @@ impl Runtime {
                 }
             }
         })
+    }
+
+    /// The leader's retention (`workloads::retention`): a bounded step each minute while old
+    /// output or events are due, every ten minutes once caught up. Followers only wait.
+    async fn keep_history(self) {
+        // Not in the first moments of a (re)start: the lease and the first passes come first.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        loop {
+            let mut pause = Duration::from_secs(600);
+            if self.is_leader() {
+                let retention = self.config().retention;
+                match crate::workloads::retention::prune_step(
+                    &self.inner.pool,
+                    &retention,
+                    self.now(),
+                )
+                .await
+                {
+                    Ok(pruned) => {
+                        if pruned.outputs + pruned.events > 0 {
+                            tracing::info!(
+                                outputs = pruned.outputs,
+                                events = pruned.events,
+                                "retention: old output and events removed"
+                            );
+                        }
+                        if !pruned.caught_up {
+                            pause = Duration::from_secs(60);
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "retention step failed"),
+                }
+            }
+            tokio::time::sleep(pause).await;
+        }
     }
 
     /// Renews (or claims) the scheduler lease in a write transaction of its own.

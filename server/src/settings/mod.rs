@@ -39,6 +39,12 @@ pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeCo
             "auto_recover_nodes" => {
                 config.auto_recover_nodes = value.parse().unwrap_or(config.auto_recover_nodes)
             }
+            "output_retention_days" => {
+                config.retention.output_days = value.parse().unwrap_or(config.retention.output_days)
+            }
+            "event_retention_days" => {
+                config.retention.event_days = value.parse().unwrap_or(config.retention.event_days)
+            }
             crate::demo::MARKER => {}
             _ => tracing::warn!(%key, "unknown setting ignored"),
         }
@@ -60,6 +66,8 @@ pub async fn view(
         heartbeat_deadline_s: config.heartbeat_deadline,
         grace_s: config.grace,
         auto_recover_nodes: config.auto_recover_nodes,
+        output_retention_days: config.retention.output_days,
+        event_retention_days: config.retention.event_days,
         history: history
             .into_iter()
             .map(|(at, by, key, old_value, new_value)| SettingChange {
@@ -94,6 +102,26 @@ fn number(
         ));
     }
     Ok(value)
+}
+
+/// A retention period in whole days, 1 to 3,650; a field left out keeps `current`.
+fn days(
+    field: &'static str,
+    raw: Option<&str>,
+    label: &str,
+    current: u32,
+) -> Result<u32, ServerError> {
+    let Some(raw) = raw else {
+        return Ok(current);
+    };
+    let value = number(field, raw, &format!("{label} (days)"), 1.0, 3650.0)?;
+    if value.fract() != 0.0 {
+        return Err(ServerError::invalid(
+            field,
+            format!("The {label} is a whole number of days, not {value}."),
+        ));
+    }
+    Ok(value as u32)
 }
 
 /// Validates every field (nothing changes unless all are valid), stores the changed ones with an
@@ -148,6 +176,20 @@ pub async fn update(
             600.0,
         )? as i64,
         auto_recover_nodes: form.auto_recover_nodes,
+        retention: crate::workloads::retention::Retention {
+            output_days: days(
+                "output_retention_days",
+                form.output_retention_days.as_deref(),
+                "output retention",
+                old.retention.output_days,
+            )?,
+            event_days: days(
+                "event_retention_days",
+                form.event_retention_days.as_deref(),
+                "timeline retention",
+                old.retention.event_days,
+            )?,
+        },
         ..old
     };
     let changes = [
@@ -172,6 +214,16 @@ pub async fn update(
             "auto_recover_nodes",
             old.auto_recover_nodes.to_string(),
             new.auto_recover_nodes.to_string(),
+        ),
+        (
+            "output_retention_days",
+            old.retention.output_days.to_string(),
+            new.retention.output_days.to_string(),
+        ),
+        (
+            "event_retention_days",
+            old.retention.event_days.to_string(),
+            new.retention.event_days.to_string(),
         ),
     ];
     let now = runtime.now();

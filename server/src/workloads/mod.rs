@@ -2,4 +2,5 @@
 
 pub mod domain;
 pub mod repo;
+pub mod retention;
 pub mod service;

@@ -213,6 +213,19 @@ pub async fn run_totals(
     .await
 }
 
+/// When retention cleared the workload's output and deleted its older events, if it did.
+pub async fn removed_at(
+    db: impl AnyExecutor<'_>,
+    workload_id: i64,
+) -> Result<(Option<i64>, Option<i64>), sqlx::Error> {
+    sqlx::query_as(
+        "select output_removed_at, events_removed_at from workload where workload_id = $1",
+    )
+    .bind(workload_id)
+    .fetch_one(db)
+    .await
+}
+
 pub async fn log_tail(db: impl AnyExecutor<'_>, workload_id: i64) -> Result<String, sqlx::Error> {
     sqlx::query_scalar("select log_tail from workload where workload_id = $1")
         .bind(workload_id)

@@ -172,6 +172,7 @@ pub async fn detail(
         None
     };
     let log_tail = repo::log_tail(pool, id).await?;
+    let (output_removed_at, events_removed_at) = repo::removed_at(pool, id).await?;
     let (runs, ran_s, charged_gpu_s) = repo::run_totals(pool, id, runtime.now()).await?;
     let can_cancel = workload.is_active() && (workload.user_id == actor.id || actor.is_admin());
     let can_resubmit = !workload.is_active() && workload.user_id == actor.id;
@@ -186,6 +187,8 @@ pub async fn detail(
         runs,
         ran_s,
         charged_gpu_h: charged_gpu_s as f64 / 3600.0,
+        output_removed_at,
+        events_removed_at,
     })
 }
 

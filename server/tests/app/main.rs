@@ -17,6 +17,7 @@ mod render;
 mod replicas;
 mod reports;
 mod restart;
+mod retention;
 mod runtime;
 mod security;
 mod settings;

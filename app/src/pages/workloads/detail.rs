@@ -4,6 +4,7 @@ use crate::{
     clock::now_s,
     components::{badge::StateBadge, field::FormError},
     live::use_live_updates,
+    pages::users::format_date,
     workloads::{
         api::{get_workload_detail, CancelWorkload},
         reasons::Event,
@@ -169,13 +170,24 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
         </div>
         <section class="card">
             <h2>"Timeline"</h2>
+            {detail.events_removed_at.map(|at| view! {
+                <p class="hint">{format!(
+                    "Older events were removed on {} under the retention setting; preemptions and drains are kept.",
+                    format_date(at)
+                )}</p>
+            })}
             <ol class="timeline">
                 {detail.events.iter().map(|e| view! { <TimelineEntry event=e.clone() /> }).collect_view()}
             </ol>
         </section>
         <section class="card">
             <h2>"Output"</h2>
-            {if detail.log_tail.is_empty() {
+            {if let Some(at) = detail.output_removed_at {
+                view! { <p class="hint">{format!(
+                    "The output was removed on {} under the retention setting (finished workloads keep it for a set number of days).",
+                    format_date(at)
+                )}</p> }.into_any()
+            } else if detail.log_tail.is_empty() {
                 view! { <p class="hint">"No output yet."</p> }.into_any()
             } else {
                 view! { <pre class="log" aria-label="Output log">{detail.log_tail.clone()}</pre> }.into_any()
