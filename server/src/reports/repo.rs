@@ -46,7 +46,7 @@ pub async fn usage_hours(
 /// A workload submitted in the period, as the review counts it.
 #[derive(Debug, Clone, FromRow)]
 pub struct Submitted {
-    pub path: String,
+    pub budget_node_id: i64,
     pub submitted_at: i64,
     pub first_started_at: Option<i64>,
     pub min_runtime_s: i64,
@@ -59,9 +59,8 @@ pub async fn submitted_between(
     to: i64,
 ) -> Result<Vec<Submitted>, sqlx::Error> {
     sqlx::query_as(
-        "select b.path, w.submitted_at, w.first_started_at, w.min_runtime_s, w.gpus
-         from workload w join budget_node b on b.budget_node_id = w.budget_node_id
-         where w.submitted_at >= $1 and w.submitted_at < $2",
+        "select budget_node_id, submitted_at, first_started_at, min_runtime_s, gpus
+         from workload where submitted_at >= $1 and submitted_at < $2",
     )
     .bind(from)
     .bind(to)

@@ -12,6 +12,7 @@ use scheduler::{
     BudgetId, HOUR,
 };
 use sqlx::AnyPool;
+use std::collections::HashMap;
 
 /// The review of `[from, to)`.
 pub async fn review(
@@ -42,6 +43,26 @@ pub async fn review(
     let capacity_total: f64 = capacity.iter().map(|c| c.1).sum();
     let wait_of =
         |s: &Submitted| s.first_started_at.unwrap_or(end).max(s.submitted_at) - s.submitted_at;
+    // Each workload's wait under its leaf, once: a node's waits are its subtree's leaves'.
+    let mut waits_of: HashMap<BudgetId, Vec<i64>> = HashMap::new();
+    for s in &submitted {
+        if let Some(leaf) = tree.engine_id(s.budget_node_id) {
+            waits_of.entry(leaf).or_default().push(wait_of(s));
+        }
+    }
+    // Capacity in runs of hours under one share version, so each node's funded time is a sum of
+    // a few products instead of a lookup per hour.
+    let mut by_version: Vec<(usize, f64)> = Vec::new();
+    for &(hour, gpu_s) in &capacity {
+        let version = t
+            .versions()
+            .partition_point(|v| v.effective_from <= hour)
+            .saturating_sub(1);
+        match by_version.last_mut() {
+            Some((v, sum)) if *v == version => *sum += gpu_s,
+            _ => by_version.push((version, gpu_s)),
+        }
+    }
 
     let mut rows = Vec::new();
     let mut stack = vec![(BudgetId::ROOT, 0usize)];
@@ -54,19 +75,17 @@ pub async fn review(
         }
         let path = t.path(id).to_string();
         let node = totals.get(&id).copied().unwrap_or_default();
-        let funded: f64 = capacity
+        let funded: f64 = by_version
             .iter()
-            .map(|&(hour, gpu_s)| t.version_at(hour).fraction(id) * gpu_s)
+            .map(|&(version, gpu_s)| t.versions()[version].fraction(id) * gpu_s)
             .sum();
         let share_at_start = t.version_at(from).fraction(id);
         let share_at_end = t.version_at(end - 1).fraction(id);
         let (delivered, unallocated, owed) =
             (node.charged_gpu_s, node.unallocated_gpu_s, node.owed_gpu_s);
-        let prefix = format!("{path}/");
-        let mut waits: Vec<i64> = submitted
-            .iter()
-            .filter(|s| s.path == path || s.path.starts_with(&prefix))
-            .map(wait_of)
+        let mut waits: Vec<i64> = leaves_under(t, id)
+            .into_iter()
+            .flat_map(|leaf| waits_of.get(&leaf).into_iter().flatten().copied())
             .collect();
         waits.sort_unstable();
         let stats = WaitStats::of_sorted(&waits);
@@ -128,6 +147,20 @@ pub async fn review(
         rows,
         data_since,
     })
+}
+
+/// The leaves of `id`'s subtree (`id` itself when it is one).
+fn leaves_under(t: &scheduler::BudgetTree, id: BudgetId) -> Vec<BudgetId> {
+    let mut leaves = Vec::new();
+    let mut stack = vec![id];
+    while let Some(n) = stack.pop() {
+        if t.is_leaf(n) {
+            leaves.push(n);
+        } else {
+            stack.extend_from_slice(t.children(n));
+        }
+    }
+    leaves
 }
 
 /// DESIGN §5's headline from each team's `(delivered, owed)` GPU-seconds and the totals.

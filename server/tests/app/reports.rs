@@ -418,3 +418,51 @@ async fn cluster_activity_counts_queue_depth_waits_and_preemptions_per_bucket() 
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(bad.body.contains("31 days"), "{}", bad.body);
 }
+
+#[tokio::test]
+async fn the_quarterly_review_gives_each_program_the_waits_of_every_project_under_it() {
+    let (app, token, h0) = fixture().await;
+    // (project, person, wait in seconds) of workloads submitted in the first hour of Q1 2026.
+    for (path, person, wait) in [
+        ("ai/olmo", "ada", 60),
+        ("ai/olmo", "ada", 120),
+        ("ai/olmo", "ada", 600),
+        ("ai/molmo", "bob", 3_600),
+    ] {
+        sqlx::query(
+            "insert into workload (user_id, budget_node_id, name, command, gpus, min_runtime_s,
+                                   resumable, priority, state, submitted_at, queued_at,
+                                   first_started_at, started_at, ended_at)
+             select u.user_id, b.budget_node_id, 'w', 'true', 1, 900, 0, 0, 'succeeded',
+                    $3, $3, $3 + $4, $3 + $4, $3 + $4 + 60
+             from \"user\" u, budget_node b where u.username = $1 and b.path = $2",
+        )
+        .bind(person)
+        .bind(path)
+        .bind(h0 + 10)
+        .bind(wait)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    let review = get(&app, &token, "/api/v1/reports/quarter?year=2026&quarter=1")
+        .await
+        .json();
+    let waits = |path: &str| {
+        let row = review["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path)
+            .unwrap()
+            .clone();
+        (row["wait_p50_s"].as_i64(), row["wait_p90_s"].as_i64())
+    };
+    assert_eq!(waits("ai/olmo"), (Some(120), Some(600)));
+    assert_eq!(waits("ai/molmo"), (Some(3_600), Some(3_600)));
+    assert_eq!(
+        waits("ai"),
+        (Some(120), Some(3_600)),
+        "the program's waits are its projects' together: 60, 120, 600, 3600"
+    );
+}
