@@ -302,6 +302,6 @@ impl Backend for ServerBackend {
     ) -> Result<app::reports::UsageSeries, AppError> {
         use crate::reports::usage;
         let parsed = usage::parse_granularity(&granularity)?;
-        Ok(usage::usage_series(&self.pool, node, from, to, parsed).await?)
+        Ok(usage::usage_series(&self.pool, node, from, to, parsed, self.runtime.now()).await?)
     }
 }

@@ -79,7 +79,15 @@ pub async fn usage_csv(
     let to = q.to.unwrap_or_else(|| state.runtime.now());
     let from = q.from.unwrap_or(to - 7 * 86_400);
     let granularity = usage::parse_granularity(&q.granularity)?;
-    let series = usage::series(&state.pool, &q.node, from, to, granularity).await?;
+    let series = usage::series(
+        &state.pool,
+        &q.node,
+        from,
+        to,
+        granularity,
+        state.runtime.now(),
+    )
+    .await?;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8"),

@@ -212,6 +212,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
             end - 365 * DAY,
             end,
             usage::parse_granularity("day")?,
+            now,
         )
         .await?;
         usage::csv(&series);
@@ -223,6 +224,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
             end - 7 * DAY,
             end,
             usage::parse_granularity("hour")?,
+            now,
         )
         .await?;
         usage::csv(&series);

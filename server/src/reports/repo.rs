@@ -226,6 +226,24 @@ pub async fn day_sums(
     .await
 }
 
+/// `(node, day, charged, unallocated, owed)` of the given nodes' rolled-up days in `[from, to)`.
+pub async fn node_days(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+    nodes: &[i64],
+) -> Result<Vec<(i64, i64, f64, f64, f64)>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "select budget_node_id, day, charged_gpu_s, unallocated_gpu_s, owed_gpu_s
+         from node_day where day >= $1 and day < $2 and budget_node_id in ({})",
+        crate::db::id_list(nodes)
+    ))
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
 /// Drops the rollups of the days from `first` to `last` (inclusive), so they are rolled up again.
 pub async fn forget_rollups(
     db: impl AnyExecutor<'_>,

@@ -1,12 +1,12 @@
 //! Usage series for a node and its children, per hour or day: funded, owed, delivered and
 //! unallocated GPU-hours — the data behind the allocation charts, and the CSV export.
 
-use super::{calendar, repo};
+use super::{calendar, repo, rollup};
 use crate::{budget::snapshot as tree_snapshot, ServerError};
 use app::reports::{UsageLine, UsageSeries};
 use scheduler::{BudgetId, DAY, HOUR};
 use sqlx::AnyPool;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const CSV_HEADER: &str =
     "bucket_start,path,funded_gpu_h,owed_gpu_h,delivered_gpu_h,unallocated_gpu_h";
@@ -61,8 +61,9 @@ pub async fn usage_series(
     from: i64,
     to: i64,
     granularity: Granularity,
+    now: i64,
 ) -> Result<UsageSeries, ServerError> {
-    let cells = series(pool, &node, from, to, granularity).await?;
+    let cells = series(pool, &node, from, to, granularity, now).await?;
     let (buckets, lines) = pivot(&cells);
     Ok(UsageSeries {
         node,
@@ -115,13 +116,15 @@ fn pivot(cells: &BTreeMap<(i64, String), [f64; 4]>) -> (Vec<i64>, Vec<UsageLine>
 }
 
 /// `(bucket start, path) → [funded, owed, delivered, unallocated]` GPU-hours for `node` and its
-/// children over `[from, to)`.
+/// children over `[from, to)`. Day and week buckets take the days already over from the daily
+/// rollups (rolling up those not yet done); hours, partial days and today come from the ledger.
 pub async fn series(
     pool: &AnyPool,
     node: &str,
     from: i64,
     to: i64,
     granularity: Granularity,
+    now: i64,
 ) -> Result<BTreeMap<(i64, String), [f64; 4]>, ServerError> {
     if to <= from || to - from > 400 * DAY {
         return Err(ServerError::invalid(
@@ -144,7 +147,47 @@ pub async fn series(
         .await?
         .into_iter()
         .collect();
-    let rows = repo::usage_hours(&mut *db, from, to).await?;
+    // Whole days the rollups hold, with each group's delivered, unallocated and owed per day.
+    let mut rolled: BTreeSet<i64> = BTreeSet::new();
+    let mut daily: BTreeMap<(usize, i64), [f64; 3]> = BTreeMap::new();
+    if granularity != Granularity::Hour {
+        let first = from.div_euclid(DAY) * DAY + if from.rem_euclid(DAY) == 0 { 0 } else { DAY };
+        let last = to.min(now).div_euclid(DAY) * DAY;
+        if last > first {
+            rollup::ensure(&mut db, &tree, first, last, now).await?;
+            rolled = repo::rolled_up_days(&mut *db, first, last)
+                .await?
+                .into_iter()
+                .collect();
+            let ids: Vec<i64> = groups.iter().map(|g| tree.db_id(*g)).collect();
+            for (node, day, charged, free, owed) in
+                repo::node_days(&mut *db, first, last, &ids).await?
+            {
+                if let Some(g) = tree
+                    .engine_id(node)
+                    .and_then(|id| groups.iter().position(|g| *g == id))
+                {
+                    daily.insert((g, day), [charged, free, owed]);
+                }
+            }
+        }
+    }
+    // The rest of the period from the ledger, one read per stretch of days not rolled up.
+    let mut rows = Vec::new();
+    let mut stretch = from;
+    while stretch < to {
+        let day = stretch.div_euclid(DAY) * DAY;
+        if rolled.contains(&day) {
+            stretch = day + DAY;
+            continue;
+        }
+        let mut end = (day + DAY).min(to);
+        while end < to && !rolled.contains(&end) {
+            end = (end + DAY).min(to);
+        }
+        rows.extend(repo::usage_hours(&mut *db, stretch, end).await?);
+        stretch = end;
+    }
     // Per group and hour: delivered, unallocated, demand.
     let mut hourly: BTreeMap<(usize, i64), [f64; 3]> = BTreeMap::new();
     for (leaf, hour, charged, free, demand) in rows {
@@ -166,13 +209,25 @@ pub async fn series(
     while hour < to {
         let c = capacity.get(&hour).copied().unwrap_or(0.0);
         let bucket = granularity.bucket(hour);
+        let day = hour.div_euclid(DAY) * DAY;
+        let from_rollup = rolled.contains(&day);
         for (g, group) in groups.iter().enumerate() {
             let funded = t.version_at(hour).fraction(*group) * c;
-            let [delivered, free, demand] = hourly.get(&(g, hour)).copied().unwrap_or([0.0; 3]);
             let cell = out
                 .entry((bucket, t.path(*group).to_string()))
                 .or_insert([0.0; 4]);
             cell[0] += funded / HOUR as f64;
+            if from_rollup {
+                // The day's totals once, with its first hour.
+                if hour == day {
+                    let [delivered, free, owed] = daily.get(&(g, day)).copied().unwrap_or([0.0; 3]);
+                    cell[1] += owed / HOUR as f64;
+                    cell[2] += delivered / HOUR as f64;
+                    cell[3] += free / HOUR as f64;
+                }
+                continue;
+            }
+            let [delivered, free, demand] = hourly.get(&(g, hour)).copied().unwrap_or([0.0; 3]);
             cell[1] += funded.min(demand) / HOUR as f64;
             cell[2] += delivered / HOUR as f64;
             cell[3] += free / HOUR as f64;

@@ -466,3 +466,70 @@ async fn the_quarterly_review_gives_each_program_the_waits_of_every_project_unde
         "the program's waits are its projects' together: 60, 120, 600, 3600"
     );
 }
+
+#[tokio::test]
+async fn usage_by_day_from_the_daily_rollups_equals_the_hourly_ledger_summed_by_day() {
+    use server::reports::usage::{series, Granularity};
+    use std::collections::BTreeMap;
+    let (app, _token, h0) = fixture().await;
+    // A third day with usage, and a day between with none.
+    sqlx::query("insert into capacity_hour (hour, healthy_gpu_s) values ($1, 14400)")
+        .bind(h0 + 2 * 86_400 + 7_200)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "insert into usage_hour (budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s)
+         select budget_node_id, $1, 7200, 1800, 9000, 3600 from budget_node where path = 'ai/molmo'",
+    )
+    .bind(h0 + 2 * 86_400 + 7_200)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let now = crate::support::now();
+    for node in ["", "ai"] {
+        // From the middle of the day before: that partial day comes from the ledger.
+        let (from, to) = (h0 - 6 * 3_600, h0 + 3 * 86_400);
+        let by_day = series(&app.pool, node, from, to, Granularity::Day, now)
+            .await
+            .unwrap();
+        let by_hour = series(&app.pool, node, from, to, Granularity::Hour, now)
+            .await
+            .unwrap();
+        let mut summed: BTreeMap<(i64, String), [f64; 4]> = BTreeMap::new();
+        for ((hour, path), cell) in by_hour {
+            let day = hour.div_euclid(86_400) * 86_400;
+            let sum = summed.entry((day, path)).or_insert([0.0; 4]);
+            for (s, c) in sum.iter_mut().zip(cell) {
+                *s += c;
+            }
+        }
+        assert_eq!(by_day.len(), summed.len(), "{node}: {by_day:?}");
+        for (key, cell) in &by_day {
+            let expected = summed[key];
+            for (a, b) in cell.iter().zip(expected) {
+                assert!(
+                    (a - b).abs() < 1e-9,
+                    "{node} {key:?}: {cell:?} against {expected:?}"
+                );
+            }
+        }
+        let rolled: i64 = sqlx::query_scalar("select count(*) from rollup_day")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        assert_eq!(
+            rolled, 3,
+            "the three whole days were rolled up and read from there"
+        );
+        let delivered: f64 = by_day
+            .iter()
+            .filter(|((_, path), _)| path == node)
+            .map(|(_, c)| c[2])
+            .sum();
+        assert_eq!(
+            delivered, 7.0,
+            "{node}: 5 GPU-h on the first day and 2 on the third"
+        );
+    }
+}
