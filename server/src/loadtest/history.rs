@@ -174,6 +174,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
         .ok_or_else(|| ServerError::Config("the organisation was not imported".into()))?;
     let mut tx = db::begin_write(&pool).await?;
     rollup::ensure(&mut tx, &tree, start, end, now).await?;
+    crate::reports::waits::ensure(&mut tx, start, now).await?;
     tx.commit().await?;
     let rollup_s = clock.elapsed().as_secs_f64();
     println!("rolled up {} days in {rollup_s:.1} s", args.days);

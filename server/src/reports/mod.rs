@@ -7,3 +7,4 @@ pub mod repo;
 pub mod review;
 pub mod rollup;
 pub mod usage;
+pub mod waits;

@@ -43,31 +43,6 @@ pub async fn usage_hours(
     .await
 }
 
-/// A workload submitted in the period, as the review counts it.
-#[derive(Debug, Clone, FromRow)]
-pub struct Submitted {
-    pub budget_node_id: i64,
-    pub submitted_at: i64,
-    pub first_started_at: Option<i64>,
-    pub min_runtime_s: i64,
-    pub gpus: i64,
-}
-
-pub async fn submitted_between(
-    db: impl AnyExecutor<'_>,
-    from: i64,
-    to: i64,
-) -> Result<Vec<Submitted>, sqlx::Error> {
-    sqlx::query_as(
-        "select budget_node_id, submitted_at, first_started_at, min_runtime_s, gpus
-         from workload where submitted_at >= $1 and submitted_at < $2",
-    )
-    .bind(from)
-    .bind(to)
-    .fetch_all(db)
-    .await
-}
-
 /// A workload alive at some point of the period, as the activity charts count it.
 #[derive(Debug, Clone, FromRow)]
 pub struct ActiveWorkload {

@@ -2,15 +2,13 @@
 //! reference's headline figures.
 
 use super::{
-    repo::{self, Submitted},
+    repo,
     rollup::{self, NodeTotals},
+    waits,
 };
 use crate::{budget::snapshot as tree_snapshot, ServerError};
 use app::reports::{Headline, Review, ReviewRow};
-use scheduler::{
-    sim::{WaitStats, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME},
-    BudgetId, HOUR,
-};
+use scheduler::{sim::WaitStats, BudgetId, HOUR};
 use sqlx::AnyPool;
 use std::collections::HashMap;
 
@@ -36,18 +34,16 @@ pub async fn review(
     };
     let capacity = repo::capacity(&mut *db, from, to).await?;
     let totals = rollup::totals(&mut db, &tree, from, to, now).await?;
-    let submitted = repo::submitted_between(&mut *db, from, to).await?;
+    let submitted = waits::submitted_between(&mut db, from, to, now).await?;
 
     let t = &tree.tree;
     let end = to.min(now);
     let capacity_total: f64 = capacity.iter().map(|c| c.1).sum();
-    let wait_of =
-        |s: &Submitted| s.first_started_at.unwrap_or(end).max(s.submitted_at) - s.submitted_at;
     // Each workload's wait under its leaf, once: a node's waits are its subtree's leaves'.
     let mut waits_of: HashMap<BudgetId, Vec<i64>> = HashMap::new();
-    for s in &submitted {
-        if let Some(leaf) = tree.engine_id(s.budget_node_id) {
-            waits_of.entry(leaf).or_default().push(wait_of(s));
+    for w in &submitted {
+        if let Some(leaf) = tree.engine_id(w.leaf) {
+            waits_of.entry(leaf).or_default().push(w.wait_s);
         }
     }
     // Capacity in runs of hours under one share version, so each node's funded time is a sum of
@@ -123,12 +119,8 @@ pub async fn review(
         .collect();
     let mut debug: Vec<i64> = submitted
         .iter()
-        .filter(|s| {
-            s.min_runtime_s > 0
-                && s.min_runtime_s <= DEBUG_MAX_MIN_RUNTIME
-                && s.gpus <= i64::from(DEBUG_MAX_GPUS)
-        })
-        .map(wait_of)
+        .filter(|w| w.debug)
+        .map(|w| w.wait_s)
         .collect();
     debug.sort_unstable();
     let headline = headline(

@@ -532,6 +532,7 @@ impl Runtime {
         node_repo::mark_silent_nodes_down(&mut *tx, now - config.heartbeat_deadline, now).await?;
         ledger::accrue(&mut tx, now).await?;
         crate::reports::rollup::keep_up(&mut tx, now).await?;
+        crate::reports::waits::keep_up(&mut tx, now).await?;
         let reshared = crate::budget::changes::apply_due(&mut tx, now).await?;
         if reshared > 0 {
             tracing::info!(requests = reshared, "scheduled budget changes applied");

@@ -533,3 +533,61 @@ async fn usage_by_day_from_the_daily_rollups_equals_the_hourly_ledger_summed_by_
         );
     }
 }
+
+#[tokio::test]
+async fn review_waits_come_from_rolled_up_days_today_and_the_workloads_still_waiting() {
+    use server::reports::waits::submitted_between;
+    let (app, _token, h0) = fixture().await;
+    let day = 86_400;
+    let now = epoch_of(2026, 3, 15) + 12 * 3_600;
+    // (submitted, first start, min runtime, gpus)
+    let rows: [(i64, Option<i64>, i64, i64); 5] = [
+        (h0 + 9 * day + 36_000, Some(h0 + 9 * day + 36_300), 3_600, 8),
+        (now - 13 * 3_600, Some(now - 11 * 3_600), 3_600, 8),
+        (now - 6 * 3_600, None, 3_600, 8),
+        (h0 - 3_600, Some(h0 + 60), 3_600, 8),
+        (h0 + 31 * day, Some(h0 + 31 * day + 30), 300, 1),
+    ];
+    for (submitted, started, min_runtime, gpus) in rows {
+        sqlx::query(
+            "insert into workload (user_id, budget_node_id, name, command, gpus, min_runtime_s,
+                                   resumable, priority, state, submitted_at, queued_at,
+                                   first_started_at)
+             select u.user_id, b.budget_node_id, 'w', 'true', $3, $4, 0, 0, 'queued', $1, $1, $2
+             from \"user\" u, budget_node b where u.username = 'ada' and b.path = 'ai/olmo'",
+        )
+        .bind(submitted)
+        .bind(started)
+        .bind(gpus)
+        .bind(min_runtime)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    let (from, to) = server::reports::calendar::quarter(2026, 1).unwrap();
+    let mut db = app.pool.acquire().await.unwrap();
+    for read in 0..2 {
+        let mut waits: Vec<(i64, bool)> = submitted_between(&mut db, from, to, now)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|w| (w.wait_s, w.debug))
+            .collect();
+        waits.sort_unstable();
+        assert_eq!(
+            waits,
+            [(30, true), (300, false), (7_200, false), (21_600, false)],
+            "read {read}: a past day's start, a debug run, today's start, one still waiting \
+             until now; the one submitted before the quarter is not counted"
+        );
+    }
+    let rolled: Vec<i64> = sqlx::query_scalar("select day from wait_rollup_day order by day")
+        .fetch_all(&mut *db)
+        .await
+        .unwrap();
+    assert_eq!(
+        (rolled.first(), rolled.last(), rolled.len()),
+        (Some(&h0), Some(&(now - 12 * 3_600 - day)), 73),
+        "every day of the quarter before today, once"
+    );
+}
