@@ -51,6 +51,10 @@ pub struct HistoryArgs {
     /// Output kept per workload, in bytes, on average (training keeps more, debug less).
     #[arg(long, default_value_t = 1_024)]
     pub output_bytes: u32,
+    /// Measure again on a database an earlier run of this command filled (given with
+    /// `--database`), without writing the history again.
+    #[arg(long)]
+    pub again: bool,
 }
 
 /// One generated workload with its runs and events, ready to insert.
@@ -120,6 +124,7 @@ pub struct HistoryReport {
     pub usage_csv_year_p50_ms: f64,
     pub usage_csv_week_hourly_p50_ms: f64,
     pub tree_page_p50_ms: f64,
+    pub activity_quarter_p50_ms: f64,
 }
 
 pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), ServerError> {
@@ -129,7 +134,14 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
         None => format!("sqlite://{}", dir.path().join("history.db").display()),
     };
     let pool = db::open(&url).await?;
-    if !crate::demo::repo::usernames(&pool).await?.is_empty() {
+    let people = crate::demo::repo::usernames(&pool).await?.len();
+    if args.again {
+        if people == 0 || database.is_none() {
+            return Err(ServerError::Config(
+                "--again measures a database an earlier run filled: name it with --database".into(),
+            ));
+        }
+    } else if people > 0 {
         return Err(ServerError::Config(format!(
             "the history load test fills the database with a year of its own history; {} already \
              has people: give it an empty database (or none, for a temporary SQLite file)",
@@ -138,7 +150,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
     }
     let now = crate::clock::Clock::system().now();
     let end = now.div_euclid(HOUR) * HOUR;
-    let start = end.div_euclid(DAY) * DAY - i64::from(args.days) * DAY;
+    let mut start = end.div_euclid(DAY) * DAY - i64::from(args.days) * DAY;
     let gpus = args.nodes * args.gpus_per_node;
     let engine = super::engine_name(&url);
     println!(
@@ -146,25 +158,35 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
          GPUs, on {engine}",
         args.days, args.nodes, args.gpus_per_node, args.leaves, args.workloads_per_day
     );
-    let teams = seed::organisation(&pool, args.leaves, start).await?;
-    seed::nodes(&pool, args.nodes, start).await?;
-
-    let clock = Instant::now();
-    let generated = generate(&args, &teams, start, end);
     let mut db = pool.acquire().await?;
-    let ids = Ids::read(&mut db, &teams).await?;
-    write(&mut db, &args, &generated, &ids, start, end).await?;
+    let clock = Instant::now();
+    if args.again {
+        start = crate::reports::repo::first_capacity_hour(&mut *db)
+            .await?
+            .unwrap_or(start);
+    } else {
+        let teams = seed::organisation(&pool, args.leaves, start).await?;
+        seed::nodes(&pool, args.nodes, start).await?;
+        let generated = generate(&args, &teams, start, end);
+        let ids = Ids::read(&mut db, &teams).await?;
+        write(&mut db, &args, &generated, &ids, start, end).await?;
+    }
     let generate_s = clock.elapsed().as_secs_f64();
+    let count = |table: &'static str| {
+        let query = format!("select count(*) from {table}");
+        let pool = pool.clone();
+        async move { sqlx::query_scalar::<_, i64>(&query).fetch_one(&pool).await }
+    };
+    let (workloads, runs, events, cells) = (
+        count("workload").await? as usize,
+        count("workload_run").await? as usize,
+        count("workload_event").await? as usize,
+        count("usage_hour").await? as usize,
+    );
     println!(
-        "wrote {} workloads, {} runs, {} events and {} ledger cells in {generate_s:.1} s",
-        generated.workloads.len(),
-        generated.runs.len(),
-        generated.events.len(),
-        generated
-            .usage
-            .iter()
-            .filter(|c| c.iter().any(|v| *v > 0.0))
-            .count()
+        "{} {workloads} workloads, {runs} runs, {events} events and {cells} ledger cells in \
+         {generate_s:.1} s",
+        if args.again { "found" } else { "wrote" }
     );
 
     // The runtime rolls up each day as it ends; here the whole year at once, timed.
@@ -195,12 +217,40 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
     let mut quarter_start = start;
     while quarter_start < end {
         let (from, to) = quarter_of(quarter_start);
+        let mut times = Vec::new();
         for _ in 0..3 {
             let clock = Instant::now();
             review::review(&pool, from, to, String::new(), now).await?;
-            reviews.push(clock.elapsed());
+            times.push(clock.elapsed());
         }
+        println!(
+            "quarterly review from {}: {:.0} ms, then {:.0} and {:.0} ms",
+            app::pages::users::format_date(from),
+            times[0].as_secs_f64() * 1e3,
+            times[1].as_secs_f64() * 1e3,
+            times[2].as_secs_f64() * 1e3
+        );
+        reviews.extend(times);
         quarter_start = to;
+    }
+    // The Reports page's activity chart (daily buckets) over the quarter before the current one.
+    let last_quarter = match quarter_of(quarter_of(end).0 - 1) {
+        (from, to) if to > start => (from.max(start), to),
+        // A history shorter than that: the current quarter so far.
+        _ => (quarter_of(end).0.max(start), end),
+    };
+    let mut activity = Vec::new();
+    for _ in 0..3 {
+        let clock = Instant::now();
+        crate::reports::activity::activity(
+            &pool,
+            last_quarter.0,
+            last_quarter.1,
+            usage::parse_granularity("day")?,
+            now,
+        )
+        .await?;
+        activity.push(clock.elapsed());
     }
     let mut year_csv = Vec::new();
     let mut week_csv = Vec::new();
@@ -248,20 +298,16 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
     let review_times = super::measure::Summary::of(reviews);
     let report = HistoryReport {
         database: engine,
-        days: args.days,
+        days: ((end - start) / DAY) as u32,
         gpus,
-        workloads: generated.workloads.len(),
-        runs: generated.runs.len(),
-        events: generated.events.len(),
-        usage_cells: generated
-            .usage
-            .iter()
-            .filter(|c| c.iter().any(|v| *v > 0.0))
-            .count(),
+        workloads,
+        runs,
+        events,
+        usage_cells: cells,
         generate_s,
         rollup_s,
         db_mb_before_retention: size_before,
-        db_mb_per_month: size_before / (f64::from(args.days) / 30.4),
+        db_mb_per_month: size_before / ((end - start) as f64 / DAY as f64 / 30.4),
         retention_s,
         outputs_cleared: pruned.outputs,
         events_deleted: pruned.events,
@@ -271,6 +317,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
         usage_csv_year_p50_ms: super::measure::Summary::of(year_csv).p50_ms,
         usage_csv_week_hourly_p50_ms: super::measure::Summary::of(week_csv).p50_ms,
         tree_page_p50_ms: super::measure::Summary::of(tree_pages).p50_ms,
+        activity_quarter_p50_ms: super::measure::Summary::of(activity).p50_ms,
     };
     println!(
         "{}",
@@ -635,7 +682,7 @@ enum Value {
     Text(String),
 }
 
-/// Inserts `rows` into `table` in statements of a few thousand values, in one transaction per
+/// Inserts `rows` into `table` in statements of a few hundred values, in one transaction per
 /// 50,000 rows.
 async fn insert(
     pool_db: &mut AnyConnection,
@@ -643,7 +690,9 @@ async fn insert(
     columns: &[&str],
     rows: impl Iterator<Item = Vec<Value>>,
 ) -> Result<(), ServerError> {
-    let per_statement = (4_000 / columns.len()).max(1);
+    // sqlx looks up every parameter by name when binding (quadratic in a statement's parameters):
+    // a few hundred a statement keeps that small.
+    let per_statement = (240 / columns.len()).max(1);
     let mut batch: Vec<Vec<Value>> = Vec::with_capacity(per_statement);
     let mut in_tx = 0usize;
     sqlx::query("begin").execute(&mut *pool_db).await?;
