@@ -10,6 +10,8 @@ pub async fn get_settings() -> Result<SettingsView, AppError> {
     with_status(async { backend()?.settings(&require_user()?).await }.await)
 }
 
+// One argument per field of the Settings form (the browser posts them as form fields).
+#[allow(clippy::too_many_arguments)]
 #[server(prefix = "/api", endpoint = "settings/update")]
 pub async fn update_settings(
     window_days: String,
