@@ -43,7 +43,9 @@ pub async fn usage_hours(
     .await
 }
 
-/// A workload alive at some point of the period, as the activity charts count it.
+/// A workload alive at some point of the period, as the activity charts count it. Read in two
+/// indexed halves (ended in or after the period; not ended), so a period late in a long history does
+/// not scan every workload submitted before it.
 #[derive(Debug, Clone, FromRow)]
 pub struct ActiveWorkload {
     pub workload_id: i64,
@@ -63,7 +65,10 @@ pub async fn workloads_between(
 ) -> Result<Vec<ActiveWorkload>, sqlx::Error> {
     sqlx::query_as(
         "select workload_id, gpus, min_runtime_s, state, submitted_at, first_started_at, ended_at
-         from workload where submitted_at < $2 and (ended_at is null or ended_at >= $1)
+         from workload where ended_at >= $1 and submitted_at < $2
+         union all
+         select workload_id, gpus, min_runtime_s, state, submitted_at, first_started_at, ended_at
+         from workload where ended_at is null and submitted_at < $2
          order by workload_id",
     )
     .bind(from)
@@ -80,8 +85,10 @@ pub async fn runs_between(
 ) -> Result<Vec<(i64, i64, Option<i64>)>, sqlx::Error> {
     sqlx::query_as(
         "select r.workload_id, r.started_at, r.ended_at from workload_run r
-         join workload w on w.workload_id = r.workload_id
-         where w.submitted_at < $2 and (w.ended_at is null or w.ended_at >= $1)
+         where r.workload_id in (
+             select workload_id from workload where ended_at >= $1 and submitted_at < $2
+             union all
+             select workload_id from workload where ended_at is null and submitted_at < $2)
          order by r.workload_id, r.started_at",
     )
     .bind(from)
