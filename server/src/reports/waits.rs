@@ -164,15 +164,17 @@ pub async fn submitted_between(
         unpack(*leaf, bytes, &mut out, from, to);
     }
     let end = to.min(now);
+    // Today's first starts, at most a day of them, filtered here: given the period too, a planner
+    // may walk the period's submissions instead (SQLite did, 1.3 s at a million).
     let recent: Vec<Row> = sqlx::query_as(&format!(
-        "select {COLUMNS} from workload
-         where first_started_at >= $1 and submitted_at >= $2 and submitted_at < $3"
+        "select {COLUMNS} from workload where first_started_at >= $1"
     ))
     .bind(today.max(from))
-    .bind(from)
-    .bind(to)
     .fetch_all(&mut *db)
     .await?;
+    let recent = recent
+        .into_iter()
+        .filter(|r| r.submitted_at >= from && r.submitted_at < to);
     let waiting: Vec<Row> = sqlx::query_as(&format!(
         "select {COLUMNS} from workload
          where first_started_at is null and submitted_at >= $1 and submitted_at < $2"
@@ -181,7 +183,7 @@ pub async fn submitted_between(
     .bind(to)
     .fetch_all(&mut *db)
     .await?;
-    out.extend(recent.iter().chain(&waiting).map(|r| r.wait(end)));
+    out.extend(recent.chain(waiting).map(|r| r.wait(end)));
     Ok(out)
 }
 
