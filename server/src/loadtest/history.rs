@@ -357,7 +357,7 @@ async fn database_mb(pool: &AnyPool, url: &str) -> Result<f64, ServerError> {
 struct Ids {
     leaves: Vec<i64>,
     users: Vec<i64>,
-    nodes: Vec<(i64, String)>,
+    nodes: Vec<i64>,
     /// Each team's share of the cluster.
     fractions: Vec<f64>,
 }
@@ -376,7 +376,7 @@ impl Ids {
                 .await?
                 .into_iter()
                 .collect();
-        let nodes = sqlx::query_as("select node_id, name from node order by node_id")
+        let nodes = sqlx::query_scalar("select node_id from node order by node_id")
             .fetch_all(&mut *db)
             .await?;
         let missing = |what: &str| ServerError::Config(format!("{what} was not created"));
@@ -823,7 +823,7 @@ async fn write(
             let indices: Vec<String> = (0..r.gpus).map(|i| i.to_string()).collect();
             vec![
                 Value::Int(r.workload_id),
-                Value::Int(ids.nodes[(r.node_id - 1) as usize].0),
+                Value::Int(ids.nodes[(r.node_id - 1) as usize]),
                 Value::Text(indices.join(",")),
                 Value::Int(r.gpus),
                 Value::Int(i64::from(r.allocated)),
