@@ -119,4 +119,33 @@ describe('charts', () => {
       assert.deepEqual(page.errors, []);
     });
   });
+
+  test("in dark mode the charts draw light labels on the page's own dark background", async () => {
+    for (const scheme of ['dark', 'light']) {
+      const context = await browser.newContext({ colorScheme: scheme });
+      const page = await context.newPage();
+      try {
+        await signIn(page, server.url, 'lee', 'hourglass-demo');
+        await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
+        await page.goto(`${server.url}/reports`);
+        await waitForHydration(page);
+        const chart = page.getByRole('region', { name: 'Allocation vs delivered' }).getByRole('img', { name: /^GPU-hours per day/ });
+        await waitForChart(page, chart);
+        const look = await chart.evaluate((element) => {
+          const option = window.echarts.getInstanceByDom(element).getOption();
+          return { background: option.backgroundColor, legend: option.legend[0].textStyle.color, dark: option.darkMode === true };
+        });
+        assert.equal(look.background, 'transparent', `${scheme}: the card's colour shows through`);
+        assert.equal(look.dark, scheme === 'dark', `${scheme}: ECharts' dark theme only on dark pages`);
+        // Legend text: light on dark pages, dark on light ones (the sum of the RGB channels).
+        let hex = look.legend.replace('#', '');
+        if (hex.length === 3) hex = [...hex].map((c) => c + c).join('');
+        const channels = hex.match(/../g).map((h) => parseInt(h, 16));
+        const brightness = channels.reduce((a, b) => a + b, 0) / 3;
+        assert.ok(scheme === 'dark' ? brightness > 140 : brightness < 100, `${scheme}: legend ${look.legend}`);
+      } finally {
+        await context.close();
+      }
+    }
+  });
 });

@@ -59,38 +59,24 @@ pub(super) fn activity_summary(a: &ClusterActivity, kind: &str) -> String {
 /// Drawn with charming on the client.
 #[cfg(feature = "hydrate")]
 mod draw {
-    use super::super::labels;
+    use super::super::{labels, time_axis};
     use super::ClusterActivity;
     use charming::{
-        component::{Axis, Grid, Legend},
-        element::{AxisType, Tooltip, Trigger},
+        component::Axis,
+        element::AxisType,
         series::{Bar, Line},
         Chart,
     };
 
-    fn frame(a: &ClusterActivity, unit: &str) -> Chart {
-        Chart::new()
-            .tooltip(Tooltip::new().trigger(Trigger::Axis))
-            .legend(Legend::new().top(0))
-            .grid(
-                Grid::new()
-                    .left(24)
-                    .right(16)
-                    .top(40)
-                    .bottom(8)
-                    .contain_label(true),
-            )
-            .x_axis(
-                Axis::new()
-                    .type_(AxisType::Category)
-                    .data(labels(&a.buckets, a.granularity)),
-            )
-            .y_axis(Axis::new().type_(AxisType::Value).name(unit))
+    fn axes(frame: Chart, a: &ClusterActivity, unit: &str) -> Chart {
+        frame
+            .x_axis(time_axis(labels(&a.buckets, a.granularity)))
+            .y_axis(Axis::new().type_(AxisType::Value).min(0).name(unit))
     }
 
-    pub fn queue(a: &ClusterActivity) -> Chart {
+    pub fn queue(frame: Chart, a: &ClusterActivity) -> Chart {
         let round = |v: &f64| (v * 10.0).round() / 10.0;
-        frame(a, "average")
+        axes(frame, a, "average")
             .series(
                 Line::new()
                     .name("Workloads waiting")
@@ -105,9 +91,9 @@ mod draw {
             )
     }
 
-    pub fn waits(a: &ClusterActivity) -> Chart {
+    pub fn waits(frame: Chart, a: &ClusterActivity) -> Chart {
         let minutes = |v: &Option<i64>| v.map(|s| (s as f64 / 6.0).round() / 10.0);
-        let mut chart = frame(a, "minutes");
+        let mut chart = axes(frame, a, "minutes");
         for w in &a.waits {
             for (label, values) in [("p50", &w.p50_s), ("p90", &w.p90_s)] {
                 chart = chart.series(
@@ -121,8 +107,16 @@ mod draw {
         chart
     }
 
-    pub fn preemptions(a: &ClusterActivity) -> Chart {
-        let mut chart = frame(a, "count");
+    pub fn preemptions(frame: Chart, a: &ClusterActivity) -> Chart {
+        let mut chart = axes(frame, a, "count");
+        if a.preemptions.is_empty() {
+            // A zero line keeps the value axis (and so the label margins) of a quiet period.
+            chart = chart.series(
+                Bar::new()
+                    .name("Preemptions and drains")
+                    .data(vec![0.0; a.buckets.len()]),
+            );
+        }
         for r in &a.preemptions {
             chart = chart.series(
                 Bar::new()

@@ -1,8 +1,8 @@
 //! The ECharts interop (in the browser only): wait for the script and the element, render,
 //! dispose.
 
-use super::{build, Plot};
-use charming::{Echarts, WasmRenderer};
+use super::{build, Ink, Plot};
+use charming::{theme::Theme, Echarts, WasmRenderer};
 use leptos::prelude::*;
 use std::time::Duration;
 use web_sys::js_sys::{Function, Reflect};
@@ -43,7 +43,16 @@ pub fn when_ready(
         return;
     };
     let width = u32::try_from(element.client_width()).unwrap_or(0).max(280);
-    match WasmRenderer::new(width, height).render(&id, &build(&plot)) {
+    let dark = window
+        .match_media("(prefers-color-scheme: dark)")
+        .ok()
+        .flatten()
+        .is_some_and(|query| query.matches());
+    let theme = if dark { Theme::Dark } else { Theme::Default };
+    match WasmRenderer::new(width, height)
+        .theme(theme)
+        .render(&id, &build(&plot, Ink::new(dark)))
+    {
         Ok(instance) => {
             if let Some(Some(old)) = chart.try_update_value(|c| c.replace(instance)) {
                 dispose(&old);

@@ -46,31 +46,17 @@ pub(super) fn teams_summary(rows: &[TeamRow]) -> String {
 mod draw {
     use super::{TeamRow, WaitRow};
     use charming::{
-        component::{Axis, Grid, Legend},
-        element::{AxisLabel, AxisType, Tooltip, Trigger},
+        component::Axis,
+        element::{AxisLabel, AxisType},
         series::Bar,
         Chart,
     };
 
     const CLASSES: [&str; 4] = ["all", "debug", "large", "requeue"];
 
-    fn frame() -> Chart {
-        Chart::new()
-            .tooltip(Tooltip::new().trigger(Trigger::Axis))
-            .legend(Legend::new().top(0))
-            .grid(
-                Grid::new()
-                    .left(8)
-                    .right(16)
-                    .top(48)
-                    .bottom(8)
-                    .contain_label(true),
-            )
-    }
-
     /// Hours of wait per class: p50, p90 and p99 bars for each policy.
-    pub fn waits(rows: &[WaitRow]) -> Chart {
-        let mut chart = frame()
+    pub fn waits(frame: Chart, rows: &[WaitRow]) -> Chart {
+        let mut chart = frame
             .x_axis(
                 Axis::new()
                     .type_(AxisType::Category)
@@ -96,8 +82,8 @@ mod draw {
     }
 
     /// Delivered / owed (%) per team for each policy.
-    pub fn teams(rows: &[TeamRow]) -> Chart {
-        let mut chart = frame()
+    pub fn teams(frame: Chart, rows: &[TeamRow]) -> Chart {
+        let mut chart = frame
             .x_axis(
                 Axis::new()
                     .type_(AxisType::Category)

@@ -142,15 +142,88 @@ fn ChartFrame(id: String, label: String, height: u32, plot: Plot) -> impl IntoVi
 }
 
 #[cfg(feature = "hydrate")]
-fn build(plot: &Plot) -> charming::Chart {
+fn build(plot: &Plot, ink: Ink) -> charming::Chart {
+    let frame = frame();
     match plot {
-        Plot::Waits(rows) => lab::waits(rows),
-        Plot::Teams(rows) => lab::teams(rows),
-        Plot::Queue(a) => activity::queue(a),
-        Plot::WaitTrend(a) => activity::waits(a),
-        Plot::Preemptions(a) => activity::preemptions(a),
-        Plot::Allocation(s) | Plot::Overview(s) => usage::chart(plot, s),
+        Plot::Waits(rows) => lab::waits(frame, rows),
+        Plot::Teams(rows) => lab::teams(frame, rows),
+        Plot::Queue(a) => activity::queue(frame, a),
+        Plot::WaitTrend(a) => activity::waits(frame, a),
+        Plot::Preemptions(a) => activity::preemptions(frame, a),
+        Plot::Allocation(s) | Plot::Overview(s) => usage::chart(frame, plot, s, ink),
     }
+}
+
+/// The colours a chart draws its own lines in, for the page's colour scheme (ECharts' own
+/// `dark` theme does the axes, labels and tooltips).
+#[cfg(feature = "hydrate")]
+#[derive(Clone, Copy, Debug)]
+struct Ink {
+    /// The funded line: near black on light pages, near white on dark ones.
+    strong: &'static str,
+    /// The owed line.
+    alert: &'static str,
+}
+
+#[cfg(feature = "hydrate")]
+impl Ink {
+    fn new(dark: bool) -> Self {
+        if dark {
+            Ink {
+                strong: "#e4e7eb",
+                alert: "#ff7b6b",
+            }
+        } else {
+            Ink {
+                strong: "#1f2933",
+                alert: "#c0392b",
+            }
+        }
+    }
+}
+
+/// What every chart shares: a transparent background (the card's colour shows through), a tooltip
+/// per bucket, one legend line that scrolls when the series do not fit (a wrapped legend ran
+/// into the plot and the axis name), and room for the axis labels.
+#[cfg(feature = "hydrate")]
+fn frame() -> charming::Chart {
+    use charming::{
+        component::{Grid, Legend, LegendType},
+        element::{Tooltip, Trigger},
+        Chart,
+    };
+    Chart::new()
+        .background_color("transparent")
+        .tooltip(Tooltip::new().trigger(Trigger::Axis))
+        .legend(
+            Legend::new()
+                .type_(LegendType::Scroll)
+                .top(0)
+                .left(8)
+                .right(8),
+        )
+        .grid(
+            Grid::new()
+                .left(16)
+                .right(32)
+                .top(56)
+                .bottom(8)
+                .contain_label(true),
+        )
+}
+
+/// A time axis of bucket labels. Each label sits in the middle of its bucket (`boundaryGap`), so
+/// the first and last are not cut at the chart's edges nor drawn over the value axis's `0`.
+#[cfg(feature = "hydrate")]
+fn time_axis(labels: Vec<String>) -> charming::component::Axis {
+    use charming::{
+        component::Axis,
+        element::{AxisType, BoundaryGap},
+    };
+    Axis::new()
+        .type_(AxisType::Category)
+        .boundary_gap(BoundaryGap::CategoryAxis(true))
+        .data(labels)
 }
 
 /// The last segment of a tree path; "the cluster" for the root.

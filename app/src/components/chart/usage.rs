@@ -1,33 +1,26 @@
 //! The usage charts: a node's funded, owed and delivered GPU-hours with what each child drew,
 //! and the cluster's occupancy.
 
-#[cfg(feature = "hydrate")]
-use super::Plot;
 use super::{labels, short_name, span};
+#[cfg(feature = "hydrate")]
+use super::{Ink, Plot};
 use crate::reports::UsageSeries;
 
 #[cfg(feature = "hydrate")]
-pub(super) fn chart(plot: &Plot, series: &UsageSeries) -> charming::Chart {
+pub(super) fn chart(
+    frame: charming::Chart,
+    plot: &Plot,
+    series: &UsageSeries,
+    ink: Ink,
+) -> charming::Chart {
     use charming::{
-        component::{Axis, Grid, Legend},
-        element::{AxisLabel, AxisType, ItemStyle, LineStyle, LineStyleType, Tooltip, Trigger},
+        component::Axis,
+        element::{AxisLabel, AxisType, ItemStyle, LineStyle, LineStyleType},
         series::{Bar, Line},
-        Chart,
     };
     let round = |v: &f64| (v * 10.0).round() / 10.0;
     let categories = bucket_labels(series);
-    let chart = Chart::new()
-        .tooltip(Tooltip::new().trigger(Trigger::Axis))
-        .legend(Legend::new().top(0))
-        .grid(
-            Grid::new()
-                .left(8)
-                .right(16)
-                .top(40)
-                .bottom(8)
-                .contain_label(true),
-        )
-        .x_axis(Axis::new().type_(AxisType::Category).data(categories));
+    let chart = frame.x_axis(super::time_axis(categories));
     let Some(node) = series.lines.first() else {
         return chart.y_axis(Axis::new().type_(AxisType::Value));
     };
@@ -63,8 +56,8 @@ pub(super) fn chart(plot: &Plot, series: &UsageSeries) -> charming::Chart {
                     Line::new()
                         .name("Funded")
                         .show_symbol(false)
-                        .line_style(LineStyle::new().width(2).color("#1f2933"))
-                        .item_style(ItemStyle::new().color("#1f2933"))
+                        .line_style(LineStyle::new().width(2).color(ink.strong))
+                        .item_style(ItemStyle::new().color(ink.strong))
                         .data(node.funded.iter().map(round).collect()),
                 )
                 .series(
@@ -75,9 +68,9 @@ pub(super) fn chart(plot: &Plot, series: &UsageSeries) -> charming::Chart {
                             LineStyle::new()
                                 .width(2)
                                 .type_(LineStyleType::Dashed)
-                                .color("#c0392b"),
+                                .color(ink.alert),
                         )
-                        .item_style(ItemStyle::new().color("#c0392b"))
+                        .item_style(ItemStyle::new().color(ink.alert))
                         .data(node.owed.iter().map(round).collect()),
                 )
         }
