@@ -20,7 +20,7 @@ describe('settings', () => {
     await server?.stop();
   });
 
-  test('an admin changes the retention of output and timelines, after a refused zero', async (t) => {
+  test('an admin changes the retention of output and timelines, after a refused zero, and the history says what and why in days', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'root', 'root-password-1');
       await page.goto(`${server.url}/settings`);
@@ -33,14 +33,30 @@ describe('settings', () => {
       await output.fill('0');
       await page.getByRole('button', { name: 'Save settings' }).click();
       await page.getByText('The output retention (days) must be between 1 and 3650.').waitFor();
-      assert.equal(await page.getByRole('cell', { name: 'output_retention_days' }).count(), 0);
+      assert.equal(await page.getByRole('cell', { name: 'Keep output for (days)' }).count(), 0);
+      // What was typed stays after the refusal.
+      assert.equal(await timelines.inputValue(), '180');
 
       await output.fill('14');
       await timelines.fill('90');
+      const window = page.getByLabel('Lookback window (days)');
+      const before = await window.inputValue();
+      await window.fill('14');
+      await page.getByLabel('Reason for the change (optional)').fill('Disk is filling up; a longer memory for the deadline');
       await page.getByRole('button', { name: 'Save settings' }).click();
       await page.getByRole('status').getByText(/Saved/).waitFor();
-      await page.getByRole('cell', { name: 'output_retention_days' }).waitFor();
-      await page.getByRole('cell', { name: 'event_retention_days' }).waitFor();
+      // The history reads in the form's words and units, with the reason on each changed row.
+      const history = page.getByRole('table');
+      const row = (label) => history.getByRole('row').filter({ has: page.getByRole('cell', { name: label, exact: true }) });
+      await row('Keep output for (days)').waitFor();
+      assert.deepEqual(
+        (await row('Lookback window (days)').getByRole('cell').allTextContents()).slice(2),
+        ['Lookback window (days)', before, '14', 'Disk is filling up; a longer memory for the deadline'],
+      );
+      assert.deepEqual(
+        (await row('Keep timelines for (days)').getByRole('cell').allTextContents()).slice(3, 5),
+        ['180', '90'],
+      );
       await page.reload();
       await waitForHydration(page);
       assert.equal(await page.getByLabel('Keep output for (days)').inputValue(), '14');

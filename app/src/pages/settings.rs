@@ -78,6 +78,15 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                     "Return nodes to service when their agent reports healthy again"
                 </label>
                 <p class="hint">"A node whose own health check failed drains by itself. Unchecked, it stays out of service until an admin uncordons it."</p>
+                {view.can_edit.then(|| {
+                    let describe = move || error.get().and_then(|e| e.for_field("reason")).map(|_| "reason-error");
+                    view! {
+                        <label for="reason">"Reason for the change (optional)"</label>
+                        <textarea id="reason" name="reason" rows="2" maxlength="500" aria-describedby=describe></textarea>
+                        <FieldError id="reason-error" field="reason" error />
+                        <p class="hint">"Shown beside each changed setting in the history."</p>
+                    }
+                })}
                 {view.can_edit.then(|| view! {
                     <button type="submit" class="button" disabled=move || update.pending().get()>"Save settings"</button>
                     <p class="notice" role="status">{move || saved().then_some("Saved; the scheduler uses them from its next decision.")}</p>
@@ -90,15 +99,16 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                 } else {
                     view! {
                         <table class="table compact">
-                            <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"Setting"</th><th scope="col">"From"</th><th scope="col">"To"</th></tr></thead>
+                            <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"Setting"</th><th scope="col">"From"</th><th scope="col">"To"</th><th scope="col">"Reason"</th></tr></thead>
                             <tbody>
                                 {view.history.iter().map(|c| view! {
                                     <tr>
                                         <td>{format!("{} {}", format_date(c.at), clock(c.at))}</td>
                                         <td>{c.by.clone()}</td>
-                                        <td>{c.key.clone()}</td>
+                                        <td>{if c.label.is_empty() { c.key.clone() } else { c.label.clone() }}</td>
                                         <td>{c.old_value.clone()}</td>
                                         <td>{c.new_value.clone()}</td>
+                                        <td>{c.reason.clone().unwrap_or_else(|| "—".into())}</td>
                                     </tr>
                                 }).collect_view()}
                             </tbody>

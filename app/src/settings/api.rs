@@ -22,6 +22,7 @@ pub async fn update_settings(
     #[server(default)] auto_recover_nodes: Option<String>,
     #[server(default)] output_retention_days: Option<String>,
     #[server(default)] event_retention_days: Option<String>,
+    #[server(default)] reason: Option<String>,
 ) -> Result<SettingsView, AppError> {
     use crate::{backend::*, settings::SettingsForm};
     let form = SettingsForm {
@@ -33,6 +34,7 @@ pub async fn update_settings(
         auto_recover_nodes: auto_recover_nodes.is_some(),
         output_retention_days,
         event_retention_days,
+        reason,
     };
     with_status(async { backend()?.update_settings(&require_user()?, form).await }.await)
 }

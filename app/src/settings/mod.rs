@@ -19,13 +19,52 @@ pub struct SettingsView {
     pub can_edit: bool,
 }
 
+/// One change in the settings' history, in the form's words and units.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SettingChange {
     pub at: i64,
     pub by: String,
+    /// The stored key (`window_s`), for API clients.
     pub key: String,
+    /// The form's label for it ("Lookback window (days)").
+    pub label: String,
+    /// Before and after in the form's units ("7", "14").
     pub old_value: String,
     pub new_value: String,
+    /// Why, as the admin typed it.
+    pub reason: Option<String>,
+}
+
+/// A stored setting's label and value as the Settings form shows them: seconds of the lookback
+/// window become days, the cap's seconds hours, booleans "on"/"off". Unknown keys pass through.
+pub fn in_form_units(key: &str, stored: &str) -> (&'static str, String) {
+    let scaled = |per: f64| {
+        stored
+            .parse::<f64>()
+            .map(|v| {
+                let v = (v / per * 1000.0).round() / 1000.0;
+                format!("{v}")
+            })
+            .unwrap_or_else(|_| stored.to_string())
+    };
+    match key {
+        "window_s" => ("Lookback window (days)", scaled(86_400.0)),
+        "max_min_runtime_s" => ("Minimum-runtime cap (hours)", scaled(3_600.0)),
+        "damping_margin" => ("Damping margin", stored.to_string()),
+        "heartbeat_deadline_s" => ("Heartbeat deadline (seconds)", stored.to_string()),
+        "grace_s" => ("Preemption grace period (seconds)", stored.to_string()),
+        "output_retention_days" => ("Keep output for (days)", stored.to_string()),
+        "event_retention_days" => ("Keep timelines for (days)", stored.to_string()),
+        "auto_recover_nodes" => (
+            "Return recovered nodes to service",
+            match stored {
+                "true" => "on".to_string(),
+                "false" => "off".to_string(),
+                other => other.to_string(),
+            },
+        ),
+        _ => ("", stored.to_string()),
+    }
 }
 
 /// The Settings form as typed.
@@ -41,4 +80,32 @@ pub struct SettingsForm {
     pub event_retention_days: Option<String>,
     /// The checkbox: a node its agent reported unhealthy returns to service by itself.
     pub auto_recover_nodes: bool,
+    /// Why, recorded with each change (optional).
+    pub reason: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_form_units;
+
+    #[test]
+    fn the_history_shows_stored_seconds_in_the_forms_days_and_hours() {
+        assert_eq!(
+            in_form_units("window_s", "604800"),
+            ("Lookback window (days)", "7".into())
+        );
+        assert_eq!(
+            in_form_units("window_s", "21600"),
+            ("Lookback window (days)", "0.25".into())
+        );
+        assert_eq!(
+            in_form_units("max_min_runtime_s", "28800"),
+            ("Minimum-runtime cap (hours)", "8".into())
+        );
+        assert_eq!(in_form_units("auto_recover_nodes", "false").1, "off");
+        assert_eq!(
+            in_form_units("grace_s", "30"),
+            ("Preemption grace period (seconds)", "30".into())
+        );
+    }
 }

@@ -6,7 +6,7 @@ pub mod repo;
 use crate::{runtime::config::RuntimeConfig, runtime::Runtime, ServerError};
 use app::{
     model::CurrentUser,
-    settings::{SettingChange, SettingsForm, SettingsView},
+    settings::{in_form_units, SettingChange, SettingsForm, SettingsView},
 };
 use scheduler::{DAY, HOUR};
 use sqlx::AnyPool;
@@ -70,12 +70,18 @@ pub async fn view(
         event_retention_days: config.retention.event_days,
         history: history
             .into_iter()
-            .map(|(at, by, key, old_value, new_value)| SettingChange {
-                at,
-                by,
-                key,
-                old_value,
-                new_value,
+            .map(|c| {
+                let (label, old_value) = in_form_units(&c.key, &c.old_value);
+                let (_, new_value) = in_form_units(&c.key, &c.new_value);
+                SettingChange {
+                    at: c.changed_at,
+                    by: c.username,
+                    label: label.to_string(),
+                    key: c.key,
+                    old_value,
+                    new_value,
+                    reason: c.reason,
+                }
             })
             .collect(),
         can_edit: actor.is_admin(),
@@ -122,6 +128,18 @@ fn days(
         ));
     }
     Ok(value as u32)
+}
+
+/// The reason typed beside a change: trimmed, empty is none, at most 500 characters.
+fn reason(raw: Option<&str>) -> Result<Option<&str>, ServerError> {
+    let reason = raw.map(str::trim).filter(|r| !r.is_empty());
+    if reason.is_some_and(|r| r.chars().count() > 500) {
+        return Err(ServerError::invalid(
+            "reason",
+            "Keep the reason to 500 characters; the history shows it beside each change.",
+        ));
+    }
+    Ok(reason)
 }
 
 /// Validates every field (nothing changes unless all are valid), stores the changed ones with an
@@ -226,10 +244,11 @@ pub async fn update(
             new.retention.event_days.to_string(),
         ),
     ];
+    let reason = reason(form.reason.as_deref())?;
     let now = runtime.now();
     let mut tx = crate::db::begin_write(pool).await?;
     for (key, before, after) in changes.iter().filter(|(_, before, after)| before != after) {
-        repo::change(&mut tx, key, before, after, actor.id, now).await?;
+        repo::change(&mut tx, key, before, after, reason, actor.id, now).await?;
         tracing::info!(admin = %actor.username, %key, %before, %after, "setting changed");
     }
     crate::runtime::lease::bump_settings(&mut tx).await?;

@@ -17,24 +17,35 @@ pub async fn all(db: impl AnyExecutor<'_>) -> Result<Vec<(String, String)>, sqlx
         .await
 }
 
-/// The last 50 changes, newest first: `(when, who, key, old, new)`.
-pub async fn history(
-    db: impl AnyExecutor<'_>,
-) -> Result<Vec<(i64, String, String, String, String)>, sqlx::Error> {
+/// One row of the audit trail.
+#[derive(Debug, sqlx::FromRow)]
+pub struct Change {
+    pub changed_at: i64,
+    pub username: String,
+    pub key: String,
+    pub old_value: String,
+    pub new_value: String,
+    pub reason: Option<String>,
+}
+
+/// The last 50 changes, newest first.
+pub async fn history(db: impl AnyExecutor<'_>) -> Result<Vec<Change>, sqlx::Error> {
     sqlx::query_as(
-        "select c.changed_at, u.username, c.key, c.old_value, c.new_value from setting_change c
+        "select c.changed_at, u.username, c.key, c.old_value, c.new_value, c.reason from setting_change c
          join \"user\" u on u.user_id = c.changed_by order by c.setting_change_id desc limit 50",
     )
     .fetch_all(db)
     .await
 }
 
-/// Sets `key` to `after` and records the change.
+/// Sets `key` to `after` and records the change, with the admin's reason if one was given.
+#[allow(clippy::too_many_arguments)]
 pub async fn change(
     db: &mut AnyConnection,
     key: &str,
     before: &str,
     after: &str,
+    reason: Option<&str>,
     by: i64,
     now: i64,
 ) -> Result<(), sqlx::Error> {
@@ -50,11 +61,13 @@ pub async fn change(
     .execute(&mut *db)
     .await?;
     sqlx::query(
-        "insert into setting_change (key, old_value, new_value, changed_at, changed_by) values ($1, $2, $3, $4, $5)",
+        "insert into setting_change (key, old_value, new_value, reason, changed_at, changed_by)
+         values ($1, $2, $3, $4, $5, $6)",
     )
     .bind(key)
     .bind(before)
     .bind(after)
+    .bind(reason)
     .bind(now)
     .bind(by)
     .execute(&mut *db)

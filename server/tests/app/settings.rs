@@ -97,3 +97,51 @@ async fn a_minimum_runtime_cap_too_small_for_any_funded_work_is_refused() {
         defaults.max_min_runtime
     );
 }
+
+#[tokio::test]
+async fn the_history_reads_in_the_forms_units_with_the_reason_given_and_a_long_reason_changes_nothing(
+) {
+    let app = TestApp::new().await;
+    app.create_user("root", "admin", "long enough 1").await;
+    let admin = app.sign_in("root", "long enough 1").await;
+    let long = "x".repeat(501);
+    let mut with_long = FORM.to_vec();
+    with_long.push(("reason", &long));
+    let refused = app
+        .post_form("/api/settings/update", &with_long, Some(&admin))
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.body.contains("500 characters"), "{}", refused.body);
+    assert_eq!(
+        app.runtime.config().window,
+        server::runtime::config::RuntimeConfig::default().window,
+        "nothing changed"
+    );
+
+    let mut form = FORM.to_vec();
+    form.push(("reason", "  Longer memory for the spring deadline  "));
+    let saved = app
+        .post_form("/api/settings/update", &form, Some(&admin))
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+    let view: serde_json::Value = serde_json::from_str(&saved.body).unwrap();
+    let window = view["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == "window_s")
+        .expect("the window's change is in the history");
+    assert_eq!(window["label"], "Lookback window (days)");
+    assert_eq!(
+        window["new_value"], "3",
+        "days, as typed, not 259200 seconds"
+    );
+    assert_eq!(window["reason"], "Longer memory for the spring deadline");
+    let cap = view["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["key"] == "max_min_runtime_s")
+        .unwrap();
+    assert_eq!(cap["new_value"], "4");
+}
