@@ -106,6 +106,18 @@ mod ssr {
         ) -> Result<ChangeRequestView, AppError>;
         async fn change_impact(&self, actor: &CurrentUser, id: i64)
             -> Result<ImpactView, AppError>;
+        /// The proposer takes a waiting request back.
+        async fn withdraw_change(
+            &self,
+            actor: &CurrentUser,
+            id: i64,
+        ) -> Result<ChangeRequestView, AppError>;
+        /// The proposer re-proposes a stale request on today's shares; returns the new request.
+        async fn rebase_change(
+            &self,
+            actor: &CurrentUser,
+            id: i64,
+        ) -> Result<ChangeRequestView, AppError>;
         async fn quarterly_review(
             &self,
             actor: &CurrentUser,

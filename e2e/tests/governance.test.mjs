@@ -143,7 +143,7 @@ describe('budget governance', () => {
     });
   });
 
-  test('a request overtaken by another change says it is stale and what to do', async (t) => {
+  test('a request overtaken by another change says it is stale; its proposer rebases it, withdraws the new one, and opens it from the history', async (t) => {
     const token = (user) => server.cli(['admin', 'create-token', '--username', user]).trim().split('\n').pop();
     const [bob, pat] = [token('bob'), token('pat')];
     const post = async (tok, path, body) => {
@@ -169,7 +169,35 @@ describe('budget governance', () => {
       await page.goto(`${server.url}/approvals`);
       const row = page.getByRole('row', { name: /overtaken-request/ });
       await row.getByText('stale', { exact: true }).waitFor();
-      await row.getByText(/another change to the same shares took effect first.*propose it again/).waitFor();
+      await row.getByText(/another change to the same shares took effect first.*rebase it onto them/).waitFor();
+
+      // Its proposer rebases it from their own waiting requests: a new request on today's shares.
+      await waitForHydration(page);
+      const mine = page.getByRole('region', { name: 'Your requests still waiting' });
+      const card = mine.getByRole('article').filter({ hasText: 'overtaken-request' });
+      await card.getByText('stale', { exact: true }).waitFor();
+      await card.getByRole('button', { name: "Rebase onto today's shares" }).click();
+      const rebased = await page.getByRole('status').getByText(/^Rebased onto today's shares as request #(\d+)/).textContent();
+      const newId = rebased.match(/#(\d+)/)[1];
+      const fresh = mine.getByRole('article', { name: new RegExp(`^#${newId} · ai`) });
+      await fresh.getByText('pending', { exact: true }).waitFor();
+      assert.equal(await fresh.getByRole('button', { name: "Rebase onto today's shares" }).count(), 0, 'a fresh request needs no rebase');
+      await page.getByRole('row', { name: /overtaken-request/ }).first().getByRole('link', { name: `#${newId}` }).waitFor();
+
+      // Then withdraws it, after saying yes.
+      await fresh.getByRole('button', { name: 'Withdraw' }).click();
+      const confirm = fresh.getByRole('group', { name: 'Confirm withdrawing' });
+      await confirm.getByText(`Withdraw request #${newId}?`).waitFor();
+      await confirm.getByRole('button', { name: 'Yes, withdraw it' }).click();
+      await page.getByRole('status').getByText(`Request #${newId} is withdrawn; no one can approve it now.`).waitFor();
+      await mine.getByText(/^None: requests you propose/).waitFor();
+
+      // Opened from the history, the request shows its state and offers nothing more.
+      await page.getByRole('link', { name: `Open request #${newId}` }).click();
+      const opened = page.getByRole('region', { name: `Request #${newId}` });
+      await opened.getByText('withdrawn', { exact: true }).waitFor();
+      assert.equal(await opened.getByRole('button').count(), 1, 'only the impact preview');
+      if (process.env.HOURGLASS_SHOTS) await page.screenshot({ path: `${process.env.HOURGLASS_SHOTS}/approvals.png`, fullPage: true });
     });
   });
 });

@@ -257,6 +257,22 @@ impl Backend for ServerBackend {
         })
     }
 
+    async fn withdraw_change(
+        &self,
+        actor: &CurrentUser,
+        id: i64,
+    ) -> Result<ChangeRequestView, AppError> {
+        Ok(changes::withdraw(&self.pool, actor, id, self.runtime.now()).await?)
+    }
+
+    async fn rebase_change(
+        &self,
+        actor: &CurrentUser,
+        id: i64,
+    ) -> Result<ChangeRequestView, AppError> {
+        Ok(changes::rebase(&self.pool, actor, id, self.runtime.now()).await?)
+    }
+
     async fn decide_change(
         &self,
         actor: &CurrentUser,

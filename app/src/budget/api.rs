@@ -56,3 +56,17 @@ pub async fn change_impact(id: i64) -> Result<ImpactView, AppError> {
     use crate::backend::*;
     with_status(async { backend()?.change_impact(&require_user()?, id).await }.await)
 }
+
+/// The proposer takes a waiting request back.
+#[server(prefix = "/api", endpoint = "budget/withdraw")]
+pub async fn withdraw_change(id: i64) -> Result<ChangeRequestView, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.withdraw_change(&require_user()?, id).await }.await)
+}
+
+/// The proposer of a stale request proposes it again on today's shares.
+#[server(prefix = "/api", endpoint = "budget/rebase")]
+pub async fn rebase_change(id: i64) -> Result<ChangeRequestView, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.rebase_change(&require_user()?, id).await }.await)
+}

@@ -16,6 +16,8 @@ pub enum ChangeState {
     Rejected,
     /// Another change to the node's shares landed first: it must be rebased.
     Stale,
+    /// Its proposer took it back (or rebased it: then `replaced_by` names the new request).
+    Withdrawn,
 }
 
 /// What a change request does to one child.
@@ -37,15 +39,16 @@ impl ChangeState {
             ChangeState::Applied => "approved and in effect",
             ChangeState::Rejected => "rejected by an owner",
             ChangeState::Stale => {
-                "another change to the same shares took effect first, so this one no longer applies to today's shares: propose it again from them"
+                "another change to the same shares took effect first, so this one no longer applies to today's shares: its proposer can rebase it onto them"
             }
+            ChangeState::Withdrawn => "taken back by its proposer",
         }
     }
 }
 
 crate::named!(ChangeState, "change request state",
     Pending => "pending", Scheduled => "scheduled", Applied => "applied", Rejected => "rejected",
-    Stale => "stale");
+    Stale => "stale", Withdrawn => "withdrawn");
 crate::named!(ChangeAction, "change action",
     Set => "set", Add => "add", Rename => "rename", Remove => "remove");
 
@@ -98,6 +101,13 @@ pub struct ChangeRequestView {
     pub items: Vec<ChangeItem>,
     /// Whether the signed-in person may approve or reject it now.
     pub can_decide: bool,
+    /// Whether the signed-in person proposed it and it still waits: they may withdraw it.
+    pub can_withdraw: bool,
+    /// Whether the signed-in person proposed it and it went stale: they may rebase it onto
+    /// today's shares (a new request; this one is withdrawn in its favour).
+    pub can_rebase: bool,
+    /// The request that replaced this one when it was rebased.
+    pub replaced_by: Option<i64>,
 }
 
 /// What the rebalancing form submits.

@@ -54,7 +54,7 @@ pub fn TreePage() -> impl IntoView {
         <p class="notice" role="status" node_ref=submitted hidden=move || !matches!(propose.value().get(), Some(Ok(_)))>
             {move || propose.value().get().and_then(Result::ok).map(|r| view! {
                 {format!("Change request #{} for {} submitted; it awaits an owner's decision. ", r.id, if r.node.is_empty() { "the cluster" } else { &r.node })}
-                <a href="/approvals">"See approvals"</a>
+                <a href=format!("/approvals?request={}", r.id)>{format!("Open request #{}", r.id)}</a>
             })}
         </p>
         <Transition fallback=|| view! { <p class="loading">"Loading the tree…"</p> }>

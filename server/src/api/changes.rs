@@ -100,6 +100,30 @@ pub async fn reject(
     ))
 }
 
+/// `POST /api/v1/change-requests/{id}/withdraw`: the proposer takes a waiting request back.
+pub async fn withdraw(
+    State(state): State<AppState>,
+    ApiUser(user): ApiUser,
+    Path(id): Path<i64>,
+) -> Result<Json<ChangeRequestView>, ServerError> {
+    Ok(Json(
+        changes::withdraw(&state.pool, &user, id, state.runtime.now()).await?,
+    ))
+}
+
+/// `POST /api/v1/change-requests/{id}/rebase`: a stale request proposed again on today's shares;
+/// answers with the new request (201).
+pub async fn rebase(
+    State(state): State<AppState>,
+    ApiUser(user): ApiUser,
+    Path(id): Path<i64>,
+) -> Result<(StatusCode, Json<ChangeRequestView>), ServerError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(changes::rebase(&state.pool, &user, id, state.runtime.now()).await?),
+    ))
+}
+
 pub async fn impact(
     State(state): State<AppState>,
     ApiUser(user): ApiUser,

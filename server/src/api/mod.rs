@@ -45,6 +45,11 @@ pub fn routes() -> Router<AppState> {
             post(changes::approve),
         )
         .route("/api/v1/change-requests/{id}/reject", post(changes::reject))
+        .route(
+            "/api/v1/change-requests/{id}/withdraw",
+            post(changes::withdraw),
+        )
+        .route("/api/v1/change-requests/{id}/rebase", post(changes::rebase))
         .route("/api/v1/change-requests/{id}/impact", get(changes::impact))
         .route("/api/v1/nodes", get(tree::nodes))
         .route("/api/v1/nodes/{name}", delete(tree::remove_node))

@@ -283,3 +283,92 @@ async fn renaming_a_node_with_an_underscore_leaves_a_sibling_that_only_looks_ali
     paths.sort_unstable();
     assert_eq!(paths, ["ai/axb", "ai/axb/p", "ai/c", "ai/c/p"]);
 }
+
+#[tokio::test]
+async fn a_proposer_withdraws_a_waiting_request_which_no_one_can_then_approve_and_no_one_else_may_withdraw(
+) {
+    let live = Live::start().await;
+    let id = propose(&live, "ada", proposal(1.0, 1.0)).await;
+    let withdraw = format!("/api/v1/change-requests/{id}/withdraw");
+    for who in ["bob", "pat", "root"] {
+        let (status, body) = live.post(who, &withdraw, json!({})).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{who}: {body}");
+    }
+    let listed = live
+        .get("ada", &format!("/api/v1/change-requests/{id}"))
+        .await
+        .1;
+    assert_eq!(
+        (
+            listed["can_withdraw"].as_bool(),
+            listed["can_rebase"].as_bool()
+        ),
+        (Some(true), Some(false))
+    );
+    let (status, body) = live.post("ada", &withdraw, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["state"], "withdrawn");
+    assert_eq!(body["decided_by"], "ada");
+    assert_eq!(body["can_withdraw"], false);
+    let (status, body) = approve_as(&live, "pat", id, json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    let (status, body) = live.post("ada", &withdraw, json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "withdrawn twice: {body}");
+    assert_eq!(fraction(&live, "ai/olmo").await, 0.75, "nothing applied");
+}
+
+#[tokio::test]
+async fn a_stale_request_is_rebased_by_its_proposer_onto_todays_shares_and_the_old_one_points_to_the_new(
+) {
+    let live = Live::start().await;
+    let stale = propose(&live, "bob", proposal(1.0, 3.0)).await;
+    let rebase = format!("/api/v1/change-requests/{stale}/rebase");
+    let (status, body) = live.post("bob", &rebase, json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "not stale yet: {body}");
+    // Another change to the same shares lands first.
+    let first = propose(&live, "ada", proposal(5.0, 5.0)).await;
+    let (status, _) = approve_as(&live, "pat", first, json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    let seen = live
+        .get("bob", &format!("/api/v1/change-requests/{stale}"))
+        .await
+        .1;
+    assert_eq!(seen["state"], "stale");
+    assert_eq!(seen["can_rebase"], true);
+    let (status, body) = live.post("ada", &rebase, json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "only its proposer: {body}");
+
+    let (status, new) = live.post("bob", &rebase, json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{new}");
+    assert_eq!(new["state"], "pending");
+    assert_eq!(new["justification"], "season");
+    let shares: Vec<(String, Option<f64>, Option<f64>)> = new["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["child"].as_str().unwrap().to_string(),
+                i["old_share"].as_f64(),
+                i["new_share"].as_f64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shares,
+        [
+            ("molmo".to_string(), Some(5.0), Some(3.0)),
+            ("olmo".to_string(), Some(5.0), Some(1.0))
+        ],
+        "the same target shares, now from today's 5 and 5"
+    );
+    let old = live
+        .get("bob", &format!("/api/v1/change-requests/{stale}"))
+        .await
+        .1;
+    assert_eq!(old["state"], "withdrawn");
+    assert_eq!(old["replaced_by"], new["id"]);
+    let (status, body) = approve_as(&live, "pat", new["id"].as_i64().unwrap(), json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(fraction(&live, "ai/olmo").await, 0.25);
+}

@@ -260,6 +260,16 @@ async fn every_mutation_is_authorized_on_the_server_for_every_role() {
             vec![("id", "9999"), ("approve", "true"), ("comment", "")],
             [401, 404, 404, 404],
         ),
+        (
+            "/api/budget/withdraw",
+            vec![("id", "9999")],
+            [401, 404, 404, 404],
+        ),
+        (
+            "/api/budget/rebase",
+            vec![("id", "9999")],
+            [401, 404, 404, 404],
+        ),
     ];
     let mut wrong = Vec::new();
     for (path, form, expected) in &matrix {
@@ -338,6 +348,16 @@ async fn every_json_api_mutation_is_authorized_for_every_role() {
         ),
         (
             "/api/v1/change-requests/9999/reject",
+            &empty,
+            [401, 404, 404, 404],
+        ),
+        (
+            "/api/v1/change-requests/9999/withdraw",
+            &empty,
+            [401, 404, 404, 404],
+        ),
+        (
+            "/api/v1/change-requests/9999/rebase",
             &empty,
             [401, 404, 404, 404],
         ),

@@ -121,6 +121,76 @@ pub fn may_decide(
     }
 }
 
+/// Only its proposer withdraws a request, and only while it still waits (pending, or stale).
+/// `state` is the stored one. `Err` says why not.
+pub fn may_withdraw(
+    actor: &CurrentUser,
+    proposer_id: i64,
+    state: ChangeState,
+) -> Result<(), String> {
+    if actor.id != proposer_id {
+        return Err("Only the person who proposed a request can withdraw or rebase it.".into());
+    }
+    match state {
+        ChangeState::Pending | ChangeState::Stale => Ok(()),
+        other => Err(format!(
+            "This request is already {other}; only a waiting one can be withdrawn."
+        )),
+    }
+}
+
+/// The proposal a stale request becomes on today's children: what it set, added, renamed and
+/// removed, applied to the shares now in force; children it did not name keep today's share (a
+/// child added since stays; one it changed that was removed since is left out). The effective
+/// date stays if it is still ahead.
+pub fn rebased(
+    node_path: &str,
+    items: &[ChangeItem],
+    current: &[Child],
+    justification: &str,
+    effective_at: Option<i64>,
+    now: i64,
+) -> Proposal {
+    let path = |name: &str| {
+        if node_path.is_empty() {
+            name.to_string()
+        } else {
+            format!("{node_path}/{name}")
+        }
+    };
+    let mut shares: BTreeMap<String, f64> =
+        current.iter().map(|c| (path(&c.name), c.share)).collect();
+    let mut renames = BTreeMap::new();
+    for item in items {
+        let key = path(&item.child);
+        let exists = shares.contains_key(&key);
+        match item.action {
+            ChangeAction::Remove => {
+                shares.remove(&key);
+            }
+            ChangeAction::Add if !exists => {
+                shares.insert(key, item.new_share.unwrap_or(0.0));
+            }
+            ChangeAction::Set | ChangeAction::Add | ChangeAction::Rename if exists => {
+                if let Some(share) = item.new_share {
+                    shares.insert(key.clone(), share);
+                }
+                if let Some(name) = item.new_name.clone().filter(|n| *n != item.child) {
+                    renames.insert(key, name);
+                }
+            }
+            _ => {}
+        }
+    }
+    Proposal {
+        node: node_path.to_string(),
+        shares,
+        renames,
+        justification: justification.to_string(),
+        effective_at: effective_at.filter(|&at| at > now),
+    }
+}
+
 /// The state people see: a pending request whose node's shares changed since is stale.
 pub fn shown_state(stored: ChangeState, base_version: i64, children_version: i64) -> ChangeState {
     if stored == ChangeState::Pending && children_version != base_version {
@@ -278,6 +348,91 @@ mod tests {
             ("ai".to_string(), vec![2, 3]),
             ("ai/nlp".to_string(), vec![4]),
         ]))
+    }
+
+    fn item(
+        child: &str,
+        action: ChangeAction,
+        new_share: Option<f64>,
+        new_name: Option<&str>,
+    ) -> ChangeItem {
+        ChangeItem {
+            child: child.into(),
+            action,
+            old_share: None,
+            new_share,
+            new_name: new_name.map(Into::into),
+        }
+    }
+
+    fn child(id: i64, name: &str, share: f64) -> Child {
+        Child {
+            id,
+            name: name.into(),
+            share,
+        }
+    }
+
+    #[test]
+    fn a_rebased_request_applies_what_it_changed_to_todays_shares_and_keeps_what_it_did_not_name() {
+        // The request set eval to 40 and pretrain to 60, added rl, renamed old to legacy, removed junk.
+        let items = [
+            item("eval", ChangeAction::Set, Some(40.0), None),
+            item("pretrain", ChangeAction::Set, Some(60.0), None),
+            item("rl", ChangeAction::Add, Some(10.0), None),
+            item("old", ChangeAction::Rename, Some(5.0), Some("legacy")),
+            item("junk", ChangeAction::Remove, None, None),
+        ];
+        // Since then: posttrain was added, pretrain removed, eval moved to 30.
+        let today = [
+            child(1, "eval", 30.0),
+            child(3, "posttrain", 25.0),
+            child(4, "old", 5.0),
+            child(5, "junk", 1.0),
+        ];
+        let proposal = rebased("lang", &items, &today, "Spring", Some(500), 1_000);
+        let shares: Vec<(&str, f64)> = proposal
+            .shares
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        assert_eq!(
+            shares,
+            [
+                ("lang/eval", 40.0),
+                ("lang/old", 5.0),
+                ("lang/posttrain", 25.0),
+                ("lang/rl", 10.0)
+            ]
+        );
+        assert_eq!(
+            proposal.renames.get("lang/old").map(String::as_str),
+            Some("legacy")
+        );
+        assert_eq!(proposal.effective_at, None, "a date now past is dropped");
+        assert_eq!(proposal.justification, "Spring");
+        let plan =
+            plan(&proposal, "lang", &today, 1_000).expect("a valid proposal on today's children");
+        assert_eq!(plan.removed, vec![(5, "junk".to_string())]);
+        assert_eq!(
+            rebased("", &items[..1], &today[..1], "x", Some(2_000), 1_000).effective_at,
+            Some(2_000)
+        );
+    }
+
+    #[test]
+    fn only_the_proposer_withdraws_and_only_while_the_request_waits() {
+        assert!(may_withdraw(&user(7), 7, ChangeState::Pending).is_ok());
+        assert!(may_withdraw(&user(7), 7, ChangeState::Stale).is_ok());
+        assert!(may_withdraw(&user(1), 7, ChangeState::Pending).is_err());
+        for done in [
+            ChangeState::Applied,
+            ChangeState::Scheduled,
+            ChangeState::Rejected,
+            ChangeState::Withdrawn,
+        ] {
+            assert!(may_withdraw(&user(7), 7, done).is_err());
+        }
     }
 
     #[test]

@@ -148,12 +148,13 @@ pub struct RequestRow {
     pub decided_by: Option<String>,
     pub decision_comment: String,
     pub children_version: i64,
+    pub replaced_by: Option<i64>,
 }
 
 const SELECT: &str =
     "select r.change_request_id, r.budget_node_id, b.path, r.proposer_id, p.username as proposer,
         r.justification, r.base_version, r.effective_at, r.state, r.created_at, r.decided_at,
-        d.username as decided_by, r.decision_comment, b.children_version
+        d.username as decided_by, r.decision_comment, b.children_version, r.replaced_by
     from change_request r join budget_node b on b.budget_node_id = r.budget_node_id
     join \"user\" p on p.user_id = r.proposer_id left join \"user\" d on d.user_id = r.decided_by";
 
@@ -230,6 +231,28 @@ pub async fn record_decision(
     .bind(now)
     .bind(decider)
     .bind(comment)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Its proposer took it back at `now`; `replaced_by` when it was rebased into a new request.
+pub async fn mark_withdrawn(
+    db: impl AnyExecutor<'_>,
+    id: i64,
+    proposer: i64,
+    replaced_by: Option<i64>,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "update change_request set state = $2, decided_at = $3, decided_by = $4, replaced_by = $5
+         where change_request_id = $1",
+    )
+    .bind(id)
+    .bind(ChangeState::Withdrawn.as_str())
+    .bind(now)
+    .bind(proposer)
+    .bind(replaced_by)
     .execute(db)
     .await?;
     Ok(())

@@ -35,34 +35,120 @@ pub async fn propose(
             node.path
         )));
     }
+    let id = record(&mut tx, actor, &node, &proposal, now).await?;
+    tx.commit().await?;
+    tracing::info!(request = id, node = %node.path, proposer = %actor.username, "change request proposed");
+    get(pool, actor, id).await
+}
+
+/// Checks `proposal` against the node's children now and records it as a pending request.
+async fn record(
+    tx: &mut AnyConnection,
+    actor: &CurrentUser,
+    node: &repo::NodeRow,
+    proposal: &Proposal,
+    now: i64,
+) -> Result<i64, ServerError> {
     let current = repo::children(&mut *tx, node.budget_node_id).await?;
-    let plan = policy::plan(&proposal, &node.path, &current, now)?;
+    let plan = policy::plan(proposal, &node.path, &current, now)?;
     for (child_id, name) in &plan.removed {
         let path = if node.path.is_empty() {
             name.clone()
         } else {
             format!("{}/{name}", node.path)
         };
-        if repo::holds_anything(&mut tx, *child_id, &path).await? {
+        if repo::holds_anything(&mut *tx, *child_id, &path).await? {
             return Err(ServerError::invalid(
                 "shares",
                 format!("\"{path}\" cannot be removed: it has children or queued or running work."),
             ));
         }
     }
-    let id = repo::insert_request(
-        &mut tx,
-        &node,
+    Ok(repo::insert_request(
+        &mut *tx,
+        node,
         actor.id,
         proposal.justification.trim(),
         proposal.effective_at,
         plan.items.values(),
         now,
     )
-    .await?;
+    .await?)
+}
+
+/// The proposer takes a waiting request back; it ends `withdrawn` and no one can decide it.
+pub async fn withdraw(
+    pool: &AnyPool,
+    actor: &CurrentUser,
+    id: i64,
+    now: i64,
+) -> Result<ChangeRequestView, ServerError> {
+    let mut tx = crate::db::begin_write(pool).await?;
+    let row = repo::request(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("There is no change request {id}.")))?;
+    policy::may_withdraw(actor, row.proposer_id, row.state)
+        .map_err(|why| refusal(actor, &row, why))?;
+    repo::mark_withdrawn(&mut *tx, id, actor.id, None, now).await?;
     tx.commit().await?;
-    tracing::info!(request = id, node = %node.path, proposer = %actor.username, "change request proposed");
+    tracing::info!(request = id, node = %row.path, proposer = %actor.username, "change request withdrawn");
     get(pool, actor, id).await
+}
+
+/// The proposer of a stale request proposes it again on today's shares (see
+/// [`policy::rebased`]): a new pending request with the same justification, and the old one
+/// withdrawn in its favour. Returns the new request.
+pub async fn rebase(
+    pool: &AnyPool,
+    actor: &CurrentUser,
+    id: i64,
+    now: i64,
+) -> Result<ChangeRequestView, ServerError> {
+    let mut tx = crate::db::begin_write(pool).await?;
+    let row = repo::request(&mut *tx, id)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("There is no change request {id}.")))?;
+    policy::may_withdraw(actor, row.proposer_id, row.state)
+        .map_err(|why| refusal(actor, &row, why))?;
+    if policy::shown_state(row.state, row.base_version, row.children_version) != ChangeState::Stale
+    {
+        return Err(ServerError::conflict(
+            "state",
+            "This request is not stale: it already applies to today's shares and can be decided as it is.",
+        ));
+    }
+    let node = repo::node_by_path(&mut *tx, &row.path)
+        .await?
+        .ok_or_else(|| {
+            ServerError::NotFound(format!("The node \"{}\" no longer exists.", row.path))
+        })?;
+    let items = repo::items_of(&mut *tx, &[id])
+        .await?
+        .remove(&id)
+        .unwrap_or_default();
+    let current = repo::children(&mut *tx, node.budget_node_id).await?;
+    let proposal = policy::rebased(
+        &row.path,
+        &items,
+        &current,
+        &row.justification,
+        row.effective_at,
+        now,
+    );
+    let new_id = record(&mut tx, actor, &node, &proposal, now).await?;
+    repo::mark_withdrawn(&mut *tx, id, actor.id, Some(new_id), now).await?;
+    tx.commit().await?;
+    tracing::info!(request = id, rebased_as = new_id, node = %row.path, proposer = %actor.username, "change request rebased");
+    get(pool, actor, new_id).await
+}
+
+/// Someone else's request is forbidden to them; the proposer's own finished one is a conflict.
+fn refusal(actor: &CurrentUser, row: &RequestRow, why: String) -> ServerError {
+    if actor.id == row.proposer_id {
+        ServerError::conflict("state", why)
+    } else {
+        ServerError::Forbidden(why)
+    }
 }
 
 /// A request as `actor` sees it (whether they may decide it, whether it went stale).
@@ -75,6 +161,7 @@ fn view(
     let state = policy::shown_state(row.state, row.base_version, row.children_version);
     let can_decide = state == ChangeState::Pending
         && policy::may_decide(owners, actor, &row.path, row.proposer_id).is_ok();
+    let waits = policy::may_withdraw(actor, row.proposer_id, row.state).is_ok();
     ChangeRequestView {
         id: row.change_request_id,
         node: row.path,
@@ -89,6 +176,9 @@ fn view(
         comment: row.decision_comment,
         items,
         can_decide,
+        can_withdraw: waits,
+        can_rebase: waits && state == ChangeState::Stale,
+        replaced_by: row.replaced_by,
     }
 }
 
