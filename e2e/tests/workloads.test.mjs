@@ -206,4 +206,55 @@ describe('workloads in the browser', () => {
       await node.locator('.health', { hasText: 'healthy' }).waitFor();
     });
   });
+
+  test("draining a node says when its last protected workload leaves, and that workload's page tells its owner", async (t) => {
+    const admin = await browser.newContext();
+    const adminPage = await admin.newPage();
+    try {
+      await withPage(browser, t, async (page) => {
+        await signIn(page, server.url, 'ada', 'ada-password-1');
+        await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+        await submit(page, { name: 'long-train', command: 'sleep 600', minRuntime: '1h' });
+        await page.getByRole('heading', { name: /long-train/ }).waitFor();
+        const workloadUrl = page.url();
+        await page.locator('.state', { hasText: 'running' }).first().waitFor({ timeout: 15_000 });
+
+        await signIn(adminPage, server.url, 'root', 'root-password-1');
+        await adminPage.getByRole('heading', { name: 'Welcome, root' }).waitFor();
+        await adminPage.goto(`${server.url}/nodes`);
+        await waitForHydration(adminPage);
+        const node = adminPage.getByRole('region', { name: 'Node n1' });
+        await node.getByRole('group', { name: 'Actions for n1' }).getByRole('button', { name: 'Drain n1', exact: true }).click();
+        await node.getByRole('button', { name: 'Yes, drain n1' }).click();
+        await node.locator('.health', { hasText: 'draining' }).waitFor();
+        const note = node.getByRole('note', { name: 'Drain of n1' });
+        await note.getByText(/^Draining: empty by \d\d:\d\d/).waitFor();
+        assert.match(await note.textContent(), /The last protected workload to leave is long-train \(ai\/olmo, ada's\), at \d\d:\d\d/);
+
+        // The owner reads it on the workload's page: when it stops, and what happens then.
+        await page.goto(workloadUrl);
+        const told = page.getByRole('note', { name: 'Its node is being drained' });
+        await told.getByText('Its node n1 is being drained.').waitFor();
+        assert.match(await told.textContent(), /taken out of service by an admin; this workload will be stopped at \d\d:\d\d:\d\d when its minimum runtime ends, then it waits in the queue again/);
+        if (process.env.HOURGLASS_SHOTS) {
+          await adminPage.screenshot({ path: `${process.env.HOURGLASS_SHOTS}/nodes-draining.png`, fullPage: true });
+          await page.screenshot({ path: `${process.env.HOURGLASS_SHOTS}/workload-draining.png`, fullPage: true });
+        }
+
+        // Back in service, the note goes; the workload is cancelled so later tests have the GPUs.
+        await node.getByRole('group', { name: 'Actions for n1' }).getByRole('button', { name: 'Uncordon n1', exact: true }).click();
+        await node.getByRole('button', { name: 'Yes, uncordon n1' }).click();
+        await node.locator('.health', { hasText: 'healthy' }).waitFor();
+        assert.equal(await node.getByRole('note', { name: 'Drain of n1' }).count(), 0);
+        await page.reload();
+        await waitForHydration(page);
+        assert.equal(await page.getByRole('note', { name: 'Its node is being drained' }).count(), 0);
+        await page.getByRole('button', { name: 'Cancel workload' }).click();
+        await page.getByRole('group', { name: 'Confirm cancelling' }).getByRole('button', { name: 'Yes, cancel it' }).click();
+        await page.locator('.state', { hasText: 'cancelled' }).first().waitFor({ timeout: 15_000 });
+      });
+    } finally {
+      await admin.close();
+    }
+  });
 });

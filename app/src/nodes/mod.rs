@@ -90,7 +90,9 @@ impl NodeAction {
     /// What the action does, asked before it is done.
     pub fn question(self, node: &str) -> String {
         match self {
-            NodeAction::Cordon => format!("Cordon {node}? It takes no new work; what runs there keeps running."),
+            NodeAction::Cordon => format!(
+                "Cordon {node}? It takes no new work, and what runs there is stopped as its minimum runtime ends (resumable work is queued again)."
+            ),
             NodeAction::Drain => format!(
                 "Drain {node}? It takes no new work, and each workload on it is preempted as its minimum runtime ends (resumable work is queued again)."
             ),
@@ -141,6 +143,40 @@ pub struct NodeView {
     pub health_reason: Option<String>,
     pub unhealthy_since: Option<i64>,
     pub slots: Vec<GpuSlot>,
+    /// Out of service with work still on it: when the last protected workload leaves.
+    #[serde(default)]
+    pub draining: Option<Draining>,
+}
+
+/// A node being drained: cordoned or unhealthy while work still runs there. Each workload is
+/// stopped as its minimum runtime ends (free work at once); `last` leaves last, at `until`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Draining {
+    pub until: i64,
+    pub last: GpuHolder,
+    /// Workloads still on the node.
+    pub workloads: usize,
+}
+
+impl NodeView {
+    /// The node's drain, from its state and what holds its GPUs at `now`: `None` unless it is
+    /// cordoned or unhealthy with work on it. Work past its protection (or free) leaves at the
+    /// scheduler's next pass, so `until` is never before `now`.
+    pub fn drain_status(state: NodeHealth, slots: &[GpuSlot], now: i64) -> Option<Draining> {
+        if !matches!(state, NodeHealth::Cordoned | NodeHealth::Unhealthy) {
+            return None;
+        }
+        let mut holders: Vec<&GpuHolder> = slots.iter().filter_map(|s| s.holder.as_ref()).collect();
+        holders.sort_by_key(|h| h.workload_id);
+        holders.dedup_by_key(|h| h.workload_id);
+        let leaves = |h: &GpuHolder| h.protected_until.unwrap_or(now).max(now);
+        let last = holders.iter().max_by_key(|h| (leaves(h), h.workload_id))?;
+        Some(Draining {
+            until: leaves(last),
+            last: (*last).clone(),
+            workloads: holders.len(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,11 +193,60 @@ pub struct GpuHolder {
     /// Protected until this time; `None` for free (unallocated) work.
     pub protected_until: Option<i64>,
     pub allocated: bool,
+    /// Who submitted it.
+    #[serde(default)]
+    pub owner: String,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn slot(index: u32, workload_id: i64, protected_until: Option<i64>) -> GpuSlot {
+        GpuSlot {
+            index,
+            holder: Some(GpuHolder {
+                workload_id,
+                name: format!("w{workload_id}"),
+                project: "ai/olmo".into(),
+                protected_until,
+                allocated: protected_until.is_some(),
+                owner: "ada".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_node_out_of_service_drains_until_its_last_protected_workload_leaves() {
+        let slots = [
+            slot(0, 7, Some(1_600)),
+            slot(1, 7, Some(1_600)),
+            slot(2, 9, Some(1_300)),
+            slot(3, 11, None),
+            GpuSlot {
+                index: 4,
+                holder: None,
+            },
+        ];
+        let drain = NodeView::drain_status(NodeHealth::Cordoned, &slots, 1_000).unwrap();
+        assert_eq!(
+            (drain.until, drain.last.workload_id, drain.workloads),
+            (1_600, 7, 3)
+        );
+        assert!(NodeView::drain_status(NodeHealth::Healthy, &slots, 1_000).is_none());
+        assert!(NodeView::drain_status(NodeHealth::Down, &slots, 1_000).is_none());
+        // Past its protection: it leaves at the next pass, now.
+        let late = NodeView::drain_status(NodeHealth::Unhealthy, &slots[2..4], 2_000).unwrap();
+        assert_eq!(late.until, 2_000);
+        let empty = [GpuSlot {
+            index: 0,
+            holder: None,
+        }];
+        assert!(
+            NodeView::drain_status(NodeHealth::Cordoned, &empty, 1_000).is_none(),
+            "drained"
+        );
+    }
 
     #[test]
     fn only_actions_that_change_the_nodes_state_are_offered() {

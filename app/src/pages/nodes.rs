@@ -128,7 +128,10 @@ fn NodeCard(
         <section class="card node" aria-label=format!("Node {}", node.name)>
             <header class="node-head">
                 <h2>{node.name.clone()}</h2>
-                <span class=format!("health health-{}", node.state)>{node.state.as_str()}</span>
+                <span class="badges">
+                    <span class=format!("health health-{}", node.state)>{node.state.as_str()}</span>
+                    {node.draining.is_some().then(|| view! { " " <span class="health health-draining">"draining"</span> })}
+                </span>
             </header>
             <p class="hint">{format!("{} × {} · {}", node.gpus, if node.gpu_model.is_empty() { "GPU" } else { &node.gpu_model }, heartbeat)}</p>
             {node.health_reason.clone().map(|reason| {
@@ -137,6 +140,21 @@ fn NodeCard(
                     <p class="node-reason" role="note">
                         <strong>{format!("Health check failed{since}: ")}</strong>{reason}
                         " Its workloads drain as their minimum runtimes pass."
+                    </p>
+                }
+            })}
+            {node.draining.clone().map(|d| {
+                let others = match d.workloads {
+                    1 => String::new(),
+                    n => format!(" {} workloads are still on it; each stops as its minimum runtime ends.", n),
+                };
+                view! {
+                    <p class="node-reason" role="note" aria-label=format!("Drain of {}", node.name)>
+                        <strong>{format!("Draining: empty by {}. ", clock(d.until))}</strong>
+                        {format!(
+                            "The last protected workload to leave is {} ({}, {}'s), at {}; its page tells its owner.{others}",
+                            d.last.name, d.last.project, d.last.owner, clock(d.until)
+                        )}
                     </p>
                 }
             })}

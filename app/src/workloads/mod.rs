@@ -167,6 +167,19 @@ pub struct WorkloadDetail {
     pub output_removed_at: Option<i64>,
     #[serde(default)]
     pub events_removed_at: Option<i64>,
+    /// Running on a node being drained (cordoned or unhealthy): when it will be stopped.
+    #[serde(default)]
+    pub leaving: Option<Leaving>,
+}
+
+/// A running workload's node is leaving service: it is stopped at `at`, when its minimum
+/// runtime ends (at once if that has passed or it runs for free), then queued again if it is
+/// resumable or ended if not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Leaving {
+    pub node: String,
+    pub state: crate::nodes::NodeHealth,
+    pub at: i64,
 }
 
 /// A row of the Queue page, in scheduler order.

@@ -232,14 +232,17 @@ pub struct HeldGpus {
     pub protected_until: Option<i64>,
     #[sqlx(try_from = "crate::db::Flag")]
     pub allocated: bool,
+    pub owner: String,
 }
 
 /// The GPUs every open run holds, by node.
 pub async fn held_gpus(db: impl AnyExecutor<'_>) -> Result<Vec<HeldGpus>, sqlx::Error> {
     sqlx::query_as(
-        "select r.node_id, r.gpu_indices, w.workload_id, w.name, b.path as project, r.protected_until, r.allocated
+        "select r.node_id, r.gpu_indices, w.workload_id, w.name, b.path as project, r.protected_until, r.allocated,
+                u.username as owner
          from workload_run r join workload w on w.workload_id = r.workload_id
          join budget_node b on b.budget_node_id = w.budget_node_id
+         join \"user\" u on u.user_id = w.user_id
          where r.ended_at is null order by r.node_id",
     )
     .fetch_all(db)

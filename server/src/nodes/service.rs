@@ -143,26 +143,32 @@ pub async fn views(pool: &AnyPool, now: i64) -> Result<Vec<NodeView>, ServerErro
                     project: run.project.clone(),
                     protected_until: run.protected_until,
                     allocated: run.allocated,
+                    owner: run.owner.clone(),
                 },
             );
         }
     }
     Ok(rows
         .into_iter()
-        .map(|n| NodeView {
-            slots: (0..n.gpu_count.max(0) as u32)
+        .map(|n| {
+            let slots: Vec<GpuSlot> = (0..n.gpu_count.max(0) as u32)
                 .map(|index| GpuSlot {
                     index,
                     holder: holders.get(&(n.node_id, index)).cloned(),
                 })
-                .collect(),
-            state: n.health(),
-            heartbeat_age_s: n.last_heartbeat_at.map(|t| now - t),
-            health_reason: n.health_reason,
-            unhealthy_since: n.unhealthy_since,
-            name: n.name,
-            gpu_model: n.gpu_model,
-            gpus: n.gpu_count,
+                .collect();
+            let state = n.health();
+            NodeView {
+                draining: NodeView::drain_status(state, &slots, now),
+                slots,
+                state,
+                heartbeat_age_s: n.last_heartbeat_at.map(|t| now - t),
+                health_reason: n.health_reason,
+                unhealthy_since: n.unhealthy_since,
+                name: n.name,
+                gpu_model: n.gpu_model,
+                gpus: n.gpu_count,
+            }
         })
         .collect())
 }

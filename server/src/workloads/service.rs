@@ -11,9 +11,10 @@ use crate::{
     ServerError,
 };
 use app::model::CurrentUser;
+use app::nodes::NodeHealth;
 use app::workloads::reasons::{AfterStop, Drain, DrainRule, Event};
 use app::workloads::{
-    AheadSibling, GpuPlacement, PathRatio, QueueExplanation, QueueRow, WorkloadDetail,
+    AheadSibling, GpuPlacement, Leaving, PathRatio, QueueExplanation, QueueRow, WorkloadDetail,
     WorkloadState, WorkloadView,
 };
 use scheduler::{BudgetId, WorkloadId};
@@ -157,7 +158,7 @@ pub async fn detail(
     id: i64,
 ) -> Result<WorkloadDetail, ServerError> {
     let workload = get(pool, id).await?;
-    let placement = repo::placement(pool, id)
+    let placement: Vec<GpuPlacement> = repo::placement(pool, id)
         .await?
         .into_iter()
         .map(|(node, gpus)| GpuPlacement {
@@ -176,7 +177,9 @@ pub async fn detail(
     let (runs, ran_s, charged_gpu_s) = repo::run_totals(pool, id, runtime.now()).await?;
     let can_cancel = workload.is_active() && (workload.user_id == actor.id || actor.is_admin());
     let can_resubmit = !workload.is_active() && workload.user_id == actor.id;
+    let leaving = leaving(pool, &workload, &placement, runtime.now()).await?;
     Ok(WorkloadDetail {
+        leaving,
         workload,
         placement,
         queue,
@@ -190,6 +193,32 @@ pub async fn detail(
         output_removed_at,
         events_removed_at,
     })
+}
+
+/// Whether a running workload sits on a node being drained, and when it will be stopped there.
+async fn leaving(
+    pool: &AnyPool,
+    workload: &WorkloadView,
+    placement: &[GpuPlacement],
+    now: i64,
+) -> Result<Option<Leaving>, ServerError> {
+    if workload.state != WorkloadState::Running {
+        return Ok(None);
+    }
+    for part in placement {
+        let Some(node) = crate::nodes::repo::find_node_by_name(pool, &part.node).await? else {
+            continue;
+        };
+        let state = node.health();
+        if matches!(state, NodeHealth::Cordoned | NodeHealth::Unhealthy) {
+            return Ok(Some(Leaving {
+                node: part.node.clone(),
+                state,
+                at: workload.protected_until.unwrap_or(now).max(now),
+            }));
+        }
+    }
+    Ok(None)
 }
 
 async fn explain(

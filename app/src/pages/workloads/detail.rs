@@ -138,6 +138,23 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
             </div>
         </div>
         <FormError error />
+        {detail.leaving.clone().map(|l| {
+            let why = match l.state {
+                crate::nodes::NodeHealth::Unhealthy => "failed its health check",
+                _ => "was taken out of service by an admin",
+            };
+            let then = if w.resumable {
+                "then it waits in the queue again and resumes on another node"
+            } else {
+                "then it ends, since it is not resumable: save what you need before then"
+            };
+            view! {
+                <p class="callout" role="note" aria-label="Its node is being drained">
+                    <strong>{format!("Its node {} is being drained. ", l.node)}</strong>
+                    {format!("The node {why}; this workload will be stopped at {} when its minimum runtime ends, {then}.", clock(l.at))}
+                </p>
+            }
+        })}
         <div class="columns">
             <section class="card grow">
                 <h2>"Details"</h2>
