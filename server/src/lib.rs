@@ -11,6 +11,7 @@ pub mod api;
 pub mod auth;
 pub mod backend;
 pub mod budget;
+pub mod bulk_insert;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -143,8 +143,19 @@ pub struct ImpactView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImpactRow {
     pub path: String,
+    /// The leaf's effective fraction of the cluster with today's and with the proposed shares.
+    #[serde(default)]
+    pub share_now: f64,
+    #[serde(default)]
+    pub share_proposed: f64,
     pub delivered_now_gpu_h: f64,
     pub delivered_proposed_gpu_h: f64,
+    /// Predicted usage ratio over the replay: delivered over funded (its fraction of the
+    /// cluster's GPU-hours); `None` when nothing is funded.
+    #[serde(default)]
+    pub ratio_now: Option<f64>,
+    #[serde(default)]
+    pub ratio_proposed: Option<f64>,
     pub p90_wait_now_s: Option<i64>,
     pub p90_wait_proposed_s: Option<i64>,
 }

@@ -277,16 +277,24 @@ fn wait(s: Option<i64>) -> String {
 
 #[component]
 fn ImpactTable(view: ImpactView) -> impl IntoView {
+    let gpus = f64::from(view.gpus);
+    let share = move |f: f64| format!("{:.1}% ({:.1} GPUs)", f * 100.0, f * gpus);
+    let ratio = |r: Option<f64>| r.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into());
     view! {
+        <div class="table-wrap">
         <table class="table compact impact">
             <caption>{format!(
-                "Predicted over the last {} days: {} submissions replayed on today's {} GPUs ({} ms).",
+                "The last {} days replayed twice — {} submissions, the history the usage charts show — on today's {} GPUs, with today's shares and with the proposed ones ({} ms). Ratio: GPU time delivered over GPU time funded (under 1 is under-served).",
                 view.days, view.workloads, view.gpus, view.wall_ms
             )}</caption>
             <thead>
                 <tr>
                     <th scope="col">"Leaf"</th>
+                    <th scope="col" class="num">"Share now"</th>
+                    <th scope="col" class="num">"Proposed"</th>
                     <th scope="col" class="num">"Delivered GPU-h now"</th>
+                    <th scope="col" class="num">"Proposed"</th>
+                    <th scope="col" class="num">"Ratio now"</th>
                     <th scope="col" class="num">"Proposed"</th>
                     <th scope="col" class="num">"p90 wait now"</th>
                     <th scope="col" class="num">"Proposed"</th>
@@ -298,8 +306,12 @@ fn ImpactTable(view: ImpactView) -> impl IntoView {
                     view! {
                         <tr>
                             <td>{r.path.clone()}</td>
+                            <td class="num">{share(r.share_now)}</td>
+                            <td class="num">{share(r.share_proposed)}</td>
                             <td class="num">{hours(r.delivered_now_gpu_h)}</td>
                             <td class="num">{format!("{} ({}{})", hours(r.delivered_proposed_gpu_h), if change >= 0.0 { "+" } else { "" }, hours(change))}</td>
+                            <td class="num">{ratio(r.ratio_now)}</td>
+                            <td class="num">{ratio(r.ratio_proposed)}</td>
                             <td class="num">{wait(r.p90_wait_now_s)}</td>
                             <td class="num">{wait(r.p90_wait_proposed_s)}</td>
                         </tr>
@@ -307,5 +319,6 @@ fn ImpactTable(view: ImpactView) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+        </div>
     }
 }

@@ -1,6 +1,7 @@
 //! What-if for a change request (issue: "preview impact"): replay the last 14 days of real
-//! submissions through the simulator with the current and with the proposed shares, and compare
-//! each affected leaf's delivered GPU-hours and p90 wait.
+//! submissions (the history the usage charts are booked from) through the simulator with the
+//! current and with the proposed shares, and compare each affected leaf's share (in GPUs too),
+//! delivered GPU-hours, usage ratio and p90 wait.
 
 use super::{
     changes,
@@ -90,14 +91,28 @@ pub async fn impact(
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
+    // Funded GPU-hours over the replay for a fraction of the cluster.
+    let funded = |fraction: f64| fraction * f64::from(total) * (now - start) as f64 / 3600.0;
+    let ratio =
+        |delivered: f64, fraction: f64| (fraction > 0.0).then(|| delivered / funded(fraction));
     let rows = affected
         .into_iter()
-        .map(|path| ImpactRow {
-            delivered_now_gpu_h: now_run.delivered.get(&path).copied().unwrap_or(0.0),
-            delivered_proposed_gpu_h: proposed_run.delivered.get(&path).copied().unwrap_or(0.0),
-            p90_wait_now_s: now_run.p90_wait.get(&path).copied(),
-            p90_wait_proposed_s: proposed_run.p90_wait.get(&path).copied(),
-            path,
+        .map(|path| {
+            let share_now = now_run.fraction.get(&path).copied().unwrap_or(0.0);
+            let share_proposed = proposed_run.fraction.get(&path).copied().unwrap_or(0.0);
+            let delivered_now = now_run.delivered.get(&path).copied().unwrap_or(0.0);
+            let delivered_proposed = proposed_run.delivered.get(&path).copied().unwrap_or(0.0);
+            ImpactRow {
+                share_now,
+                share_proposed,
+                delivered_now_gpu_h: delivered_now,
+                delivered_proposed_gpu_h: delivered_proposed,
+                ratio_now: ratio(delivered_now, share_now),
+                ratio_proposed: ratio(delivered_proposed, share_proposed),
+                p90_wait_now_s: now_run.p90_wait.get(&path).copied(),
+                p90_wait_proposed_s: proposed_run.p90_wait.get(&path).copied(),
+                path,
+            }
         })
         .collect();
     Ok(ImpactView {
@@ -110,6 +125,8 @@ pub async fn impact(
 }
 
 struct Replay {
+    /// Each leaf's effective fraction of the cluster under the replayed shares.
+    fraction: BTreeMap<String, f64>,
     delivered: BTreeMap<String, f64>,
     p90_wait: BTreeMap<String, i64>,
 }
@@ -154,6 +171,10 @@ fn replay(
         });
     }
     let used = trace.len();
+    let fraction = tree
+        .leaves()
+        .map(|id| (tree.path(id).to_string(), tree.version_at(0).fraction(id)))
+        .collect();
     let input = SimInput::new(tree, cluster.clone(), trace)
         .map_err(|e| ServerError::Config(format!("what-if input: {e}")))?;
     let output = sim::run(
@@ -194,6 +215,7 @@ fn replay(
         .collect();
     Ok((
         Replay {
+            fraction,
             delivered,
             p90_wait,
         },

@@ -1,9 +1,16 @@
 //! A month of demo usage history: the simulator replays a generated scenario on the demo tree and
-//! cluster, and its run segments become the hourly ledger the charts and reports read. The
-//! product ships no third-party data; this history is made here, from a seed.
+//! cluster, and its run segments become the hourly ledger the charts and reports read, and the
+//! workloads that ended within the month become workload rows with their runs, so the impact
+//! preview, the waits in the reports and the workload pages read the same history as the charts.
+//! The product ships no third-party data; this history is made here, from a seed.
 
 use super::{org::TREE, repo};
-use crate::{budget::org_file::OrgFile, ServerError};
+use crate::{
+    budget::org_file::OrgFile,
+    bulk_insert::{insert, Value},
+    nodes::repo as node_repo,
+    ServerError,
+};
 use scheduler::sim::{
     self, parse_cluster, parse_trace,
     scenario::{generate, ScenarioConfig},
@@ -129,10 +136,189 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
         crate::reports::rollup::ensure(&mut tx, &tree, start, start + horizon, now).await?;
     }
     tx.commit().await?;
+    workloads(pool, &input, &output.segments, &org, start, now).await?;
     tracing::info!(
         days,
         workloads = input.trace.len(),
         "demo history backfilled"
     );
+    Ok(())
+}
+
+/// The scenario's workloads that ended within the month, as ended workloads of the demo's people
+/// on the demo's nodes (the scenario's hosts in order: same sizes), each with its runs. Those still
+/// waiting or running at the month's end are left out: the live scheduler would pick them up.
+async fn workloads(
+    pool: &AnyPool,
+    input: &SimInput,
+    segments: &[sim::Segment],
+    org: &OrgFile,
+    start: i64,
+    now: i64,
+) -> Result<(), ServerError> {
+    let mut nodes = Vec::new();
+    for (name, _) in super::NODES {
+        let node = match node_repo::find_node_by_name(pool, name).await? {
+            Some(node) => node,
+            // The agent gets its token when the demo starts it.
+            None => {
+                node_repo::insert_node(pool, name, &crate::secrets::generate("hgn_").1, now).await?
+            }
+        };
+        nodes.push(node.node_id);
+    }
+    let users: BTreeMap<String, i64> = repo::user_ids(pool).await?;
+    let leaves = repo::live_node_ids(pool).await?;
+    let mut runs: BTreeMap<u32, Vec<&sim::Segment>> = BTreeMap::new();
+    for s in segments {
+        runs.entry(s.row).or_default().push(s);
+    }
+    let mut rows = Vec::new();
+    let mut run_rows = Vec::new();
+    for (row, segs) in &runs {
+        let last = segs
+            .iter()
+            .max_by_key(|s| s.end)
+            .expect("a row has segments");
+        let state = match last.end_kind {
+            SegmentEnd::Completed => "succeeded",
+            SegmentEnd::Killed => "preempted",
+            _ => continue,
+        };
+        let w = &input.trace[*row as usize];
+        let members = org
+            .members
+            .get(&w.project)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let (Some(user), Some(&leaf)) = (
+            members
+                .get(*row as usize % members.len().max(1))
+                .and_then(|u| users.get(u)),
+            leaves.get(&w.project),
+        ) else {
+            continue;
+        };
+        let first = segs.iter().map(|s| s.start).min().unwrap_or(last.start);
+        let ran: i64 = segs.iter().map(|s| s.end - s.start).sum::<i64>() / segs.len().max(1) as i64;
+        rows.push((*row, *user, leaf, w, state, first, last, ran, segs.len()));
+        for s in segs {
+            let node = nodes.get(s.node.0 as usize).copied().unwrap_or(nodes[0]);
+            let kind = match s.end_kind {
+                SegmentEnd::Completed => "completed",
+                SegmentEnd::Drained => "drained",
+                SegmentEnd::Killed => "killed",
+                _ => "preempted",
+            };
+            run_rows.push((*row, node, s, kind));
+        }
+    }
+    let mut db = pool.acquire().await?;
+    // Ids after any existing workload, so the runs can name them.
+    let base: i64 = sqlx::query_scalar("select coalesce(max(workload_id), 0) from workload")
+        .fetch_one(&mut *db)
+        .await?;
+    let id = |row: u32| base + 1 + i64::from(row);
+    insert(
+        &mut db,
+        "workload",
+        &[
+            "workload_id",
+            "user_id",
+            "budget_node_id",
+            "name",
+            "command",
+            "gpus",
+            "min_runtime_s",
+            "resumable",
+            "priority",
+            "state",
+            "submitted_at",
+            "queued_at",
+            "first_started_at",
+            "started_at",
+            "protected_until",
+            "ended_at",
+            "exit_code",
+            "run_count",
+            "progress_s",
+            "log_tail",
+        ],
+        rows.iter()
+            .map(|(row, user, leaf, w, state, first, last, ran, count)| {
+                let succeeded = *state == "succeeded";
+                vec![
+                    Value::Int(id(*row)),
+                    Value::Int(*user),
+                    Value::Int(*leaf),
+                    Value::Text(format!(
+                        "{}-{}",
+                        w.project.rsplit('/').next().unwrap_or("job"),
+                        w.id
+                    )),
+                    Value::Text(format!("sleep {}", w.duration)),
+                    Value::Int(i64::from(w.gpus)),
+                    Value::Int(w.min_runtime),
+                    Value::Int(i64::from(w.resumable)),
+                    Value::Int(i64::from(w.priority)),
+                    Value::Text(state.to_string()),
+                    Value::Int(start + w.submit),
+                    Value::Int(start + w.submit),
+                    Value::Int(start + first),
+                    Value::Int(start + last.start),
+                    Value::MaybeInt(
+                        (w.min_runtime > 0).then_some(start + last.start + w.min_runtime),
+                    ),
+                    Value::Int(start + last.end),
+                    Value::MaybeInt(succeeded.then_some(0)),
+                    Value::Int(*count as i64),
+                    Value::Int(if succeeded { w.duration } else { *ran }),
+                    Value::Text(String::new()),
+                ]
+            }),
+    )
+    .await?;
+    insert(
+        &mut db,
+        "workload_run",
+        &[
+            "workload_id",
+            "node_id",
+            "gpu_indices",
+            "gpus",
+            "allocated",
+            "started_at",
+            "protected_until",
+            "charged_through",
+            "ended_at",
+            "end_kind",
+            "released_at",
+        ],
+        run_rows.iter().map(|(row, node, s, kind)| {
+            let indices: Vec<String> = s.gpus.indices().map(|i| i.to_string()).collect();
+            vec![
+                Value::Int(id(*row)),
+                Value::Int(*node),
+                Value::Text(indices.join(",")),
+                Value::Int(i64::from(s.gpus.count())),
+                Value::Int(i64::from(s.allocated)),
+                Value::Int(start + s.start),
+                Value::MaybeInt(s.protected_until.map(|t| start + t)),
+                Value::Int(start + s.end),
+                Value::Int(start + s.end),
+                Value::Text(kind.to_string()),
+                Value::Int(start + s.end),
+            ]
+        }),
+    )
+    .await?;
+    crate::bulk_insert::resync_ids(
+        &mut db,
+        &[
+            ("workload", "workload_id"),
+            ("workload_run", "workload_run_id"),
+        ],
+    )
+    .await?;
     Ok(())
 }

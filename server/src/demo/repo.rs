@@ -63,3 +63,11 @@ pub async fn insert_usage(
     .await?;
     Ok(())
 }
+
+/// Every account's id by username.
+pub async fn user_ids(db: impl AnyExecutor<'_>) -> Result<BTreeMap<String, i64>, sqlx::Error> {
+    let rows: Vec<(String, i64)> = sqlx::query_as("select username, user_id from \"user\"")
+        .fetch_all(db)
+        .await?;
+    Ok(rows.into_iter().collect())
+}

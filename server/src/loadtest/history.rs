@@ -12,6 +12,7 @@
 use super::{people::Dice, seed};
 use crate::{
     budget::{snapshot as tree_snapshot, view::tree_view},
+    bulk_insert::{insert, Value},
     db,
     reports::{review, rollup, usage},
     runtime::{config::RuntimeConfig, Runtime},
@@ -674,68 +675,6 @@ fn book(
     }
 }
 
-/// One bound value of a bulk insert.
-enum Value {
-    Int(i64),
-    MaybeInt(Option<i64>),
-    Real(f64),
-    Text(String),
-}
-
-/// Inserts `rows` into `table` in statements of a few hundred values, in one transaction per
-/// 50,000 rows.
-async fn insert(
-    pool_db: &mut AnyConnection,
-    table: &str,
-    columns: &[&str],
-    rows: impl Iterator<Item = Vec<Value>>,
-) -> Result<(), ServerError> {
-    // sqlx looks up every parameter by name when binding (quadratic in a statement's parameters):
-    // a few hundred a statement keeps that small.
-    let per_statement = (240 / columns.len()).max(1);
-    let mut batch: Vec<Vec<Value>> = Vec::with_capacity(per_statement);
-    let mut in_tx = 0usize;
-    sqlx::query("begin").execute(&mut *pool_db).await?;
-    let mut rows = rows.peekable();
-    while rows.peek().is_some() {
-        batch.clear();
-        batch.extend(rows.by_ref().take(per_statement));
-        let values = (0..batch.len())
-            .map(|r| {
-                let cells: Vec<String> = (0..columns.len())
-                    .map(|c| format!("${}", r * columns.len() + c + 1))
-                    .collect();
-                format!("({})", cells.join(", "))
-            })
-            .collect::<Vec<_>>()
-            .join(", ");
-        let sql = format!(
-            "insert into {table} ({}) values {values}",
-            columns.join(", ")
-        );
-        let mut query = sqlx::query(&sql);
-        for row in batch.drain(..) {
-            for value in row {
-                query = match value {
-                    Value::Int(v) => query.bind(v),
-                    Value::MaybeInt(v) => query.bind(v),
-                    Value::Real(v) => query.bind(v),
-                    Value::Text(v) => query.bind(v),
-                };
-            }
-        }
-        query.execute(&mut *pool_db).await?;
-        in_tx += per_statement;
-        if in_tx >= 50_000 {
-            sqlx::query("commit").execute(&mut *pool_db).await?;
-            sqlx::query("begin").execute(&mut *pool_db).await?;
-            in_tx = 0;
-        }
-    }
-    sqlx::query("commit").execute(&mut *pool_db).await?;
-    Ok(())
-}
-
 async fn write(
     db: &mut AnyConnection,
     args: &HistoryArgs,
@@ -892,19 +831,14 @@ async fn write(
     )
     .await?;
     crate::runtime::repo::set_demand_cursor(&mut *db, end).await?;
-    if db.backend_name() == "PostgreSQL" {
-        for (table, column) in [
+    crate::bulk_insert::resync_ids(
+        db,
+        &[
             ("workload", "workload_id"),
             ("workload_run", "workload_run_id"),
             ("workload_event", "workload_event_id"),
-        ] {
-            sqlx::query(&format!(
-                "select setval(pg_get_serial_sequence('{table}', '{column}'), \
-                 (select coalesce(max({column}), 1) from {table}))"
-            ))
-            .execute(&mut *db)
-            .await?;
-        }
-    }
+        ],
+    )
+    .await?;
     Ok(())
 }

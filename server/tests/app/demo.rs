@@ -15,6 +15,10 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
     let site = fake_site(dir.path());
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
+    let began = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
     let mut server = Command::new(BIN)
         .args(["serve", "--demo", "--addr", &format!("127.0.0.1:{port}")])
         .arg("--site-root")
@@ -81,7 +85,7 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|w| w["first_started_at"].is_i64());
+                .any(|w| w["first_started_at"].as_i64().is_some_and(|t| t >= began));
         }
         if healthy == 4 && started {
             break;
@@ -114,6 +118,56 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
     assert!(
         charged > 28.0 * 3600.0 * 24.0,
         "days of charged GPU time: {charged}"
+    );
+
+    // The month's workloads are there too, ended, on the demo's nodes: the same history as the
+    // ledger (less the work still running at the month's end, left out).
+    let (workloads, run_gpu_s): (i64, i64) = sqlx::query_as(
+        "select count(distinct w.workload_id), cast(coalesce(sum(r.gpus * (r.ended_at - r.started_at)), 0) as bigint)
+         from workload w join workload_run r on r.workload_id = w.workload_id
+         where w.submitted_at < $1 and r.allocated = 1",
+    )
+    .bind(began - 3600)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(workloads > 500, "a month of ended workloads: {workloads}");
+    let run_gpu_s = run_gpu_s as f64;
+    assert!(
+        run_gpu_s <= charged * 1.001 && run_gpu_s >= charged * 0.8,
+        "their runs are what the ledger charged: {run_gpu_s} of {charged}"
+    );
+    // So a change request's impact preview replays that month's last two weeks, not the trickle.
+    let proposal = serde_json::json!({
+        "node": "lang", "shares": {"lang/pretrain": 1, "lang/posttrain": 1, "lang/eval": 1},
+        "justification": "even out",
+    });
+    let created = http
+        .post(format!("{url}/api/v1/change-requests"))
+        .bearer_auth(&token)
+        .json(&proposal)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let id = created.json::<serde_json::Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let impact = crate::live::get_json(
+        &http,
+        &format!("{url}/api/v1/change-requests/{id}/impact"),
+        &token,
+    )
+    .await;
+    assert!(impact["workloads"].as_i64().unwrap() > 200, "{impact}");
+    let rows = impact["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{impact}");
+    assert!(
+        rows.iter()
+            .all(|r| r["delivered_now_gpu_h"].as_f64().unwrap() > 1.0
+                && r["ratio_now"].as_f64().is_some()
+                && (r["share_proposed"].as_f64().unwrap() - 0.6 / 3.0).abs() < 1e-9),
+        "{impact}"
     );
 
     server.start_kill().unwrap();
