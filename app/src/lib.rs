@@ -33,7 +33,7 @@ use leptos_router::{
 use pages::{
     approvals::ApprovalsPage,
     home::HomePage,
-    lab::{LabPage, LabRunPage},
+    lab::{LabComparePage, LabPage, LabRunPage},
     login::LoginPage,
     nodes::NodesPage,
     not_found::NotFound,
@@ -129,6 +129,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/reports") view=ReportsPage />
                     <Route path=path!("/lab") view=LabPage />
                     <Route path=path!("/lab/:id") view=LabRunPage />
+                    <Route path=path!("/lab/compare/:a/:b") view=LabComparePage />
                 </Routes>
             </main>
             <Footer />

@@ -96,4 +96,39 @@ describe('simulator lab', () => {
       assert.ok((await page.locator('figure.gantt g.gantt-bar').count()) > 0, 'the baseline has bars too');
     });
   });
+
+  test('recent runs list their settings and figures, and two finished runs compare side by side', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'lee', 'lee-password-1');
+      await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
+      for (const window of ['7d', '2d']) {
+        await page.goto(`${server.url}/lab`);
+        await waitForHydration(page);
+        await page.getByLabel('Seed').fill('4');
+        await page.getByLabel('Days to simulate').fill('1');
+        await page.getByLabel('Usage lookback window').fill(window);
+        await page.getByRole('button', { name: 'Run both policies' }).click();
+        await page.waitForURL(/\/lab\/\d+$/);
+        await page.getByRole('table', { name: /Summary/ }).waitFor({ timeout: 60_000 });
+      }
+      await page.goto(`${server.url}/lab`);
+      await waitForHydration(page);
+      const runs = page.getByRole('region', { name: 'Recent runs' });
+      const week = runs.getByRole('row', { name: /seed 4, 1 day.*7 d lookback window, minimum runtimes capped at 8 h/ });
+      const twoDays = runs.getByRole('row', { name: /seed 4, 1 day.*2 d lookback window/ });
+      assert.match(await week.textContent(), /1024.*\d+.*(\d+ s|\d+ min|—) \/ .*\d\.\d\d \/ \d\.\d\d/);
+      await page.getByText('Select two finished runs to compare them.').waitFor();
+      await week.getByRole('checkbox').check();
+      await twoDays.getByRole('checkbox').check();
+      await page.getByRole('link', { name: /^Compare runs \d+ and \d+$/ }).click();
+      await page.waitForURL(/\/lab\/compare\/\d+\/\d+$/);
+      await page.getByRole('heading', { name: 'Compare lab runs' }).waitFor();
+      const settings = page.getByRole('table', { name: 'What was simulated' });
+      assert.match(await settings.getByRole('row', { name: /^Settings/ }).textContent(), /7 d lookback.*2 d lookback/);
+      const measures = page.getByRole('table', { name: 'Each measure under both policies in both runs' });
+      const overall = measures.getByRole('row', { name: /Delivered \/ owed, overall/ });
+      assert.match(await overall.textContent(), /(\d+\.\d%\s*){4}/);
+      await page.getByRole('table', { name: /Delivered ÷ owed per team/ }).waitFor();
+    });
+  });
 });

@@ -135,13 +135,38 @@ describe('workloads in the browser', () => {
     });
   });
 
-  test('the queue page shows waiting work in scheduler order with its ratio', async (t) => {
+  test('a waiting workload and the queue page say when it should start', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'ada', 'ada-password-1');
       await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await submit(page, { name: 'holder', command: 'sleep 600', gpus: '2' });
+      await page.getByRole('heading', { name: /holder/ }).waitFor();
+      const holder = page.url();
+      await page.locator('.state', { hasText: 'running' }).first().waitFor({ timeout: 15_000 });
+      await submit(page, { name: 'waiter', command: 'sleep 1', gpus: '2' });
+      await page.getByRole('heading', { name: /waiter/ }).waitFor();
+      const waiter = page.url();
+      // The holder runs at least its 15-minute minimum, so the waiter starts about then.
+      const estimate = page.getByRole('note', { name: 'Estimated start' });
+      await estimate.waitFor({ timeout: 15_000 });
+      assert.match(
+        await estimate.textContent(),
+        /^Estimated start: about \d\d:\d\d:\d\d \(in 1[45] min( \d+ s)?\), estimated by running the scheduler forward/,
+      );
+
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Queue' }).click();
       await page.getByRole('heading', { name: 'Queue' }).waitFor();
-      await page.getByRole('columnheader', { name: 'Usage ratio' }).or(page.getByText('Nothing is waiting')).first().waitFor();
+      await page.getByRole('columnheader', { name: 'Estimated start' }).waitFor();
+      const row = page.getByRole('row', { name: /waiter/ });
+      assert.match(await row.textContent(), /~\d\d:\d\d:\d\d \(in 1[45] min( \d+ s)?\)/);
+
+      for (const url of [waiter, holder]) {
+        await page.goto(url);
+        await waitForHydration(page);
+        await page.getByRole('button', { name: 'Cancel workload' }).click();
+        await page.getByRole('group', { name: 'Confirm cancelling' }).getByRole('button', { name: 'Yes, cancel it' }).click();
+        await page.locator('.state', { hasText: 'cancelled' }).first().waitFor({ timeout: 15_000 });
+      }
     });
   });
 

@@ -78,6 +78,7 @@ mod memo;
 mod placement;
 mod pool;
 mod priority;
+mod projection;
 mod queue;
 mod ranking;
 mod reasons;
@@ -91,6 +92,7 @@ pub use engine::{Config, Engine, Policy};
 pub use explain::{Ahead, Explanation, PathStep, WaitReason};
 pub use ids::{BudgetId, NodeId, Time, WorkloadId, DAY, HOUR};
 pub use ledger::{Ledger, LedgerConfig};
+pub use projection::{project, Estimate, Limits, Projection};
 pub use ranking::{LevelComparison, Recent, Standings};
 pub use reasons::{
     Action, AfterStop, Decision, DrainReason, DrainRule, Party, PreemptReason, PreemptRule,

@@ -61,7 +61,7 @@ impl Backend for ServerBackend {
         actor: &CurrentUser,
         form: app::lab::LabForm,
     ) -> Result<u64, AppError> {
-        Ok(self.lab.start(actor, form).await?)
+        Ok(self.lab.start(actor, form, self.runtime.now()).await?)
     }
 
     async fn lab_run(

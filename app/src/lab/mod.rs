@@ -78,6 +78,49 @@ pub struct LabRunView {
     pub elapsed_s: f64,
     pub error: Option<String>,
     pub result: Option<LabResult>,
+    /// The settings it ran with, in words ("7-day window, minimum runtimes capped at 8 h").
+    #[serde(default)]
+    pub parameters: String,
+    /// When it was asked for (epoch seconds).
+    #[serde(default)]
+    pub requested_at: i64,
+    /// Once done: the figures the list of runs shows.
+    #[serde(default)]
+    pub headline: Option<LabHeadline>,
+}
+
+/// A finished run's figures at a glance: fair share first, then the priority baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabHeadline {
+    pub gpus: u32,
+    pub workloads: u64,
+    pub debug_p90_s: [Option<i64>; 2],
+    /// The worst team's delivered ÷ owed.
+    pub worst_team: [Option<f64>; 2],
+}
+
+impl LabResult {
+    /// Its figures at a glance.
+    pub fn headline(&self) -> LabHeadline {
+        let p90 = |policy: &str| {
+            self.waits
+                .iter()
+                .find(|w| w.class == "debug" && w.policy == policy)
+                .and_then(|w| w.p90_s)
+        };
+        let worst = |i: usize| {
+            self.teams
+                .iter()
+                .filter_map(|t| t.delivered_over_owed[i])
+                .min_by(f64::total_cmp)
+        };
+        LabHeadline {
+            gpus: self.gpus,
+            workloads: self.workloads,
+            debug_p90_s: [p90("fair-share"), p90("priority")],
+            worst_team: [worst(0), worst(1)],
+        }
+    }
 }
 
 /// Both policies' measures, side by side.

@@ -2,6 +2,7 @@
 //! side on the server, and compare them in a table, charts and a Gantt chart of the first GPUs.
 
 use crate::{
+    clock::now_s,
     components::{
         chart::{ChartScript, TeamsChart, WaitsChart},
         field::{FieldError, FormError},
@@ -13,7 +14,7 @@ use crate::{
         LabForm, LabResult, LabRunView, LabState,
     },
     pages::reports::pct,
-    workloads::sentences::duration,
+    workloads::sentences::{duration, moment},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -49,22 +50,201 @@ pub fn LabPage() -> impl IntoView {
 
 #[component]
 fn RecentRuns(runs: Vec<LabRunView>) -> impl IntoView {
+    let chosen = RwSignal::new(Vec::<u64>::new());
+    let toggle = move |id: u64, on: bool| {
+        chosen.update(|c| {
+            c.retain(|&x| x != id);
+            if on {
+                c.push(id);
+            }
+        })
+    };
+    let ratio = |v: Option<f64>| v.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into());
+    let wait = |v: Option<i64>| v.map(duration).unwrap_or_else(|| "—".into());
     view! {
         <section class="card table-wrap" aria-labelledby="recent-runs">
             <h2 id="recent-runs">"Recent runs"</h2>
+            <p class="hint">"The lab keeps its last runs until the server restarts. Tick two finished runs to compare them."</p>
             <table class="table">
-                <thead><tr><th scope="col">"Input"</th><th scope="col">"Requested by"</th><th scope="col">"State"</th></tr></thead>
+                <thead><tr>
+                    <th scope="col">"Compare"</th>
+                    <th scope="col">"Input"</th>
+                    <th scope="col">"Settings"</th>
+                    <th scope="col" class="num">"GPUs"</th>
+                    <th scope="col" class="num">"Workloads"</th>
+                    <th scope="col" class="num">"Debug p90 (fair share / baseline)"</th>
+                    <th scope="col" class="num">"Worst team delivered ÷ owed (fair share / baseline)"</th>
+                    <th scope="col">"Requested"</th>
+                    <th scope="col">"State"</th>
+                </tr></thead>
                 <tbody>
-                    {runs.into_iter().map(|r| view! {
-                        <tr>
-                            <td><a href=format!("/lab/{}", r.id)>{r.label}</a></td>
-                            <td>{r.requested_by}</td>
-                            <td>{r.state.as_str()}</td>
+                    {runs.into_iter().map(|r| {
+                        let id = r.id;
+                        let done = r.state == LabState::Done;
+                        let h = r.headline.clone();
+                        view! {
+                            <tr>
+                                <td>
+                                    <input type="checkbox" disabled=!done
+                                        aria-label=format!("Compare run {id}: {}", r.label)
+                                        prop:checked=move || chosen.read().contains(&id)
+                                        on:change=move |ev| toggle(id, event_target_checked(&ev)) />
+                                </td>
+                                <td><a href=format!("/lab/{id}")>{r.label.clone()}</a></td>
+                                <td>{r.parameters.clone()}</td>
+                                <td class="num">{h.as_ref().map(|h| h.gpus.to_string())}</td>
+                                <td class="num">{h.as_ref().map(|h| h.workloads.to_string())}</td>
+                                <td class="num">{h.as_ref().map(|h| format!("{} / {}", wait(h.debug_p90_s[0]), wait(h.debug_p90_s[1])))}</td>
+                                <td class="num">{h.as_ref().map(|h| format!("{} / {}", ratio(h.worst_team[0]), ratio(h.worst_team[1])))}</td>
+                                <td>{format!("{}, {}", r.requested_by, moment(r.requested_at, now_s()))}</td>
+                                <td>{r.state.as_str()}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <p role="status">
+                {move || match chosen.read().as_slice() {
+                    [a, b] => {
+                        let (a, b) = ((*a).min(*b), (*a).max(*b));
+                        view! { <a class="button" href=format!("/lab/compare/{a}/{b}")>{format!("Compare runs {a} and {b}")}</a> }.into_any()
+                    }
+                    [] | [_] => view! { <span class="hint">"Select two finished runs to compare them."</span> }.into_any(),
+                    _ => view! { <span class="hint">"Select only two runs to compare."</span> }.into_any(),
+                }}
+            </p>
+        </section>
+    }
+}
+
+/// Two finished runs side by side: their settings, every measure under both policies, and each
+/// team's delivered ÷ owed.
+#[component]
+pub fn LabComparePage() -> impl IntoView {
+    let params = use_params_map();
+    let ids = move || {
+        let p = params.read();
+        let get = |k: &str| p.get(k).and_then(|s| s.parse::<u64>().ok());
+        (get("a"), get("b"))
+    };
+    let runs = Resource::new(ids, |(a, b)| async move {
+        match (a, b) {
+            (Some(a), Some(b)) => Ok((get_lab_run(a).await?, get_lab_run(b).await?)),
+            _ => Err(AppError::NotFound("Choose two lab runs to compare.".into())),
+        }
+    });
+    view! {
+        <Title text="Compare lab runs" />
+        <p class="no-print"><a href="/lab">"← Simulator lab"</a></p>
+        <h1>"Compare lab runs"</h1>
+        <Suspense fallback=|| view! { <p class="loading">"Loading both runs…"</p> }>
+            {move || Suspend::new(async move {
+                match runs.await {
+                    Ok((a, b)) => match (a.result.clone(), b.result.clone()) {
+                        (Some(ra), Some(rb)) => view! { <Comparison a b ra rb /> }.into_any(),
+                        _ => view! { <p class="form-error" role="alert">"Both runs must have finished to be compared."</p> }.into_any(),
+                    },
+                    Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Comparison(a: LabRunView, b: LabRunView, ra: LabResult, rb: LabResult) -> impl IntoView {
+    let name = |r: &LabRunView| format!("Run {}", r.id);
+    let (na, nb) = (name(&a), name(&b));
+    let measure_b = |label: &str| rb.measures.iter().find(|m| m.label == label).cloned();
+    let rows: Vec<_> = ra
+        .measures
+        .iter()
+        .map(|m| (m.clone(), measure_b(&m.label)))
+        .collect();
+    let mut teams: Vec<String> = ra.teams.iter().map(|t| t.path.clone()).collect();
+    for t in &rb.teams {
+        if !teams.contains(&t.path) {
+            teams.push(t.path.clone());
+        }
+    }
+    let team = |r: &LabResult, path: &str, i: usize| {
+        pct(r
+            .teams
+            .iter()
+            .find(|t| t.path == path)
+            .and_then(|t| t.delivered_over_owed[i]))
+    };
+    view! {
+        <div class="card table-wrap">
+            <table class="table">
+                <caption>"What was simulated"</caption>
+                <thead><tr><th scope="col">""</th><th scope="col">{na.clone()}</th><th scope="col">{nb.clone()}</th></tr></thead>
+                <tbody>
+                    <tr><th scope="row">"Input"</th><td><a href=format!("/lab/{}", a.id)>{a.label.clone()}</a></td><td><a href=format!("/lab/{}", b.id)>{b.label.clone()}</a></td></tr>
+                    <tr><th scope="row">"Settings"</th><td>{a.parameters.clone()}</td><td>{b.parameters.clone()}</td></tr>
+                    <tr><th scope="row">"Cluster"</th>
+                        <td>{format!("{} GPUs in {} hosts", ra.gpus, ra.hosts)}</td>
+                        <td>{format!("{} GPUs in {} hosts", rb.gpus, rb.hosts)}</td></tr>
+                    <tr><th scope="row">"Workloads"</th>
+                        <td>{format!("{} over {}", ra.workloads, duration(ra.horizon_s))}</td>
+                        <td>{format!("{} over {}", rb.workloads, duration(rb.horizon_s))}</td></tr>
+                </tbody>
+            </table>
+        </div>
+        <div class="card table-wrap">
+            <table class="table lab-summary">
+                <caption>"Each measure under both policies in both runs"</caption>
+                <thead>
+                    <tr>
+                        <th scope="col" rowspan="2">"Measure"</th>
+                        <th scope="colgroup" colspan="2">{na.clone()}</th>
+                        <th scope="colgroup" colspan="2">{nb.clone()}</th>
+                    </tr>
+                    <tr>
+                        <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
+                        <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {rows.into_iter().map(|(m, other)| view! {
+                        <tr class:detail=m.detail>
+                            <th scope="row">{m.label.clone()}</th>
+                            <td class="num">{m.fair_share.clone()}</td>
+                            <td class="num">{m.priority.clone()}</td>
+                            <td class="num">{other.as_ref().map(|o| o.fair_share.clone()).unwrap_or_else(|| "—".into())}</td>
+                            <td class="num">{other.as_ref().map(|o| o.priority.clone()).unwrap_or_else(|| "—".into())}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>
             </table>
-        </section>
+        </div>
+        <div class="card table-wrap">
+            <table class="table compact">
+                <caption>"Delivered ÷ owed per team (a dash where a run has no such team)"</caption>
+                <thead>
+                    <tr>
+                        <th scope="col" rowspan="2">"Team"</th>
+                        <th scope="colgroup" colspan="2">{na}</th>
+                        <th scope="colgroup" colspan="2">{nb}</th>
+                    </tr>
+                    <tr>
+                        <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
+                        <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {teams.into_iter().map(|path| view! {
+                        <tr>
+                            <th scope="row">{path.clone()}</th>
+                            <td class="num">{team(&ra, &path, 0)}</td>
+                            <td class="num">{team(&ra, &path, 1)}</td>
+                            <td class="num">{team(&rb, &path, 0)}</td>
+                            <td class="num">{team(&rb, &path, 1)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
     }
 }
 
@@ -301,7 +481,7 @@ fn RunView(run: LabRunView) -> impl IntoView {
     };
     view! {
         <h1>{heading}</h1>
-        <p class="lede">{format!("Requested by {}. ", run.requested_by)}
+        <p class="lede">{format!("Requested by {}; {}. ", run.requested_by, run.parameters)}
             {(run.state == LabState::Done).then(|| format!("Both policies simulated in {:.1} s.", run.elapsed_s))}
         </p>
         {body}

@@ -1,7 +1,13 @@
 //! The global queue in scheduler order, with the metric that sorts it.
 
 use crate::{
-    clock::now_s, live::use_live_updates, pages::workloads::list::timing, workloads::api::queue,
+    clock::now_s,
+    live::use_live_updates,
+    pages::workloads::list::timing,
+    workloads::{
+        api::queue,
+        sentences::{start_estimate, start_estimate_short},
+    },
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -17,7 +23,8 @@ pub fn QueuePage() -> impl IntoView {
         <p class="lede">
             "Waiting workloads in the order the scheduler will consider them: funded work by its project's "
             "fair-share rank (the lower its usage ratio, the earlier), then priority within a project, then "
-            "submit time; free work after all funded work."
+            "submit time; free work after all funded work. Estimated starts come from running the scheduler "
+            "forward over this queue with each project's median run time; later submissions that rank ahead delay them."
         </p>
         <Transition fallback=|| view! { <p class="loading">"Loading the queue…"</p> }>
             {move || Suspend::new(async move {
@@ -55,6 +62,7 @@ pub fn QueuePage() -> impl IntoView {
                                         <th scope="col" class="num">"Priority"</th>
                                         <th scope="col" class="num">"GPUs"</th>
                                         <th scope="col">"Waiting"</th>
+                                        <th scope="col">"Estimated start"</th>
                                     </tr>
                                 </thead>
                                 <tbody>
@@ -75,6 +83,9 @@ pub fn QueuePage() -> impl IntoView {
                                                 <td class="num">{w.priority}</td>
                                                 <td class="num">{w.gpus}</td>
                                                 <td>{timing(&w, now)}</td>
+                                                <td title=row.estimated_start.as_ref().map(|e| start_estimate(e, now))>
+                                                    {row.estimated_start.as_ref().map(|e| start_estimate_short(e, now)).unwrap_or_else(|| "—".into())}
+                                                </td>
                                             </tr>
                                         }
                                     }).collect_view()}

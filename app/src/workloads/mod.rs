@@ -170,6 +170,20 @@ pub struct WorkloadDetail {
     /// Running on a node being drained (cordoned or unhealthy): when it will be stopped.
     #[serde(default)]
     pub leaving: Option<Leaving>,
+    /// Queued: when it is likely to start (see [`StartEstimate`]).
+    #[serde(default)]
+    pub estimated_start: Option<StartEstimate>,
+}
+
+/// When a queued workload is likely to start: the scheduler run forward, as of `as_of`, over the
+/// queue as it stood, with each project's median run time of its recent work. `at` is the
+/// projected start, or `None` when it had not started by `until`, where the projection stopped.
+/// Work submitted later that ranks ahead can only make it later.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StartEstimate {
+    pub at: Option<i64>,
+    pub until: i64,
+    pub as_of: i64,
 }
 
 /// A running workload's node is leaving service: it is stopped at `at`, when its minimum
@@ -190,6 +204,8 @@ pub struct QueueRow {
     pub allocated: bool,
     pub leaf_rank: u32,
     pub leaf_ratio: Option<f64>,
+    #[serde(default)]
+    pub estimated_start: Option<StartEstimate>,
 }
 
 /// The Queue page: the first rows in scheduler order, and how many wait in all.

@@ -3,7 +3,7 @@
 use super::reasons::{
     AfterStop, Drain, DrainRule, Event, Party, PreemptRule, Preemption, WaitingFor,
 };
-use super::PathRatio;
+use super::{PathRatio, StartEstimate};
 
 /// `2 h`, `15 min`, `1 h 30 min`, `45 s`.
 pub fn duration(seconds: i64) -> String {
@@ -13,6 +13,7 @@ pub fn duration(seconds: i64) -> String {
         (0, 0, s) => format!("{s} s"),
         (0, m, 0) => format!("{m} min"),
         (0, m, s) => format!("{m} min {s} s"),
+        (h, 0, _) if h >= 48 && h % 24 == 0 => format!("{} d", h / 24),
         (h, 0, _) if h >= 48 => format!("{} d {} h", h / 24, h % 24),
         (h, 0, _) => format!("{h} h"),
         (h, m, _) => format!("{h} h {m} min"),
@@ -23,6 +24,49 @@ pub fn duration(seconds: i64) -> String {
 pub fn clock(epoch_s: i64) -> String {
     let s = epoch_s.rem_euclid(86_400);
     format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
+}
+
+/// `14:02:05` today, `2026-12-04 14:02:05` on another day (UTC).
+pub fn moment(epoch_s: i64, now: i64) -> String {
+    if epoch_s.div_euclid(86_400) == now.div_euclid(86_400) {
+        clock(epoch_s)
+    } else {
+        format!(
+            "{} {}",
+            crate::pages::users::format_date(epoch_s),
+            clock(epoch_s)
+        )
+    }
+}
+
+/// A queued workload's estimated start, read at `now`: short, for the Queue page's column.
+pub fn start_estimate_short(e: &StartEstimate, now: i64) -> String {
+    match e.at {
+        Some(at) if at <= now.max(e.as_of) => "next pass".into(),
+        Some(at) => format!("~{} (in {})", moment(at, now), duration(at - now)),
+        None => format!("after {}", moment(e.until, now)),
+    }
+}
+
+/// The same as a sentence, with how it was estimated.
+pub fn start_estimate(e: &StartEstimate, now: i64) -> String {
+    let basis = "estimated by running the scheduler forward over the queue as it stands, each \
+                 workload taking its project's median run time of the last two weeks; work \
+                 submitted later that ranks ahead of it would delay it";
+    match e.at {
+        Some(at) if at <= now.max(e.as_of) => {
+            format!("Expected to start at the scheduler's next pass ({basis}).")
+        }
+        Some(at) => format!(
+            "Estimated start: about {} (in {}), {basis}.",
+            moment(at, now),
+            duration(at - now)
+        ),
+        None => format!(
+            "Not expected to start before {}, as far as the projection looks ({basis}).",
+            moment(e.until, now)
+        ),
+    }
 }
 
 pub fn ratio(value: Option<f64>) -> String {
@@ -390,6 +434,32 @@ mod tests {
     }
 
     #[test]
+    fn a_start_estimate_reads_as_a_time_and_how_far_off_or_as_a_bound() {
+        let now = 1_796_000_000 - 1_796_000_000 % 86_400 + 10 * 3600;
+        let soon = StartEstimate {
+            at: Some(now + 35 * 60),
+            until: now + 7 * 86_400,
+            as_of: now - 10,
+        };
+        assert_eq!(start_estimate_short(&soon, now), "~10:35:00 (in 35 min)");
+        assert!(start_estimate(&soon, now).starts_with("Estimated start: about 10:35:00 (in 35 min), estimated by running the scheduler forward"));
+        let now_start = StartEstimate {
+            at: Some(now - 10),
+            ..soon
+        };
+        assert_eq!(start_estimate_short(&now_start, now), "next pass");
+        let later = StartEstimate { at: None, ..soon };
+        assert_eq!(
+            start_estimate_short(&later, now),
+            format!(
+                "after {} 10:00:00",
+                crate::pages::users::format_date(now + 7 * 86_400)
+            )
+        );
+        assert!(start_estimate(&later, now).starts_with("Not expected to start before"));
+    }
+
+    #[test]
     fn durations_read_naturally() {
         assert_eq!(duration(0), "0 s");
         assert_eq!(duration(90), "1 min 30 s");
@@ -397,6 +467,7 @@ mod tests {
         assert_eq!(duration(900), "15 min");
         assert_eq!(duration(5400), "1 h 30 min");
         assert_eq!(duration(45), "45 s");
-        assert_eq!(duration(3 * 86_400), "3 d 0 h");
+        assert_eq!(duration(3 * 86_400), "3 d");
+        assert_eq!(duration(3 * 86_400 + 5 * 3600), "3 d 5 h");
     }
 }

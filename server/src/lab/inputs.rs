@@ -31,7 +31,7 @@ pub fn resolve(form: &LabForm, philly_trace: Option<&Path>) -> Result<Resolved, 
             let input = SimInput::parse(&s.tree_toml, &s.cluster_toml, &s.trace_csv)
                 .map_err(|e| ServerError::Config(format!("generated scenario: {e}")))?;
             (
-                format!("Reference-like scenario, seed {seed}, {days} days"),
+                format!("Reference-like scenario, seed {seed}, {}", days_in_words(days)),
                 input,
             )
         }
@@ -51,7 +51,8 @@ pub fn resolve(form: &LabForm, philly_trace: Option<&Path>) -> Result<Resolved, 
                 .map_err(|e| ServerError::Config(format!("converted Philly trace: {e}")))?;
             (
                 format!(
-                    "Philly trace, first {days} days ({} jobs of {} teams on {} GPUs)",
+                    "Philly trace, first {} ({} jobs of {} teams on {} GPUs)",
+                    days_in_words(days),
                     converted.jobs, converted.teams, converted.gpus
                 ),
                 input,
@@ -142,6 +143,15 @@ fn config(form: &LabForm) -> Result<SimConfig, ServerError> {
     })
 }
 
+/// `1 day`, `30 days`.
+fn days_in_words(days: u64) -> String {
+    if days == 1 {
+        "1 day".into()
+    } else {
+        format!("{days} days")
+    }
+}
+
 fn days(raw: &str) -> Result<u64, ServerError> {
     let days = whole(raw, "days", "The number of days", u64::from(MAX_DAYS))?;
     if days == 0 {
@@ -187,7 +197,7 @@ mod tests {
     #[test]
     fn the_reference_scenario_is_generated_from_its_seed_and_days() {
         let r = resolve(&form("reference"), None).unwrap();
-        assert_eq!(r.label, "Reference-like scenario, seed 1, 1 days");
+        assert_eq!(r.label, "Reference-like scenario, seed 1, 1 day");
         assert_eq!(r.input.cluster.total_gpus(), 1024);
         assert!(!r.input.trace.is_empty());
         assert_eq!(r.config.window, 7 * 86_400);

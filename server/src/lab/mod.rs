@@ -39,7 +39,9 @@ struct Inner {
 struct Run {
     id: u64,
     label: String,
+    parameters: String,
     requested_by: String,
+    requested_at: i64,
     state: Mutex<State>,
 }
 
@@ -105,8 +107,13 @@ impl Lab {
         })
     }
 
-    /// Validates `form`, builds its input and queues the run; returns its id.
-    pub async fn start(&self, actor: &CurrentUser, form: LabForm) -> Result<u64, ServerError> {
+    /// Validates `form`, builds its input and queues the run, asked for at `now`; returns its id.
+    pub async fn start(
+        &self,
+        actor: &CurrentUser,
+        form: LabForm,
+        now: i64,
+    ) -> Result<u64, ServerError> {
         require_lab(actor)?;
         let philly = self.inner.philly_trace.clone();
         let resolved =
@@ -116,7 +123,9 @@ impl Lab {
         let run = Arc::new(Run {
             id: self.inner.next_id.fetch_add(1, Ordering::Relaxed),
             label: resolved.label,
+            parameters: parameters(&resolved.config),
             requested_by: actor.username.clone(),
+            requested_at: now,
             state: Mutex::new(State::Waiting),
         });
         {
@@ -242,8 +251,22 @@ fn simulate(run: &Run, input: SimInput, config: SimConfig) {
     };
 }
 
+/// A run's settings in words.
+fn parameters(config: &SimConfig) -> String {
+    use app::workloads::sentences::duration;
+    format!(
+        "{} lookback window, minimum runtimes capped at {}",
+        duration(config.window),
+        duration(config.max_min_runtime)
+    )
+}
+
 fn view(run: &Run, with_result: bool) -> LabRunView {
     let state = run.state.lock().expect("lab run lock");
+    let headline = match &*state {
+        State::Done { result, .. } => Some(result.headline()),
+        _ => None,
+    };
     let (name, step, stage, elapsed_s, error, result) = match &*state {
         State::Waiting => (
             LabState::Waiting,
@@ -291,5 +314,8 @@ fn view(run: &Run, with_result: bool) -> LabRunView {
         elapsed_s,
         error,
         result,
+        parameters: run.parameters.clone(),
+        requested_at: run.requested_at,
+        headline,
     }
 }

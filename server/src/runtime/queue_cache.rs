@@ -48,6 +48,33 @@ impl<T> Shared<T> {
     }
 }
 
+/// A value recomputed now and then and read by everyone meanwhile, however old: with the
+/// generation it was computed under and the (runtime) time it was computed at.
+pub struct Latest<T> {
+    value: Mutex<Option<(u64, i64, Arc<T>)>>,
+    /// Held while one computes it.
+    pub computing: tokio::sync::Mutex<()>,
+}
+
+impl<T> Default for Latest<T> {
+    fn default() -> Self {
+        Latest {
+            value: Mutex::new(None),
+            computing: tokio::sync::Mutex::new(()),
+        }
+    }
+}
+
+impl<T> Latest<T> {
+    pub fn get(&self) -> Option<(u64, i64, Arc<T>)> {
+        self.value.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set(&self, generation: u64, at: i64, value: Arc<T>) {
+        *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some((generation, at, value));
+    }
+}
+
 /// A queued workload's place in scheduler order: what the Queue page shows besides the workload.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QueueEntry {
@@ -66,6 +93,8 @@ pub struct QueueCache {
     pub order: Shared<Vec<QueueEntry>>,
     /// `None` until a budget tree exists.
     pub snapshot: Shared<Option<Snapshot>>,
+    /// When each queued workload is likely to start (see `workloads::estimate`).
+    pub estimates: Latest<scheduler::Projection>,
 }
 
 impl QueueCache {

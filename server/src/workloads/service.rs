@@ -178,8 +178,16 @@ pub async fn detail(
     let can_cancel = workload.is_active() && (workload.user_id == actor.id || actor.is_admin());
     let can_resubmit = !workload.is_active() && workload.user_id == actor.id;
     let leaving = leaving(pool, &workload, &placement, runtime.now()).await?;
+    let estimated_start = if workload.state == WorkloadState::Queued {
+        super::estimate::latest(pool, runtime, Some(id))
+            .await?
+            .and_then(|p| super::estimate::estimate_of(&p, id))
+    } else {
+        None
+    };
     Ok(WorkloadDetail {
         leaving,
+        estimated_start,
         workload,
         placement,
         queue,
@@ -282,6 +290,7 @@ pub async fn queue(
         .get_or_compute(&cache.order, since, || queue_order(pool, runtime, since))
         .await?;
     let shown = &order[..limit.min(order.len())];
+    let estimates = super::estimate::latest(pool, runtime, None).await?;
     let ids: Vec<i64> = shown.iter().map(|e| e.workload_id).collect();
     let mut db = pool.acquire().await?;
     let mut views: std::collections::HashMap<i64, _> = repo::find_workloads(&mut db, &ids)
@@ -303,6 +312,9 @@ pub async fn queue(
                 allocated: e.allocated,
                 leaf_rank: e.leaf_rank,
                 leaf_ratio: e.leaf_ratio,
+                estimated_start: estimates
+                    .as_deref()
+                    .and_then(|p| super::estimate::estimate_of(p, e.workload_id)),
             })
         })
         .collect();
@@ -313,7 +325,7 @@ pub async fn queue(
 /// its latest pass when no change came since (see [`Runtime::snapshot_since`]); otherwise loaded
 /// at most once per change and second, whoever asks (see `queue_cache`). `None` until a budget
 /// tree exists.
-async fn page_snapshot(
+pub(crate) async fn page_snapshot(
     pool: &AnyPool,
     runtime: &Runtime,
     since: u64,

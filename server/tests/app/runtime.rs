@@ -434,3 +434,47 @@ async fn only_the_owner_of_an_ended_workload_may_resubmit_it() {
         "a running workload is not resubmitted"
     );
 }
+
+#[tokio::test]
+async fn a_queued_workload_is_given_an_estimated_start_when_the_work_ahead_of_it_should_end() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 4).await;
+    // Nothing has finished yet, so work is assumed to run an hour (or its minimum runtime).
+    let first = live
+        .submit("ada", job("ai/olmo", "long", "sleep 120", 4, 900, true))
+        .await;
+    let running = live.wait_for_state(first, "running").await;
+    assert_eq!(running["estimated_start"], serde_json::Value::Null);
+    let started = running["started_at"].as_i64().unwrap();
+    let second = live
+        .submit("ada", job("ai/olmo", "next", "sleep 1", 4, 900, true))
+        .await;
+    let third = live
+        .submit("ada", job("ai/olmo", "after", "sleep 1", 4, 7200, true))
+        .await;
+
+    let queued = live.workload(second).await;
+    assert_eq!(queued["state"], "queued", "{queued}");
+    let estimate = &queued["estimated_start"];
+    assert_eq!(estimate["at"], started + 3600, "{estimate}");
+    assert!(estimate["as_of"].as_i64().unwrap() >= started, "{estimate}");
+    // The third starts after the second's hour, and runs its own two-hour minimum after that.
+    let after = live.workload(third).await;
+    assert_eq!(
+        after["estimated_start"]["at"],
+        started + 2 * 3600,
+        "{after}"
+    );
+
+    // Once it runs, its page no longer estimates a start.
+    let (status, _) = live
+        .post(
+            "ada",
+            &format!("/api/v1/workloads/{first}/cancel"),
+            json!({}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}");
+    let now_running = live.wait_for_state(second, "running").await;
+    assert_eq!(now_running["estimated_start"], serde_json::Value::Null);
+}

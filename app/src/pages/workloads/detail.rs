@@ -8,8 +8,11 @@ use crate::{
     workloads::{
         api::{get_workload_detail, CancelWorkload},
         reasons::Event,
-        sentences::{clock, drain, duration, preemption, rank_in_words, stop_reason, waiting_for},
-        EventView, QueueExplanation, WorkloadDetail, WorkloadState,
+        sentences::{
+            clock, drain, duration, preemption, rank_in_words, start_estimate, stop_reason,
+            waiting_for,
+        },
+        EventView, QueueExplanation, StartEstimate, WorkloadDetail, WorkloadState,
     },
 };
 use leptos::prelude::*;
@@ -176,7 +179,7 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
                 </dl>
             </section>
             <div class="grow">
-                {detail.queue.clone().map(|q| view! { <WhyWaiting queue=q /> })}
+                {detail.queue.clone().map(|q| view! { <WhyWaiting queue=q estimate=detail.estimated_start /> })}
                 {last_stop.map(|(kind, text)| view! {
                     <section class="card why" aria-labelledby="why-stopped">
                         <h2 id="why-stopped">{if kind == "drained" { "Why it was drained" } else { "Why it was preempted" }}</h2>
@@ -214,13 +217,15 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
 }
 
 #[component]
-fn WhyWaiting(queue: QueueExplanation) -> impl IntoView {
+fn WhyWaiting(queue: QueueExplanation, estimate: Option<StartEstimate>) -> impl IntoView {
+    let now = crate::clock::now_s();
     view! {
         <section class="card why" aria-labelledby="why-waiting">
             <h2 id="why-waiting">"Why it waits"</h2>
             <p>{format!("Position {} of {} in the queue; its project ranks {} in fair-share order.", queue.position, queue.queue_len, queue.leaf_rank)}</p>
             <p class="rank-in-words">{rank_in_words(&queue.path)}</p>
             <p>{waiting_for(&queue.waiting_for)}</p>
+            {estimate.map(|e| view! { <p class="estimate" role="note" aria-label="Estimated start">{start_estimate(&e, now)}</p> })}
             <table class="table compact">
                 <caption>"Usage ratio along its path: usage ÷ funded over the window, below 1 is under-served. Siblings rank by it, with the last two hours' ratio weighing 15%, so a team that has just had its share lets an equally served sibling go first."</caption>
                 <thead><tr><th scope="col">"Node"</th><th scope="col" class="num">"Ratio"</th><th scope="col" class="num">"Last 2 h"</th><th scope="col" class="num">"Rank among siblings"</th></tr></thead>

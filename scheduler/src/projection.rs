@@ -1,0 +1,381 @@
+//! When each queued workload is likely to start: the engine run forward from one snapshot.
+//!
+//! Nobody tells the scheduler how long work runs, so the driver supplies an estimate per workload
+//! (the server uses the median run time of the leaf's recent work). From the snapshot at `now` the
+//! projection plays the same decisions the live runtime would make — [`Engine::decide`] through
+//! [`Settle`], charges booked as work starts and stops — while running work ends at its estimated
+//! time, until every queued workload has started or the projection reaches its limits. Nothing new
+//! arrives in the projection, so later submissions that rank ahead can only make a start later.
+//!
+//! ```
+//! use scheduler::*;
+//!
+//! let tree = BudgetTree::from_paths([("a", 1.0)]).unwrap();
+//! let a = tree.leaf("a").unwrap();
+//! let mut engine = Engine::new(tree, Config::default());
+//! engine.ledger_mut().set_capacity(-7 * DAY, 8);
+//! let spec = |id, gpus| WorkloadSpec {
+//!     id: WorkloadId(id), leaf: a, gpus, min_runtime: HOUR, resumable: true, priority: 0,
+//!     submitted_at: 0,
+//! };
+//! let nodes = [NodeState { gpus: 8, health: Health::Healthy }];
+//! let running = [RunningWorkload {
+//!     spec: spec(1, 8),
+//!     started_at: 0,
+//!     placement: Placement { parts: vec![NodeGpus { node: NodeId(0), gpus: GpuSet::first(8) }] },
+//!     baseline_protected: false,
+//! }];
+//! let queued = [spec(2, 8)];
+//! let state = ClusterState { nodes: &nodes, running: &running, queued: &queued };
+//! // Everything runs two hours: the running workload ends at 2 h, and the queued one starts then.
+//! let projection = project(&engine, &state, 600, |_| 2 * HOUR, Limits::default()).unwrap();
+//! assert_eq!(projection.start_of(WorkloadId(2)), Estimate::At(2 * HOUR));
+//! ```
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use crate::cluster::NodeState;
+use crate::engine::Engine;
+use crate::ids::{Time, WorkloadId, DAY};
+use crate::reasons::{Action, AfterStop};
+use crate::settle::Settle;
+use crate::snapshot::{ClusterState, RunningWorkload, SnapshotError, WorkloadSpec};
+
+/// How far a projection looks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Starts later than `now + horizon` are not projected.
+    pub horizon: Time,
+    /// At most this many moments are decided (each one a settled set of passes).
+    pub moments: usize,
+}
+
+impl Default for Limits {
+    /// A week ahead, at most 2,000 moments.
+    fn default() -> Self {
+        Limits {
+            horizon: 7 * DAY,
+            moments: 2_000,
+        }
+    }
+}
+
+/// One queued workload's projected start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Estimate {
+    /// It starts at this moment (`now` if this very decision starts it).
+    At(Time),
+    /// It had not started by this moment, where the projection stopped.
+    After(Time),
+    /// It was not queued in the snapshot.
+    Unknown,
+}
+
+/// Projected starts of the workloads queued in one snapshot.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Projection {
+    /// The snapshot's moment.
+    pub from: Time,
+    /// The last moment projected: a workload not started by then is [`Estimate::After`] it.
+    pub until: Time,
+    starts: BTreeMap<WorkloadId, Option<Time>>,
+}
+
+impl Projection {
+    pub fn start_of(&self, workload: WorkloadId) -> Estimate {
+        match self.starts.get(&workload) {
+            Some(Some(at)) => Estimate::At(*at),
+            Some(None) => Estimate::After(self.until),
+            None => Estimate::Unknown,
+        }
+    }
+
+    /// How many of the snapshot's queued workloads start within the projection.
+    pub fn started(&self) -> usize {
+        self.starts.values().filter(|s| s.is_some()).count()
+    }
+}
+
+/// Runs the engine forward from `state` at `now`. `run_time` is a workload's whole expected run
+/// time: running work ends at `started_at + run_time` (or, already past it, one more `run_time`
+/// from `now`: it is evidently longer than usual), queued work runs that long once started, and a
+/// resumable workload preempted in the projection keeps the rest for its next start. Deterministic
+/// like [`Engine::decide`].
+pub fn project(
+    engine: &Engine,
+    state: &ClusterState<'_>,
+    now: Time,
+    run_time: impl Fn(&WorkloadSpec) -> Time,
+    limits: Limits,
+) -> Result<Projection, SnapshotError> {
+    state.validate(engine.tree())?;
+    let mut engine = engine.clone();
+    let nodes: Vec<NodeState> = state.nodes.to_vec();
+    let mut running: Vec<RunningWorkload> = state.running.to_vec();
+    let mut queued: Vec<WorkloadSpec> = state.queued.to_vec();
+    // Work left per workload, and the end of each run in progress (stale entries are skipped:
+    // a run's end counts only while the workload still runs from the same start).
+    let mut left: BTreeMap<WorkloadId, Time> = BTreeMap::new();
+    let mut ends: BinaryHeap<Reverse<(Time, WorkloadId, Time)>> = BinaryHeap::new();
+    for r in &running {
+        let total = run_time(&r.spec).max(1);
+        let elapsed = now - r.started_at;
+        let rest = if total > elapsed {
+            total - elapsed
+        } else {
+            total
+        };
+        left.insert(r.spec.id, rest + elapsed);
+        ends.push(Reverse((now + rest, r.spec.id, r.started_at)));
+        if r.spec.is_allocated() {
+            engine
+                .ledger_mut()
+                .start_charging(r.spec.leaf, r.placement.gpu_count(), now);
+        }
+    }
+    for q in &queued {
+        left.insert(q.id, run_time(q).max(1));
+    }
+    let mut starts: BTreeMap<WorkloadId, Option<Time>> =
+        queued.iter().map(|q| (q.id, None)).collect();
+    let mut waiting = starts.len();
+    let end_of_view = now + limits.horizon;
+
+    let mut t = now;
+    let mut wake: Option<Time> = None;
+    let mut moments = 0;
+    let mut until = now;
+    while waiting > 0 && moments < limits.moments && t <= end_of_view {
+        until = t;
+        // Runs that end now.
+        while let Some(&Reverse((at, id, started))) = ends.peek() {
+            if at > t {
+                break;
+            }
+            ends.pop();
+            if let Some(i) = running
+                .iter()
+                .position(|r| r.spec.id == id && r.started_at == started)
+            {
+                let r = running.swap_remove(i);
+                if r.spec.is_allocated() {
+                    engine
+                        .ledger_mut()
+                        .stop_charging(r.spec.leaf, r.placement.gpu_count(), at);
+                }
+            }
+        }
+        let mut settle = Settle::new();
+        while settle.next_pass() {
+            let view = ClusterState {
+                nodes: &nodes,
+                running: &running,
+                queued: &queued,
+            };
+            let decision = engine.decide(&view, t)?;
+            wake = decision.next_wake;
+            settle.applied(&decision);
+            for action in decision.actions {
+                match action {
+                    Action::Start {
+                        workload,
+                        placement,
+                        ..
+                    } => {
+                        let Some(i) = queued.iter().position(|q| q.id == workload) else {
+                            continue;
+                        };
+                        let spec = queued.swap_remove(i);
+                        if let Some(slot @ None) = starts.get_mut(&workload) {
+                            *slot = Some(t);
+                            waiting -= 1;
+                        }
+                        if spec.is_allocated() {
+                            engine
+                                .ledger_mut()
+                                .start_charging(spec.leaf, placement.gpu_count(), t);
+                        }
+                        ends.push(Reverse((t + left[&workload], workload, t)));
+                        running.push(RunningWorkload {
+                            spec,
+                            started_at: t,
+                            placement,
+                            baseline_protected: false,
+                        });
+                    }
+                    Action::Preempt { workload, then, .. }
+                    | Action::Drain { workload, then, .. } => {
+                        let Some(i) = running.iter().position(|r| r.spec.id == workload) else {
+                            continue;
+                        };
+                        let r = running.swap_remove(i);
+                        if r.spec.is_allocated() {
+                            engine.ledger_mut().stop_charging(
+                                r.spec.leaf,
+                                r.placement.gpu_count(),
+                                t,
+                            );
+                        }
+                        if then == AfterStop::Requeue {
+                            let rest = left[&workload] - (t - r.started_at);
+                            left.insert(workload, rest.max(1));
+                            queued.push(r.spec);
+                        }
+                    }
+                }
+            }
+        }
+        moments += 1;
+        let next_end = ends.peek().map(|Reverse((at, _, _))| *at);
+        match [next_end, wake]
+            .into_iter()
+            .flatten()
+            .filter(|&m| m > t)
+            .min()
+        {
+            Some(next) => t = next,
+            None => break,
+        }
+    }
+    Ok(Projection {
+        from: now,
+        until: until.max(now),
+        starts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{GpuSet, Health, NodeGpus, Placement};
+    use crate::engine::Config;
+    use crate::ids::{NodeId, HOUR};
+    use crate::tree::BudgetTree;
+
+    fn spec(id: u64, leaf: crate::ids::BudgetId, gpus: u32, at: Time) -> WorkloadSpec {
+        WorkloadSpec {
+            id: WorkloadId(id),
+            leaf,
+            gpus,
+            min_runtime: HOUR,
+            resumable: true,
+            priority: 0,
+            submitted_at: at,
+        }
+    }
+
+    fn on(node: u32, gpus: u32) -> Placement {
+        Placement {
+            parts: vec![NodeGpus {
+                node: NodeId(node),
+                gpus: GpuSet::first(gpus),
+            }],
+        }
+    }
+
+    #[test]
+    fn queued_work_starts_in_turn_as_running_work_ends() {
+        let tree = BudgetTree::from_paths([("a", 1.0)]).unwrap();
+        let a = tree.leaf("a").unwrap();
+        let mut engine = Engine::new(tree, Config::default());
+        engine.ledger_mut().set_capacity(-7 * DAY, 8);
+        let nodes = [NodeState {
+            gpus: 8,
+            health: Health::Healthy,
+        }];
+        let running = [RunningWorkload {
+            spec: spec(1, a, 8, 0),
+            started_at: 0,
+            placement: on(0, 8),
+            baseline_protected: false,
+        }];
+        let queued = [spec(2, a, 8, 10), spec(3, a, 8, 20), spec(4, a, 8, 30)];
+        let state = ClusterState {
+            nodes: &nodes,
+            running: &running,
+            queued: &queued,
+        };
+        let p = project(&engine, &state, 100, |_| 3 * HOUR, Limits::default()).unwrap();
+        assert_eq!(p.start_of(WorkloadId(2)), Estimate::At(3 * HOUR));
+        assert_eq!(p.start_of(WorkloadId(3)), Estimate::At(6 * HOUR));
+        assert_eq!(p.start_of(WorkloadId(4)), Estimate::At(9 * HOUR));
+        assert_eq!(p.start_of(WorkloadId(1)), Estimate::Unknown);
+        assert_eq!(p.started(), 3);
+
+        // Running past its estimate, the running workload is given one more run time from now.
+        let late = project(&engine, &state, 4 * HOUR, |_| 3 * HOUR, Limits::default()).unwrap();
+        assert_eq!(late.start_of(WorkloadId(2)), Estimate::At(7 * HOUR));
+
+        // Same input, same projection.
+        assert_eq!(
+            p,
+            project(&engine, &state, 100, |_| 3 * HOUR, Limits::default()).unwrap()
+        );
+    }
+
+    #[test]
+    fn work_beyond_the_horizon_is_said_to_start_after_it() {
+        let tree = BudgetTree::from_paths([("a", 1.0)]).unwrap();
+        let a = tree.leaf("a").unwrap();
+        let mut engine = Engine::new(tree, Config::default());
+        engine.ledger_mut().set_capacity(-7 * DAY, 8);
+        let nodes = [NodeState {
+            gpus: 8,
+            health: Health::Healthy,
+        }];
+        let running = [RunningWorkload {
+            spec: spec(1, a, 8, 0),
+            started_at: 0,
+            placement: on(0, 8),
+            baseline_protected: false,
+        }];
+        let queued = [spec(2, a, 8, 10), spec(3, a, 8, 20)];
+        let state = ClusterState {
+            nodes: &nodes,
+            running: &running,
+            queued: &queued,
+        };
+        let limits = Limits {
+            horizon: 5 * DAY,
+            moments: 100,
+        };
+        let p = project(&engine, &state, 0, |_| 3 * DAY, limits).unwrap();
+        assert_eq!(p.start_of(WorkloadId(2)), Estimate::At(3 * DAY));
+        assert_eq!(p.start_of(WorkloadId(3)), Estimate::After(3 * DAY));
+    }
+
+    #[test]
+    fn a_queued_workload_that_fits_now_starts_now_and_free_work_waits_for_idle_gpus() {
+        let tree = BudgetTree::from_paths([("a", 1.0), ("b", 1.0)]).unwrap();
+        let a = tree.leaf("a").unwrap();
+        let b = tree.leaf("b").unwrap();
+        let mut engine = Engine::new(tree, Config::default());
+        engine.ledger_mut().set_capacity(-7 * DAY, 24);
+        let host = NodeState {
+            gpus: 8,
+            health: Health::Healthy,
+        };
+        let nodes = [host, host, host];
+        let running = [RunningWorkload {
+            spec: spec(1, a, 8, 0),
+            started_at: 0,
+            placement: on(0, 8),
+            baseline_protected: false,
+        }];
+        // Free work on two whole hosts: one is idle now, the other once the running work ends.
+        let free = WorkloadSpec {
+            min_runtime: 0,
+            ..spec(3, b, 16, 5)
+        };
+        let queued = [spec(2, b, 8, 10), free];
+        let state = ClusterState {
+            nodes: &nodes,
+            running: &running,
+            queued: &queued,
+        };
+        let p = project(&engine, &state, 60, |_| 2 * HOUR, Limits::default()).unwrap();
+        assert_eq!(p.start_of(WorkloadId(2)), Estimate::At(60));
+        assert_eq!(p.start_of(WorkloadId(3)), Estimate::At(2 * HOUR));
+    }
+}

@@ -1,0 +1,199 @@
+//! When each queued workload is likely to start: the engine run forward from the pages' snapshot
+//! ([`scheduler::project`]), each workload running for its project's median run time of the last
+//! two weeks (the cluster's median where a project has too few, an hour where nothing ran).
+//!
+//! A projection over a large queue takes a while, so it is shared and kept: a page reads the
+//! latest one, however old, and asks for a new one in the background once it is
+//! [`REFRESH_S`] old. Only when no projection covers the workload a page asks about (the first
+//! look, or a workload submitted since) does that page wait for a new one.
+
+use crate::{
+    runtime::{snapshot::Snapshot, Runtime},
+    ServerError,
+};
+use app::workloads::StartEstimate;
+use scheduler::{BudgetId, Estimate, Limits, Projection, WorkloadId, WorkloadSpec, DAY, HOUR};
+use sqlx::AnyPool;
+use std::{collections::HashMap, sync::Arc};
+
+/// A projection older than this (runtime seconds) is replaced in the background.
+pub const REFRESH_S: i64 = 30;
+/// Run times come from work that succeeded in this many days.
+pub const HISTORY_DAYS: i64 = 14;
+/// A project needs this many finished workloads for a median of its own.
+const MIN_SAMPLES: usize = 3;
+/// Run time assumed where nothing finished in the history.
+const DEFAULT_RUN_S: i64 = HOUR;
+
+/// Guessed run times: each project's median, and the cluster's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunTimes {
+    by_leaf: HashMap<BudgetId, i64>,
+    overall: Option<i64>,
+}
+
+impl RunTimes {
+    /// From `(leaf, run seconds)` samples.
+    pub fn from_samples(samples: impl IntoIterator<Item = (BudgetId, i64)>) -> RunTimes {
+        let mut by_leaf: HashMap<BudgetId, Vec<i64>> = HashMap::new();
+        let mut all = Vec::new();
+        for (leaf, run_s) in samples {
+            by_leaf.entry(leaf).or_default().push(run_s);
+            all.push(run_s);
+        }
+        RunTimes {
+            by_leaf: by_leaf
+                .into_iter()
+                .filter(|(_, v)| v.len() >= MIN_SAMPLES)
+                .map(|(leaf, mut v)| (leaf, median(&mut v)))
+                .collect(),
+            overall: (all.len() >= MIN_SAMPLES).then(|| median(&mut all)),
+        }
+    }
+
+    /// A workload's expected run time: its project's median (or the cluster's, or an hour), and
+    /// never less than the minimum runtime it asked for.
+    pub fn of(&self, w: &WorkloadSpec) -> i64 {
+        let typical = self
+            .by_leaf
+            .get(&w.leaf)
+            .copied()
+            .or(self.overall)
+            .unwrap_or(DEFAULT_RUN_S);
+        typical.max(w.min_runtime).max(1)
+    }
+}
+
+fn median(v: &mut [i64]) -> i64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// The estimate for one workload, as the pages and the API show it.
+pub fn estimate_of(projection: &Projection, workload_id: i64) -> Option<StartEstimate> {
+    let (at, until) = match projection.start_of(WorkloadId(workload_id as u64)) {
+        Estimate::At(at) => (Some(at), projection.until),
+        Estimate::After(until) => (None, until),
+        Estimate::Unknown => return None,
+    };
+    Some(StartEstimate {
+        at,
+        until,
+        as_of: projection.from,
+    })
+}
+
+/// The latest projection; `need`: a workload it must cover (else a new one is computed now).
+/// `None` until a budget tree exists.
+pub async fn latest(
+    pool: &AnyPool,
+    runtime: &Runtime,
+    need: Option<i64>,
+) -> Result<Option<Arc<Projection>>, ServerError> {
+    let cache = runtime.queue_cache();
+    let since = cache.generation();
+    let covers = |p: &Projection| {
+        need.is_none_or(|id| p.start_of(WorkloadId(id as u64)) != Estimate::Unknown)
+    };
+    if let Some((generation, at, projection)) = cache.estimates.get() {
+        if covers(&projection) {
+            let stale = generation < since && runtime.now() - at >= REFRESH_S;
+            if stale {
+                let (pool, runtime) = (pool.clone(), runtime.clone());
+                tokio::spawn(async move {
+                    let cache = runtime.queue_cache();
+                    // One refresh at a time; a look that finds one under way keeps the old.
+                    let Ok(_computing) = cache.estimates.computing.try_lock() else {
+                        return;
+                    };
+                    if let Err(e) = refresh(&pool, &runtime).await {
+                        tracing::warn!(error = %e, "start projection failed");
+                    }
+                });
+            }
+            return Ok(Some(projection));
+        }
+    }
+    let _computing = cache.estimates.computing.lock().await;
+    if let Some((generation, _, projection)) = cache.estimates.get() {
+        if generation >= since && covers(&projection) {
+            return Ok(Some(projection));
+        }
+    }
+    refresh(pool, runtime).await
+}
+
+/// Computes a projection from the pages' snapshot and keeps it. The caller holds `computing`.
+async fn refresh(
+    pool: &AnyPool,
+    runtime: &Runtime,
+) -> Result<Option<Arc<Projection>>, ServerError> {
+    let cache = runtime.queue_cache();
+    let generation = cache.generation();
+    let snapshot = super::service::page_snapshot(pool, runtime, generation).await?;
+    if snapshot.is_none() {
+        return Ok(None);
+    }
+    let now = runtime.now();
+    let samples = super::repo::recent_run_times(pool, now - HISTORY_DAYS * DAY, 20_000).await?;
+    let projection = tokio::task::spawn_blocking(move || {
+        let snap: &Snapshot = snapshot.as_ref().as_ref().expect("checked above");
+        let run_times = RunTimes::from_samples(
+            samples
+                .into_iter()
+                .filter_map(|(node, run_s)| snap.tree.engine_id(node).map(|leaf| (leaf, run_s))),
+        );
+        scheduler::project(
+            &snap.engine,
+            &snap.state(),
+            now,
+            |w| run_times.of(w),
+            Limits::default(),
+        )
+    })
+    .await
+    .map_err(|e| ServerError::Config(format!("the start projection stopped: {e}")))?
+    .map_err(|e| ServerError::Config(format!("the engine refused the snapshot: {e:?}")))?;
+    let projection = Arc::new(projection);
+    cache.estimates.set(generation, now, projection.clone());
+    Ok(Some(projection))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(leaf: u32, min_runtime: i64) -> WorkloadSpec {
+        WorkloadSpec {
+            id: WorkloadId(1),
+            leaf: BudgetId(leaf),
+            gpus: 1,
+            min_runtime,
+            resumable: true,
+            priority: 0,
+            submitted_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_run_time_is_the_projects_median_then_the_clusters_then_an_hour_and_at_least_the_minimum() {
+        let none = RunTimes::from_samples([]);
+        assert_eq!(none.of(&spec(1, 0)), HOUR);
+        assert_eq!(none.of(&spec(1, 2 * HOUR)), 2 * HOUR);
+
+        let samples = [(1, 100), (1, 300), (1, 200), (2, 5000), (2, 9000)]
+            .map(|(leaf, s)| (BudgetId(leaf), s));
+        let times = RunTimes::from_samples(samples);
+        assert_eq!(times.of(&spec(1, 0)), 200, "project 1's own median");
+        assert_eq!(
+            times.of(&spec(2, 0)),
+            300,
+            "too few of its own: the cluster's median"
+        );
+        assert_eq!(
+            times.of(&spec(1, 900)),
+            900,
+            "never below its minimum runtime"
+        );
+    }
+}
