@@ -104,7 +104,7 @@ describe('simulator lab', () => {
       for (const window of ['7d', '2d']) {
         await page.goto(`${server.url}/lab`);
         await waitForHydration(page);
-        await page.getByLabel('Seed').fill('4');
+        await page.getByLabel('Seed', { exact: true }).fill('4');
         await page.getByLabel('Days to simulate').fill('1');
         await page.getByLabel('Usage lookback window').fill(window);
         await page.getByRole('button', { name: 'Run both policies' }).click();

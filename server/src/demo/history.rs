@@ -265,10 +265,9 @@ async fn workloads(
                     Value::Int(start + w.submit),
                     Value::Int(start + w.submit),
                     Value::Int(start + first),
-                    Value::Int(start + last.start),
-                    Value::MaybeInt(
-                        (w.min_runtime > 0).then_some(start + last.start + w.min_runtime),
-                    ),
+                    // Ended: no run in progress, as the runtime leaves a workload that ends.
+                    Value::MaybeInt(None),
+                    Value::MaybeInt(None),
                     Value::Int(start + last.end),
                     Value::MaybeInt(succeeded.then_some(0)),
                     Value::Int(*count as i64),

@@ -132,6 +132,16 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
     .await
     .unwrap();
     assert!(workloads > 500, "a month of ended workloads: {workloads}");
+    // Ended as the runtime leaves them: no run in progress (the impact preview reads a run in
+    // progress as running until now).
+    let in_progress: i64 = sqlx::query_scalar(
+        "select count(*) from workload
+         where state not in ('queued', 'running') and (started_at is not null or protected_until is not null)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(in_progress, 0, "ended workloads with a run in progress");
     let run_gpu_s = run_gpu_s as f64;
     assert!(
         run_gpu_s <= charged * 1.001 && run_gpu_s >= charged * 0.8,
