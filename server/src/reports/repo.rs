@@ -165,8 +165,12 @@ pub async fn insert_node_day(
     t: &NodeTotals,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
+        // Two readers may roll up the same finished day at once; both compute the same totals.
         "insert into node_day (budget_node_id, day, charged_gpu_s, unallocated_gpu_s, owed_gpu_s, tracked_gpu_s)
-         values ($1, $2, $3, $4, $5, $6)",
+         values ($1, $2, $3, $4, $5, $6)
+         on conflict (budget_node_id, day) do update set charged_gpu_s = excluded.charged_gpu_s,
+             unallocated_gpu_s = excluded.unallocated_gpu_s, owed_gpu_s = excluded.owed_gpu_s,
+             tracked_gpu_s = excluded.tracked_gpu_s",
     )
     .bind(node)
     .bind(day)

@@ -120,7 +120,10 @@ async fn roll_up(db: &mut AnyConnection, day: i64, now: i64) -> Result<(), Serve
     for (leaf, waits) in by_leaf {
         let min_submitted = waits.iter().map(|w| w.submitted_at).min().unwrap_or(day);
         sqlx::query(
-            "insert into wait_day (budget_node_id, day, min_submitted, waits) values ($1, $2, $3, $4)",
+            // Two readers may roll up the same finished day at once; both compute the same waits.
+            "insert into wait_day (budget_node_id, day, min_submitted, waits) values ($1, $2, $3, $4)
+             on conflict (day, budget_node_id) do update
+             set min_submitted = excluded.min_submitted, waits = excluded.waits",
         )
         .bind(leaf)
         .bind(day)

@@ -591,3 +591,65 @@ async fn review_waits_come_from_rolled_up_days_today_and_the_workloads_still_wai
         "every day of the quarter before today, once"
     );
 }
+
+#[tokio::test]
+async fn two_readers_rolling_up_the_same_days_at_once_both_succeed_with_the_same_rollup() {
+    let test_db = crate::support::TestDb::new().await;
+    let pool = server::db::open(&test_db.url).await.unwrap();
+    let now = crate::support::now();
+    server::demo::prepare(&pool, now).await.unwrap();
+    let count = |sql: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let first = now - 40 * scheduler::DAY;
+    let mut a = pool.acquire().await.unwrap();
+    let mut b = pool.acquire().await.unwrap();
+    server::reports::waits::ensure(&mut a, first, now)
+        .await
+        .unwrap();
+    let before = count("select count(*) from wait_day").await;
+    assert!(before > 0, "the demo's month is rolled up");
+    for table in ["wait_day", "wait_rollup_day"] {
+        sqlx::query(&format!("delete from {table}"))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let (ra, rb) = tokio::join!(
+        server::reports::waits::ensure(&mut a, first, now),
+        server::reports::waits::ensure(&mut b, first, now),
+    );
+    ra.unwrap();
+    rb.unwrap();
+    assert_eq!(count("select count(*) from wait_day").await, before);
+
+    // The same for the usage rollups.
+    let tree = server::budget::snapshot::load(&mut a)
+        .await
+        .unwrap()
+        .unwrap();
+    server::reports::rollup::ensure(&mut a, &tree, first, now, now)
+        .await
+        .unwrap();
+    let before = count("select count(*) from node_day").await;
+    assert!(before > 0, "the demo's month is rolled up");
+    for table in ["node_day", "rollup_day"] {
+        sqlx::query(&format!("delete from {table}"))
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    let (ra, rb) = tokio::join!(
+        server::reports::rollup::ensure(&mut a, &tree, first, now, now),
+        server::reports::rollup::ensure(&mut b, &tree, first, now, now),
+    );
+    ra.unwrap();
+    rb.unwrap();
+    assert_eq!(count("select count(*) from node_day").await, before);
+}
