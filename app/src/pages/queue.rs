@@ -41,7 +41,7 @@ pub fn QueuePage() -> impl IntoView {
                             {if shown < total {
                                 format!("Showing the first {shown} of {total} waiting workloads.")
                             } else {
-                                format!("{total} waiting workloads.")
+                                format!("{total} waiting workload{}.", if total == 1 { "" } else { "s" })
                             }}
                             " "
                             {(shown < total).then(|| view! {
