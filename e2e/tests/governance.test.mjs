@@ -80,8 +80,11 @@ describe('budget governance', () => {
       await waitForHydration(page);
       await card.getByRole('button', { name: 'Preview impact' }).click();
       const impact = card.locator('table.impact');
-      await impact.getByText(/Predicted over the last 14 days/).waitFor();
+      await card.getByText(/^The last 14 days replayed twice/).waitFor();
       await impact.getByRole('cell', { name: 'ai/molmo' }).waitFor();
+      // Shares in percent and in GPUs, now and proposed, next to the predicted ratio and wait.
+      const molmoImpact = impact.getByRole('row', { name: /ai\/molmo/ });
+      assert.match(await molmoImpact.textContent(), /25\.0% \([\d.]+ GPUs?\)\s*50\.0% \([\d.]+ GPUs?\)/);
       await card.getByLabel('Comment').fill('Agreed for this quarter.');
       await card.getByRole('button', { name: 'Approve' }).click();
       await page.getByText('Nothing awaits your decision.').waitFor();
