@@ -229,6 +229,19 @@ fn decide(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("steady", &label), |b| {
             b.iter(|| black_box(s.engine.decide(black_box(&state), later).unwrap()))
         });
+        // The pages' start projection from that snapshot, bounded as the server bounds it.
+        let limits = Limits::for_workloads(s.running.len() + s.queued.len());
+        let projection = project(&s.engine, &state, later, |_| 2 * HOUR, limits).unwrap();
+        eprintln!(
+            "{label} projection: {} moments at most, {} of {} queued start by +{} h",
+            limits.moments,
+            projection.started(),
+            s.queued.len(),
+            (projection.until - later) / HOUR
+        );
+        group.bench_function(BenchmarkId::new("projection", &label), |b| {
+            b.iter(|| black_box(project(&s.engine, &state, later, |_| 2 * HOUR, limits).unwrap()))
+        });
     }
     group.finish();
 }

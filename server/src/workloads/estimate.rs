@@ -143,12 +143,14 @@ async fn refresh(
                 .into_iter()
                 .filter_map(|(node, run_s)| snap.tree.engine_id(node).map(|leaf| (leaf, run_s))),
         );
+        let state = snap.state();
+        let active = state.queued.len() + state.running.len();
         scheduler::project(
             &snap.engine,
-            &snap.state(),
+            &state,
             now,
             |w| run_times.of(w),
-            Limits::default(),
+            Limits::for_workloads(active),
         )
     })
     .await
