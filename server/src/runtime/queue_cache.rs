@@ -54,6 +54,8 @@ pub struct Latest<T> {
     value: Mutex<Option<(u64, i64, Arc<T>)>>,
     /// Held while one computes it.
     pub computing: tokio::sync::Mutex<()>,
+    /// How long the last computation took, in milliseconds of wall time.
+    pub cost_ms: AtomicU64,
 }
 
 impl<T> Default for Latest<T> {
@@ -61,6 +63,7 @@ impl<T> Default for Latest<T> {
         Latest {
             value: Mutex::new(None),
             computing: tokio::sync::Mutex::new(()),
+            cost_ms: AtomicU64::new(0),
         }
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! A projection over a large queue takes a while, so it is shared and kept: a page reads the
 //! latest one, however old, and asks for a new one in the background once it is
-//! [`REFRESH_S`] old. Only when no projection covers the workload a page asks about (the first
-//! look, or a workload submitted since) does that page wait for a new one.
+//! [`REFRESH_S`] old. When no projection covers the workload a page asks about (the first look,
+//! or a workload submitted since), that page waits for a new one if projections are quick (under
+//! 200 ms, as on most clusters); on a huge queue it says its start is being estimated.
 
 use crate::{
     runtime::{snapshot::Snapshot, Runtime},
@@ -14,10 +15,18 @@ use crate::{
 use app::workloads::StartEstimate;
 use scheduler::{BudgetId, Estimate, Limits, Projection, WorkloadId, WorkloadSpec, DAY, HOUR};
 use sqlx::AnyPool;
-use std::{collections::HashMap, sync::Arc};
+use std::{
+    collections::HashMap,
+    sync::{atomic::Ordering, Arc},
+    time::Instant,
+};
 
-/// A projection older than this (runtime seconds) is replaced in the background.
+/// A projection older than this (runtime seconds) is replaced in the background, and never more
+/// often than ten times as long as the last one took (a projection of a huge queue takes seconds).
 pub const REFRESH_S: i64 = 30;
+/// A projection that took less than this (milliseconds) is computed at once for a workload it
+/// does not cover yet; a slower one is refreshed in the background meanwhile.
+const INLINE_MS: i64 = 200;
 /// Run times come from work that succeeded in this many days.
 pub const HISTORY_DAYS: i64 = 14;
 /// A project needs this many finished workloads for a median of its own.
@@ -96,24 +105,41 @@ pub async fn latest(
         need.is_none_or(|id| p.start_of(WorkloadId(id as u64)) != Estimate::Unknown)
     };
     if let Some((generation, at, projection)) = cache.estimates.get() {
-        if covers(&projection) {
-            let stale = generation < since && runtime.now() - at >= REFRESH_S;
-            if stale {
-                let (pool, runtime) = (pool.clone(), runtime.clone());
-                tokio::spawn(async move {
-                    let cache = runtime.queue_cache();
-                    // One refresh at a time; a look that finds one under way keeps the old.
-                    let Ok(_computing) = cache.estimates.computing.try_lock() else {
-                        return;
-                    };
-                    if let Err(e) = refresh(&pool, &runtime).await {
-                        tracing::warn!(error = %e, "start projection failed");
-                    }
-                });
-            }
-            return Ok(Some(projection));
+        let cost_ms = cache.estimates.cost_ms.load(Ordering::Relaxed) as i64;
+        let age = runtime.now() - at;
+        let covered = covers(&projection);
+        // A workload submitted since: computed now where that is quick, else in the background
+        // (its page says so) like a projection grown old.
+        if !covered && cost_ms < INLINE_MS {
+            return compute_now(pool, runtime, since, covers).await;
         }
+        let due = !covered || (generation < since && age >= REFRESH_S);
+        if due && age >= (10 * cost_ms / 1000).max(1) {
+            let (pool, runtime) = (pool.clone(), runtime.clone());
+            tokio::spawn(async move {
+                let cache = runtime.queue_cache();
+                // One refresh at a time; a look that finds one under way keeps the old.
+                let Ok(_computing) = cache.estimates.computing.try_lock() else {
+                    return;
+                };
+                if let Err(e) = refresh(&pool, &runtime).await {
+                    tracing::warn!(error = %e, "start projection failed");
+                }
+            });
+        }
+        return Ok(Some(projection));
     }
+    compute_now(pool, runtime, since, covers).await
+}
+
+/// Waits for a projection computed from generation `since` on that `covers` what is asked.
+async fn compute_now(
+    pool: &AnyPool,
+    runtime: &Runtime,
+    since: u64,
+    covers: impl Fn(&Projection) -> bool,
+) -> Result<Option<Arc<Projection>>, ServerError> {
+    let cache = runtime.queue_cache();
     let _computing = cache.estimates.computing.lock().await;
     if let Some((generation, _, projection)) = cache.estimates.get() {
         if generation >= since && covers(&projection) {
@@ -128,6 +154,7 @@ async fn refresh(
     pool: &AnyPool,
     runtime: &Runtime,
 ) -> Result<Option<Arc<Projection>>, ServerError> {
+    let began = Instant::now();
     let cache = runtime.queue_cache();
     let generation = cache.generation();
     let snapshot = super::service::page_snapshot(pool, runtime, generation).await?;
@@ -158,6 +185,10 @@ async fn refresh(
     .map_err(|e| ServerError::Config(format!("the engine refused the snapshot: {e:?}")))?;
     let projection = Arc::new(projection);
     cache.estimates.set(generation, now, projection.clone());
+    cache
+        .estimates
+        .cost_ms
+        .store(began.elapsed().as_millis() as u64, Ordering::Relaxed);
     Ok(Some(projection))
 }
 

@@ -35,6 +35,7 @@ pub struct Live {
     pub url: String,
     pub http: reqwest::Client,
     pub agents: Vec<AgentProcess>,
+    pub runtime: Runtime,
 }
 
 /// A real `hourglass agent` process with its own state directory. Dropped, it gets SIGTERM (it
@@ -141,6 +142,7 @@ impl Live {
             url,
             http: client(),
             agents: Vec::new(),
+            runtime,
         }
     }
 

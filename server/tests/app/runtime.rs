@@ -466,6 +466,35 @@ async fn a_queued_workload_is_given_an_estimated_start_when_the_work_ahead_of_it
         "{after}"
     );
 
+    // Where projections are slow (a huge queue), a workload submitted since is estimated in the
+    // background: its page says nothing yet, then has its estimate.
+    live.runtime
+        .queue_cache()
+        .estimates
+        .cost_ms
+        .store(250, std::sync::atomic::Ordering::Relaxed);
+    let fourth = live
+        .submit("ada", job("ai/olmo", "later", "sleep 1", 4, 900, true))
+        .await;
+    assert_eq!(
+        live.workload(fourth).await["estimated_start"],
+        serde_json::Value::Null
+    );
+    let mut estimated = serde_json::Value::Null;
+    for _ in 0..100 {
+        estimated = live.workload(fourth).await["estimated_start"].clone();
+        if !estimated.is_null() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // Short (debug) work like the second, it goes ahead of the third's two-hour job.
+    assert_eq!(
+        estimated["at"],
+        started + 2 * 3600,
+        "after the second's hour"
+    );
+
     // Once it runs, its page no longer estimates a start.
     let (status, _) = live
         .post(

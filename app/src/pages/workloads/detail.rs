@@ -225,7 +225,10 @@ fn WhyWaiting(queue: QueueExplanation, estimate: Option<StartEstimate>) -> impl 
             <p>{format!("Position {} of {} in the queue; its project ranks {} in fair-share order.", queue.position, queue.queue_len, queue.leaf_rank)}</p>
             <p class="rank-in-words">{rank_in_words(&queue.path)}</p>
             <p>{waiting_for(&queue.waiting_for)}</p>
-            {estimate.map(|e| view! { <p class="estimate" role="note" aria-label="Estimated start">{start_estimate(&e, now)}</p> })}
+            {match estimate {
+                Some(e) => view! { <p class="estimate" role="note" aria-label="Estimated start">{start_estimate(&e, now)}</p> }.into_any(),
+                None => view! { <p class="hint">"Its start is being estimated; the estimate appears here within half a minute."</p> }.into_any(),
+            }}
             <table class="table compact">
                 <caption>"Usage ratio along its path: usage ÷ funded over the window, below 1 is under-served. Siblings rank by it, with the last two hours' ratio weighing 15%, so a team that has just had its share lets an equally served sibling go first."</caption>
                 <thead><tr><th scope="col">"Node"</th><th scope="col" class="num">"Ratio"</th><th scope="col" class="num">"Last 2 h"</th><th scope="col" class="num">"Rank among siblings"</th></tr></thead>
