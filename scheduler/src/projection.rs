@@ -295,22 +295,32 @@ mod tests {
         }
     }
 
-    #[test]
-    fn queued_work_starts_in_turn_as_running_work_ends() {
+    /// One team on one 8-GPU host, idle for a week before.
+    fn one_host() -> (Engine, crate::ids::BudgetId, [NodeState; 1]) {
         let tree = BudgetTree::from_paths([("a", 1.0)]).unwrap();
         let a = tree.leaf("a").unwrap();
         let mut engine = Engine::new(tree, Config::default());
         engine.ledger_mut().set_capacity(-7 * DAY, 8);
-        let nodes = [NodeState {
+        let host = NodeState {
             gpus: 8,
             health: Health::Healthy,
-        }];
-        let running = [RunningWorkload {
-            spec: spec(1, a, 8, 0),
+        };
+        (engine, a, [host])
+    }
+
+    fn running_on_it(spec: WorkloadSpec) -> RunningWorkload {
+        RunningWorkload {
+            spec,
             started_at: 0,
             placement: on(0, 8),
             baseline_protected: false,
-        }];
+        }
+    }
+
+    #[test]
+    fn queued_work_starts_in_turn_as_running_work_ends() {
+        let (engine, a, nodes) = one_host();
+        let running = [running_on_it(spec(1, a, 8, 0))];
         let queued = [spec(2, a, 8, 10), spec(3, a, 8, 20), spec(4, a, 8, 30)];
         let state = ClusterState {
             nodes: &nodes,
@@ -345,20 +355,8 @@ mod tests {
 
     #[test]
     fn work_beyond_the_horizon_is_said_to_start_after_it() {
-        let tree = BudgetTree::from_paths([("a", 1.0)]).unwrap();
-        let a = tree.leaf("a").unwrap();
-        let mut engine = Engine::new(tree, Config::default());
-        engine.ledger_mut().set_capacity(-7 * DAY, 8);
-        let nodes = [NodeState {
-            gpus: 8,
-            health: Health::Healthy,
-        }];
-        let running = [RunningWorkload {
-            spec: spec(1, a, 8, 0),
-            started_at: 0,
-            placement: on(0, 8),
-            baseline_protected: false,
-        }];
+        let (engine, a, nodes) = one_host();
+        let running = [running_on_it(spec(1, a, 8, 0))];
         let queued = [spec(2, a, 8, 10), spec(3, a, 8, 20)];
         let state = ClusterState {
             nodes: &nodes,

@@ -5,6 +5,46 @@
 use crate::ServerError;
 use sqlx::AnyConnection;
 
+/// The columns of a `workload` row written whole (ended history: the demo's month, the load
+/// test's year).
+pub const WORKLOAD_COLUMNS: &[&str] = &[
+    "workload_id",
+    "user_id",
+    "budget_node_id",
+    "name",
+    "command",
+    "gpus",
+    "min_runtime_s",
+    "resumable",
+    "priority",
+    "state",
+    "submitted_at",
+    "queued_at",
+    "first_started_at",
+    "started_at",
+    "protected_until",
+    "ended_at",
+    "exit_code",
+    "run_count",
+    "progress_s",
+    "log_tail",
+];
+
+/// The columns of a `workload_run` row written whole.
+pub const RUN_COLUMNS: &[&str] = &[
+    "workload_id",
+    "node_id",
+    "gpu_indices",
+    "gpus",
+    "allocated",
+    "started_at",
+    "protected_until",
+    "charged_through",
+    "ended_at",
+    "end_kind",
+    "released_at",
+];
+
 /// One bound value of a bulk insert.
 pub enum Value {
     Int(i64),

@@ -194,17 +194,7 @@ fn Comparison(a: LabRunView, b: LabRunView, ra: LabResult, rb: LabResult) -> imp
         <div class="card table-wrap">
             <table class="table lab-summary">
                 <caption>"Each measure under both policies in both runs"</caption>
-                <thead>
-                    <tr>
-                        <th scope="col" rowspan="2">"Measure"</th>
-                        <th scope="colgroup" colspan="2">{na.clone()}</th>
-                        <th scope="colgroup" colspan="2">{nb.clone()}</th>
-                    </tr>
-                    <tr>
-                        <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
-                        <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
-                    </tr>
-                </thead>
+                <TwoRunsHead first="Measure" a=na.clone() b=nb.clone() />
                 <tbody>
                     {rows.into_iter().map(|(m, other)| view! {
                         <tr class:detail=m.detail>
@@ -221,17 +211,7 @@ fn Comparison(a: LabRunView, b: LabRunView, ra: LabResult, rb: LabResult) -> imp
         <div class="card table-wrap">
             <table class="table compact">
                 <caption>"Delivered ÷ owed per team (a dash where a run has no such team)"</caption>
-                <thead>
-                    <tr>
-                        <th scope="col" rowspan="2">"Team"</th>
-                        <th scope="colgroup" colspan="2">{na}</th>
-                        <th scope="colgroup" colspan="2">{nb}</th>
-                    </tr>
-                    <tr>
-                        <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
-                        <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
-                    </tr>
-                </thead>
+                <TwoRunsHead first="Team" a=na b=nb />
                 <tbody>
                     {teams.into_iter().map(|path| view! {
                         <tr>
@@ -245,6 +225,24 @@ fn Comparison(a: LabRunView, b: LabRunView, ra: LabResult, rb: LabResult) -> imp
                 </tbody>
             </table>
         </div>
+    }
+}
+
+/// A table head with both policies under each of two runs.
+#[component]
+fn TwoRunsHead(first: &'static str, a: String, b: String) -> impl IntoView {
+    view! {
+        <thead>
+            <tr>
+                <th scope="col" rowspan="2">{first}</th>
+                <th scope="colgroup" colspan="2">{a}</th>
+                <th scope="colgroup" colspan="2">{b}</th>
+            </tr>
+            <tr>
+                <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
+                <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
+            </tr>
+        </thead>
     }
 }
 

@@ -7,7 +7,7 @@
 use super::{org::TREE, repo};
 use crate::{
     budget::org_file::OrgFile,
-    bulk_insert::{insert, Value},
+    bulk_insert::{insert, Value, RUN_COLUMNS, WORKLOAD_COLUMNS},
     nodes::repo as node_repo,
     ServerError,
 };
@@ -222,28 +222,7 @@ async fn workloads(
     insert(
         &mut db,
         "workload",
-        &[
-            "workload_id",
-            "user_id",
-            "budget_node_id",
-            "name",
-            "command",
-            "gpus",
-            "min_runtime_s",
-            "resumable",
-            "priority",
-            "state",
-            "submitted_at",
-            "queued_at",
-            "first_started_at",
-            "started_at",
-            "protected_until",
-            "ended_at",
-            "exit_code",
-            "run_count",
-            "progress_s",
-            "log_tail",
-        ],
+        WORKLOAD_COLUMNS,
         rows.iter()
             .map(|(row, user, leaf, w, state, first, last, ran, count)| {
                 let succeeded = *state == "succeeded";
@@ -280,19 +259,7 @@ async fn workloads(
     insert(
         &mut db,
         "workload_run",
-        &[
-            "workload_id",
-            "node_id",
-            "gpu_indices",
-            "gpus",
-            "allocated",
-            "started_at",
-            "protected_until",
-            "charged_through",
-            "ended_at",
-            "end_kind",
-            "released_at",
-        ],
+        RUN_COLUMNS,
         run_rows.iter().map(|(row, node, s, kind)| {
             let indices: Vec<String> = s.gpus.indices().map(|i| i.to_string()).collect();
             vec![

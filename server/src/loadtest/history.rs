@@ -12,7 +12,7 @@
 use super::{people::Dice, seed};
 use crate::{
     budget::{snapshot as tree_snapshot, view::tree_view},
-    bulk_insert::{insert, Value},
+    bulk_insert::{insert, Value, RUN_COLUMNS, WORKLOAD_COLUMNS},
     db,
     reports::{review, rollup, usage},
     runtime::{config::RuntimeConfig, Runtime},
@@ -693,28 +693,7 @@ async fn write(
     insert(
         db,
         "workload",
-        &[
-            "workload_id",
-            "user_id",
-            "budget_node_id",
-            "name",
-            "command",
-            "gpus",
-            "min_runtime_s",
-            "resumable",
-            "priority",
-            "state",
-            "submitted_at",
-            "queued_at",
-            "first_started_at",
-            "started_at",
-            "protected_until",
-            "ended_at",
-            "exit_code",
-            "run_count",
-            "progress_s",
-            "log_tail",
-        ],
+        WORKLOAD_COLUMNS,
         g.workloads.iter().map(|w| {
             vec![
                 Value::Int(w.id),
@@ -745,19 +724,7 @@ async fn write(
     insert(
         db,
         "workload_run",
-        &[
-            "workload_id",
-            "node_id",
-            "gpu_indices",
-            "gpus",
-            "allocated",
-            "started_at",
-            "protected_until",
-            "charged_through",
-            "ended_at",
-            "end_kind",
-            "released_at",
-        ],
+        RUN_COLUMNS,
         g.runs.iter().map(|r| {
             let indices: Vec<String> = (0..r.gpus).map(|i| i.to_string()).collect();
             vec![

@@ -76,6 +76,20 @@ async fn record(
     .await?)
 }
 
+/// Request `id`, if `actor` may take it back (see [`policy::may_withdraw`]).
+async fn withdrawable(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    actor: &CurrentUser,
+    id: i64,
+) -> Result<repo::RequestRow, ServerError> {
+    let row = repo::request(&mut **tx, id)
+        .await?
+        .ok_or_else(|| ServerError::NotFound(format!("There is no change request {id}.")))?;
+    policy::may_withdraw(actor, row.proposer_id, row.state)
+        .map_err(|why| refusal(actor, &row, why))?;
+    Ok(row)
+}
+
 /// The proposer takes a waiting request back; it ends `withdrawn` and no one can decide it.
 pub async fn withdraw(
     pool: &AnyPool,
@@ -84,11 +98,7 @@ pub async fn withdraw(
     now: i64,
 ) -> Result<ChangeRequestView, ServerError> {
     let mut tx = crate::db::begin_write(pool).await?;
-    let row = repo::request(&mut *tx, id)
-        .await?
-        .ok_or_else(|| ServerError::NotFound(format!("There is no change request {id}.")))?;
-    policy::may_withdraw(actor, row.proposer_id, row.state)
-        .map_err(|why| refusal(actor, &row, why))?;
+    let row = withdrawable(&mut tx, actor, id).await?;
     repo::mark_withdrawn(&mut *tx, id, actor.id, None, now).await?;
     tx.commit().await?;
     tracing::info!(request = id, node = %row.path, proposer = %actor.username, "change request withdrawn");
@@ -105,11 +115,7 @@ pub async fn rebase(
     now: i64,
 ) -> Result<ChangeRequestView, ServerError> {
     let mut tx = crate::db::begin_write(pool).await?;
-    let row = repo::request(&mut *tx, id)
-        .await?
-        .ok_or_else(|| ServerError::NotFound(format!("There is no change request {id}.")))?;
-    policy::may_withdraw(actor, row.proposer_id, row.state)
-        .map_err(|why| refusal(actor, &row, why))?;
+    let row = withdrawable(&mut tx, actor, id).await?;
     if policy::shown_state(row.state, row.base_version, row.children_version) != ChangeState::Stale
     {
         return Err(ServerError::conflict(
