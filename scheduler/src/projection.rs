@@ -33,9 +33,9 @@
 //! ```
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
-use crate::cluster::NodeState;
+use crate::cluster::{NodeState, Placement};
 use crate::engine::Engine;
 use crate::ids::{Time, WorkloadId, DAY};
 use crate::reasons::{Action, AfterStop};
@@ -166,23 +166,27 @@ pub fn project(
     let mut until = now;
     while waiting > 0 && moments < limits.moments && t <= end_of_view {
         until = t;
-        // Runs that end now.
+        // Runs that end by now, taken off together.
+        let mut ended: HashMap<(WorkloadId, Time), Time> = HashMap::new();
         while let Some(&Reverse((at, id, started))) = ends.peek() {
             if at > t {
                 break;
             }
             ends.pop();
-            if let Some(i) = running
-                .iter()
-                .position(|r| r.spec.id == id && r.started_at == started)
-            {
-                let r = running.swap_remove(i);
-                if r.spec.is_allocated() {
-                    engine
-                        .ledger_mut()
-                        .stop_charging(r.spec.leaf, r.placement.gpu_count(), at);
+            ended.insert((id, started), at);
+        }
+        if !ended.is_empty() {
+            running.retain(|r| match ended.get(&(r.spec.id, r.started_at)) {
+                Some(&at) => {
+                    if r.spec.is_allocated() {
+                        engine
+                            .ledger_mut()
+                            .stop_charging(r.spec.leaf, r.placement.gpu_count(), at);
+                    }
+                    false
                 }
-            }
+                None => true,
+            });
         }
         let mut settle = Settle::new();
         while settle.next_pass() {
@@ -191,9 +195,12 @@ pub fn project(
                 running: &running,
                 queued: &queued,
             };
-            let decision = engine.decide(&view, t)?;
+            // Validated once above; every later state is one the engine's own actions made.
+            debug_assert_eq!(view.validate(engine.tree()), Ok(()));
+            let (decision, _) = engine.run_pass(&view, t, None);
             wake = decision.next_wake;
             settle.applied(&decision);
+            let mut placed: HashMap<WorkloadId, Placement> = HashMap::new();
             for action in decision.actions {
                 match action {
                     Action::Start {
@@ -201,26 +208,7 @@ pub fn project(
                         placement,
                         ..
                     } => {
-                        let Some(i) = queued.iter().position(|q| q.id == workload) else {
-                            continue;
-                        };
-                        let spec = queued.swap_remove(i);
-                        if let Some(slot @ None) = starts.get_mut(&workload) {
-                            *slot = Some(t);
-                            waiting -= 1;
-                        }
-                        if spec.is_allocated() {
-                            engine
-                                .ledger_mut()
-                                .start_charging(spec.leaf, placement.gpu_count(), t);
-                        }
-                        ends.push(Reverse((t + left[&workload], workload, t)));
-                        running.push(RunningWorkload {
-                            spec,
-                            started_at: t,
-                            placement,
-                            baseline_protected: false,
-                        });
+                        placed.insert(workload, placement);
                     }
                     Action::Preempt { workload, then, .. }
                     | Action::Drain { workload, then, .. } => {
@@ -235,6 +223,7 @@ pub fn project(
                                 t,
                             );
                         }
+                        // A workload stopped here is not started again in the same decision.
                         if then == AfterStop::Requeue {
                             let rest = left[&workload] - (t - r.started_at);
                             left.insert(workload, rest.max(1));
@@ -242,6 +231,35 @@ pub fn project(
                         }
                     }
                 }
+            }
+            // The starts leave the queue in one sweep, in queue order.
+            let mut starting = Vec::with_capacity(placed.len());
+            if !placed.is_empty() {
+                queued.retain(|q| match placed.remove(&q.id) {
+                    Some(placement) => {
+                        starting.push((*q, placement));
+                        false
+                    }
+                    None => true,
+                });
+            }
+            for (spec, placement) in starting {
+                if let Some(slot @ None) = starts.get_mut(&spec.id) {
+                    *slot = Some(t);
+                    waiting -= 1;
+                }
+                if spec.is_allocated() {
+                    engine
+                        .ledger_mut()
+                        .start_charging(spec.leaf, placement.gpu_count(), t);
+                }
+                ends.push(Reverse((t + left[&spec.id], spec.id, t)));
+                running.push(RunningWorkload {
+                    spec,
+                    started_at: t,
+                    placement,
+                    baseline_protected: false,
+                });
             }
         }
         moments += 1;

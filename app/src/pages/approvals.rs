@@ -271,15 +271,13 @@ fn hours(x: f64) -> String {
 }
 
 fn wait(s: Option<i64>) -> String {
-    s.map(crate::workloads::sentences::duration)
-        .unwrap_or_else(|| "—".into())
+    crate::workloads::sentences::duration_or_dash(s)
 }
 
 #[component]
 fn ImpactTable(view: ImpactView) -> impl IntoView {
     let gpus = f64::from(view.gpus);
     let share = move |f: f64| format!("{:.1}% ({:.1} GPUs)", f * 100.0, f * gpus);
-    let ratio = |r: Option<f64>| r.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into());
     view! {
         <div class="table-wrap">
         <table class="table compact impact">
@@ -310,8 +308,8 @@ fn ImpactTable(view: ImpactView) -> impl IntoView {
                             <td class="num">{share(r.share_proposed)}</td>
                             <td class="num">{hours(r.delivered_now_gpu_h)}</td>
                             <td class="num">{format!("{} ({}{})", hours(r.delivered_proposed_gpu_h), if change >= 0.0 { "+" } else { "" }, hours(change))}</td>
-                            <td class="num">{ratio(r.ratio_now)}</td>
-                            <td class="num">{ratio(r.ratio_proposed)}</td>
+                            <td class="num">{crate::workloads::sentences::ratio_or_dash(r.ratio_now)}</td>
+                            <td class="num">{crate::workloads::sentences::ratio_or_dash(r.ratio_proposed)}</td>
                             <td class="num">{wait(r.p90_wait_now_s)}</td>
                             <td class="num">{wait(r.p90_wait_proposed_s)}</td>
                         </tr>

@@ -13,7 +13,7 @@ use crate::{
     session::use_current_user,
     workloads::{
         api::{list_workloads, submit_choices},
-        sentences::duration,
+        sentences::duration_or_dash,
         WorkloadState,
     },
 };
@@ -264,7 +264,7 @@ fn QuarterCard() -> impl IntoView {
                                     <dt>"Worst team"</dt><dd>{pct(h.worst_team)}</dd>
                                     <dt>"Teams at ≥ 95%"</dt><dd>{format!("{} of {}", h.teams_at_95pct, h.teams)}</dd>
                                     <dt>"Occupancy"</dt><dd>{pct(h.occupancy)}</dd>
-                                    <dt>"Debug p90 wait"</dt><dd>{h.debug_p90_wait_s.map(duration).unwrap_or_else(|| "—".into())}</dd>
+                                    <dt>"Debug p90 wait"</dt><dd>{duration_or_dash(h.debug_p90_wait_s)}</dd>
                                 </dl>
                                 <p><a class="button button-quiet" href=format!("/reports?year={year}&quarter={quarter}")>{format!("Open the review of {}", r.label)}</a></p>
                             }.into_any()

@@ -14,7 +14,7 @@ use crate::{
         LabForm, LabResult, LabRunView, LabState,
     },
     pages::reports::pct,
-    workloads::sentences::{duration, moment},
+    workloads::sentences::{duration, duration_or_dash, moment, ratio_or_dash},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -59,8 +59,7 @@ fn RecentRuns(runs: Vec<LabRunView>) -> impl IntoView {
             }
         })
     };
-    let ratio = |v: Option<f64>| v.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into());
-    let wait = |v: Option<i64>| v.map(duration).unwrap_or_else(|| "—".into());
+    let (ratio, wait) = (ratio_or_dash, duration_or_dash);
     view! {
         <section class="card table-wrap" aria-labelledby="recent-runs">
             <h2 id="recent-runs">"Recent runs"</h2>
@@ -497,7 +496,7 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
         waits,
         teams,
     } = result;
-    let wait = |s: Option<i64>| s.map(duration).unwrap_or_else(|| "—".into());
+    let wait = duration_or_dash;
     view! {
         <p>{format!(
             "{} workloads on {} GPUs in {} hosts over {}.",

@@ -6,7 +6,7 @@ use crate::{
     pages::workloads::list::timing,
     workloads::{
         api::queue,
-        sentences::{start_estimate, start_estimate_short},
+        sentences::{ratio_or_dash, start_estimate, start_estimate_short},
     },
 };
 use leptos::prelude::*;
@@ -76,7 +76,7 @@ pub fn QueuePage() -> impl IntoView {
                                                 <td class="num">{row.leaf_rank}</td>
                                                 <td class="num">
                                                     <span class=ratio_class(row.leaf_ratio)>
-                                                        {row.leaf_ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into())}
+                                                        {ratio_or_dash(row.leaf_ratio)}
                                                     </span>
                                                 </td>
                                                 <td>{if row.allocated { "funded" } else { "free" }}</td>

@@ -11,7 +11,7 @@ use crate::{
         explain::shortfalls,
         Review,
     },
-    workloads::sentences::duration,
+    workloads::sentences::duration_or_dash,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -295,7 +295,7 @@ fn ReviewView(
             <Figure label="Hourly tracking" value=pct(h.hourly) note="owed delivered when owed" />
             <Figure label="Occupancy" value=pct(h.occupancy) note="reference: 98%" />
             <Figure label="Unallocated" value=pct(h.unallocated_fraction) note="of busy time" />
-            <Figure label="Debug p90 wait" value=h.debug_p90_wait_s.map(duration).unwrap_or_else(|| "—".into()) note="reference: 30 s" />
+            <Figure label="Debug p90 wait" value=duration_or_dash(h.debug_p90_wait_s) note="reference: 30 s" />
         </section>
         {(!has_data).then(|| view! { <p class="card empty">{format!("No usage was recorded in {}.", review.label)}</p> })}
         {
@@ -364,8 +364,8 @@ fn ReviewView(
                                 <td class="num">{gpu_h(r.delivered_gpu_h)}</td>
                                 <td class="num"><span class=ratio_class>{pct(r.delivered_over_owed)}</span></td>
                                 <td class="num">{gpu_h(r.unallocated_gpu_h)}</td>
-                                <td class="num">{r.wait_p50_s.map(duration).unwrap_or_else(|| "—".into())}</td>
-                                <td class="num">{r.wait_p90_s.map(duration).unwrap_or_else(|| "—".into())}</td>
+                                <td class="num">{duration_or_dash(r.wait_p50_s)}</td>
+                                <td class="num">{duration_or_dash(r.wait_p90_s)}</td>
                             </tr>
                         }
                     }).collect_view()}

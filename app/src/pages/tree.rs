@@ -172,7 +172,7 @@ fn TreeRow(
             <td class="num">{percent(node.fraction)}</td>
             <td>{node.owners.join(", ")}</td>
             <td class="num">
-                <span class=ratio_class(node.ratio)>{node.ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into())}</span>
+                <span class=ratio_class(node.ratio)>{crate::workloads::sentences::ratio_or_dash(node.ratio)}</span>
                 {node.ratio.map(|r| view! { <span class="visually-hidden">{if r < 1.0 { " (under-served)" } else { " (over-served)" }}</span> })}
             </td>
             <td class="actions">

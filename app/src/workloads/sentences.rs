@@ -69,6 +69,18 @@ pub fn start_estimate(e: &StartEstimate, now: i64) -> String {
     }
 }
 
+/// A duration, or `—` where there is none.
+pub fn duration_or_dash(seconds: Option<i64>) -> String {
+    seconds.map(duration).unwrap_or_else(|| "—".into())
+}
+
+/// A usage ratio to two places, or `—` where there is none.
+pub fn ratio_or_dash(value: Option<f64>) -> String {
+    value
+        .map(|r| format!("{r:.2}"))
+        .unwrap_or_else(|| "—".into())
+}
+
 pub fn ratio(value: Option<f64>) -> String {
     value
         .map(|r| format!("{r:.2}"))

@@ -9,8 +9,8 @@ use crate::{
         api::{get_workload_detail, CancelWorkload},
         reasons::Event,
         sentences::{
-            clock, drain, duration, preemption, rank_in_words, start_estimate, stop_reason,
-            waiting_for,
+            clock, drain, duration, preemption, rank_in_words, ratio_or_dash, start_estimate,
+            stop_reason, waiting_for,
         },
         EventView, QueueExplanation, StartEstimate, WorkloadDetail, WorkloadState,
     },
@@ -236,8 +236,8 @@ fn WhyWaiting(queue: QueueExplanation, estimate: Option<StartEstimate>) -> impl 
                     {queue.path.iter().map(|step| view! {
                         <tr>
                             <td>{step.path.clone()}</td>
-                            <td class="num">{step.ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into())}</td>
-                            <td class="num">{step.recent_ratio.map(|r| format!("{r:.2}")).unwrap_or_else(|| "—".into())}</td>
+                            <td class="num">{ratio_or_dash(step.ratio)}</td>
+                            <td class="num">{ratio_or_dash(step.recent_ratio)}</td>
                             <td class="num">{format!("{} of {}", step.sibling_rank, step.siblings)}</td>
                         </tr>
                     }).collect_view()}
