@@ -9,6 +9,7 @@ use crate::{
     budget::org_file::OrgFile,
     bulk_insert::{insert, Value, RUN_COLUMNS, WORKLOAD_COLUMNS},
     nodes::repo as node_repo,
+    runtime::snapshot::format_indices,
     ServerError,
 };
 use scheduler::sim::{
@@ -200,8 +201,12 @@ async fn workloads(
             continue;
         };
         let first = segs.iter().map(|s| s.start).min().unwrap_or(last.start);
-        let ran: i64 = segs.iter().map(|s| s.end - s.start).sum::<i64>() / segs.len().max(1) as i64;
-        rows.push((*row, *user, leaf, w, state, first, last, ran, segs.len()));
+        // A run on several hosts is one segment per host: count each run once.
+        let mut spans: Vec<(i64, i64)> = segs.iter().map(|s| (s.start, s.end)).collect();
+        spans.sort_unstable();
+        spans.dedup();
+        let ran: i64 = spans.iter().map(|(from, to)| to - from).sum();
+        rows.push((*row, *user, leaf, w, state, first, last, ran, spans.len()));
         for s in segs {
             let node = nodes.get(s.node.0 as usize).copied().unwrap_or(nodes[0]);
             let kind = match s.end_kind {
@@ -261,11 +266,10 @@ async fn workloads(
         "workload_run",
         RUN_COLUMNS,
         run_rows.iter().map(|(row, node, s, kind)| {
-            let indices: Vec<String> = s.gpus.indices().map(|i| i.to_string()).collect();
             vec![
                 Value::Int(id(*row)),
                 Value::Int(*node),
-                Value::Text(indices.join(",")),
+                Value::Text(format_indices(s.gpus)),
                 Value::Int(i64::from(s.gpus.count())),
                 Value::Int(i64::from(s.allocated)),
                 Value::Int(start + s.start),

@@ -726,11 +726,12 @@ async fn write(
         "workload_run",
         RUN_COLUMNS,
         g.runs.iter().map(|r| {
+            // As the runtime writes them (`runtime::snapshot::format_indices`).
             let indices: Vec<String> = (0..r.gpus).map(|i| i.to_string()).collect();
             vec![
                 Value::Int(r.workload_id),
                 Value::Int(ids.nodes[(r.node_id - 1) as usize]),
-                Value::Text(indices.join(",")),
+                Value::Text(indices.join(";")),
                 Value::Int(r.gpus),
                 Value::Int(i64::from(r.allocated)),
                 Value::Int(r.started_at),

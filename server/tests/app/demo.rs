@@ -142,6 +142,17 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
     .await
     .unwrap();
     assert_eq!(in_progress, 0, "ended workloads with a run in progress");
+    // Their runs read as the runtime writes them: GPUs as `0;1;2`, a gang's hosts one run.
+    let (comma_lists, miscounted): (i64, i64) = sqlx::query_as(
+        "select (select count(*) from workload_run where gpu_indices like '%,%'),
+                (select count(*) from workload w where w.run_count <>
+                    (select count(distinct r.started_at) from workload_run r
+                     where r.workload_id = w.workload_id))",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((comma_lists, miscounted), (0, 0));
     let run_gpu_s = run_gpu_s as f64;
     assert!(
         run_gpu_s <= charged * 1.001 && run_gpu_s >= charged * 0.8,
