@@ -83,15 +83,20 @@ ensure_openssl() {
 }
 
 # Builds the site (wasm, JS, CSS) and the server binary with cargo-leptos.
+# Every page's view is a wasm chunk of its own (`--split`, needed by the lazy routes); a release
+# build also writes each file brotli- and gzip-compressed beside it (`--precompress`). The build
+# names the JS, wasm and CSS by content (`hash-files`) and lists the names in hash.txt beside the
+# binary; the server reads it from the site root, so it is copied there.
 # Sets SITE_ROOT and HOURGLASS_BIN.
 build_site() {
   local mode="${1:-debug}"
   say "Building the app with cargo-leptos ($mode)"
-  local flags=()
-  [ "$mode" = release ] && flags+=(--release)
+  local flags=(--split)
+  [ "$mode" = release ] && flags+=(--release --precompress)
   (cd "$ROOT" && CARGO_TARGET_DIR="$LEPTOS_TARGET_DIR" cargo leptos build "${flags[@]}")
   SITE_ROOT="$ROOT/target/site"
   HOURGLASS_BIN="$LEPTOS_TARGET_DIR/$mode/hourglass"
+  cp "$LEPTOS_TARGET_DIR/$mode/hash.txt" "$SITE_ROOT/hash.txt"
   export SITE_ROOT HOURGLASS_BIN
 }
 

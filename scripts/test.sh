@@ -2,7 +2,9 @@
 # Runs every test: formatting, lints, unit and integration tests (on SQLite, then the server's again
 # on PostgreSQL when HOURGLASS_TEST_POSTGRES_URL is set), bounded fuzzing of the input parsers,
 # then browser tests against the real server
-# in Debian's Chromium. Installs whatever is missing first. Usage: scripts/test.sh
+# in Debian's Chromium, then the page-weight check on the release build (bytes of a first and a
+# second visit against their budgets; time to interactive printed). Installs whatever is missing
+# first. Usage: scripts/test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
@@ -59,3 +61,7 @@ build_site debug
 
 say "Browser tests (Chromium)"
 HOURGLASS_BIN="$HOURGLASS_BIN" HOURGLASS_SITE_ROOT="$SITE_ROOT" node --test --test-concurrency=1 e2e/tests/*.test.mjs
+
+build_site release
+say "Page weight (release build): first and second visits; time to interactive"
+HOURGLASS_BIN="$HOURGLASS_BIN" HOURGLASS_SITE_ROOT="$SITE_ROOT" node --test --test-concurrency=1 e2e/weight/*.test.mjs

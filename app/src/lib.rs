@@ -17,6 +17,7 @@ pub mod names;
 pub mod nodes;
 pub mod pages;
 pub mod reports;
+mod routes;
 pub mod session;
 pub mod settings;
 pub mod tokens;
@@ -25,25 +26,10 @@ pub mod workloads;
 
 use components::shell::{Footer, Header};
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path,
-};
-use pages::{
-    approvals::ApprovalsPage,
-    home::HomePage,
-    lab::{LabComparePage, LabPage, LabRunPage},
-    login::LoginPage,
-    nodes::NodesPage,
-    not_found::NotFound,
-    queue::QueuePage,
-    reports::ReportsPage,
-    settings::SettingsPage,
-    tokens::TokensPage,
-    tree::TreePage,
-    users::UsersPage,
-    workloads::{detail::WorkloadPage, list::WorkloadsPage, submit::SubmitPage},
+    path, Lazy,
 };
 
 /// The HTML document the server renders around [`App`].
@@ -59,6 +45,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="color-scheme" content="light dark" />
                 <link rel="icon" href="/favicon.ico" />
                 <AutoReload options=options.clone() />
+                <HashedStylesheet options=options.clone() id="leptos" />
                 <HydrationScripts options />
                 <MetaTags />
             </head>
@@ -96,16 +83,7 @@ object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 pub fn App() -> impl IntoView {
     provide_meta_context();
     session::provide_current_user();
-    // Effects run only in the browser, once the page is live: mark it so tests (and people
-    // debugging) can tell a hydrated page from server-rendered HTML.
-    Effect::new(|_| {
-        if let Some(root) = document().document_element() {
-            let _ = root.set_attribute("data-hydrated", "true");
-        }
-    });
-
     view! {
-        <Stylesheet id="leptos" href="/pkg/hourglass.css" />
         <Title formatter=|page: String| {
             if page.is_empty() { "Hourglass".to_string() } else { format!("{page} · Hourglass") }
         } />
@@ -113,23 +91,23 @@ pub fn App() -> impl IntoView {
             <a class="skip-link" href="#main">"Skip to content"</a>
             <Header />
             <main id="main" class="page">
-                <Routes fallback=NotFound>
-                    <Route path=path!("") view=HomePage />
-                    <Route path=path!("/login") view=LoginPage />
-                    <Route path=path!("/users") view=UsersPage />
-                    <Route path=path!("/workloads") view=WorkloadsPage />
-                    <Route path=path!("/workloads/new") view=SubmitPage />
-                    <Route path=path!("/workloads/:id") view=WorkloadPage />
-                    <Route path=path!("/queue") view=QueuePage />
-                    <Route path=path!("/nodes") view=NodesPage />
-                    <Route path=path!("/tokens") view=TokensPage />
-                    <Route path=path!("/settings") view=SettingsPage />
-                    <Route path=path!("/tree") view=TreePage />
-                    <Route path=path!("/approvals") view=ApprovalsPage />
-                    <Route path=path!("/reports") view=ReportsPage />
-                    <Route path=path!("/lab") view=LabPage />
-                    <Route path=path!("/lab/:id") view=LabRunPage />
-                    <Route path=path!("/lab/compare/:a/:b") view=LabComparePage />
+                <Routes fallback=pages::not_found::NotFound>
+                    <Route path=path!("") view={Lazy::<routes::HomePageRoute>::new()} />
+                    <Route path=path!("/login") view={Lazy::<routes::LoginPageRoute>::new()} />
+                    <Route path=path!("/users") view={Lazy::<routes::UsersPageRoute>::new()} />
+                    <Route path=path!("/workloads") view={Lazy::<routes::WorkloadsPageRoute>::new()} />
+                    <Route path=path!("/workloads/new") view={Lazy::<routes::SubmitPageRoute>::new()} />
+                    <Route path=path!("/workloads/:id") view={Lazy::<routes::WorkloadPageRoute>::new()} />
+                    <Route path=path!("/queue") view={Lazy::<routes::QueuePageRoute>::new()} />
+                    <Route path=path!("/nodes") view={Lazy::<routes::NodesPageRoute>::new()} />
+                    <Route path=path!("/tokens") view={Lazy::<routes::TokensPageRoute>::new()} />
+                    <Route path=path!("/settings") view={Lazy::<routes::SettingsPageRoute>::new()} />
+                    <Route path=path!("/tree") view={Lazy::<routes::TreePageRoute>::new()} />
+                    <Route path=path!("/approvals") view={Lazy::<routes::ApprovalsPageRoute>::new()} />
+                    <Route path=path!("/reports") view={Lazy::<routes::ReportsPageRoute>::new()} />
+                    <Route path=path!("/lab") view={Lazy::<routes::LabPageRoute>::new()} />
+                    <Route path=path!("/lab/:id") view={Lazy::<routes::LabRunPageRoute>::new()} />
+                    <Route path=path!("/lab/compare/:a/:b") view={Lazy::<routes::LabComparePageRoute>::new()} />
                 </Routes>
             </main>
             <Footer />
@@ -137,9 +115,20 @@ pub fn App() -> impl IntoView {
     }
 }
 
+/// Hydrates the page. Each route's view is a chunk of its own (see [`routes`]): hydration waits
+/// for the current page's chunk, then marks the page hydrated (`data-hydrated` on `<html>`), so
+/// tests (and people debugging) can tell a live page from server-rendered HTML.
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(App);
+    // `hydrate_from_async` starts Leptos's executor on wasm-bindgen's; it runs on that one.
+    wasm_bindgen_futures::spawn_local(async {
+        leptos::mount::hydrate_from_async(document().body().expect("a <body>"), App)
+            .await
+            .forget();
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-hydrated", "true");
+        }
+    });
 }

@@ -58,7 +58,7 @@ describe('charts', () => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'lee', 'hourglass-demo');
       await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
-      assert.equal(await page.locator('script[src="/assets/echarts.min.js"]').count(), 0, 'no echarts outside chart pages');
+      assert.equal(await page.locator('script[src="/assets/echarts-5.6.0-hourglass.min.js"]').count(), 0, 'no echarts outside chart pages');
 
       await page.goto(`${server.url}/reports`);
       await waitForHydration(page);
@@ -109,7 +109,7 @@ describe('charts', () => {
       await signIn(page, server.url, 'lee', 'hourglass-demo');
       await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
       await waitForHydration(page);
-      // Client-side: echarts.min.js is added to the page and loads after the chart's effect runs.
+      // Client-side: ECharts is added to the page and loads after the chart's effect runs.
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Budget tree' }).click();
       const recent = page.getByRole('region', { name: 'Allocation vs delivered, last two weeks' });
       await waitForChart(page, recent.getByRole('img', { name: /^GPU-hours per day for the cluster/ }));

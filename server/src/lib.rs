@@ -29,6 +29,7 @@ pub mod secrets;
 pub mod serve;
 pub mod settings;
 pub mod simulate;
+pub mod site;
 pub mod state;
 pub mod tokens;
 pub mod users;

@@ -7,15 +7,12 @@ use crate::{
     runtime::{config::RuntimeConfig, Runtime},
     AppState, ServerError,
 };
-use leptos::config::{Env, LeptosOptions};
-use std::{path::Path, time::Duration};
+use leptos::config::LeptosOptions;
+use std::time::Duration;
 use tower_sessions::ExpiredDeletion;
 
-/// The name cargo-leptos gives the site's JS, wasm and CSS files (`[[workspace.metadata.leptos]] name`).
-pub const OUTPUT_NAME: &str = "hourglass";
-
 pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
-    check_site_root(&args.site_root)?;
+    crate::site::Bundle::read(&args.site_root)?.check(&args.site_root)?;
     let pool = db::open(database).await?;
     let control_pool = db::connect_control(database).await?;
     let sessions = db::SessionStore::open(database).await?;
@@ -95,19 +92,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
 }
 
 pub fn leptos_options(args: &ServeArgs) -> Result<LeptosOptions, ServerError> {
-    let site_root = args.site_root.to_str().ok_or_else(|| {
-        ServerError::Config(format!(
-            "the site root {} is not valid UTF-8",
-            args.site_root.display()
-        ))
-    })?;
-    Ok(LeptosOptions::builder()
-        .output_name(OUTPUT_NAME)
-        .site_root(site_root)
-        .site_pkg_dir("pkg")
-        .site_addr(args.addr)
-        .env(Env::PROD)
-        .build())
+    crate::site::leptos_options(&args.site_root, args.addr)
 }
 
 pub fn runtime_config(args: &ServeArgs) -> RuntimeConfig {
@@ -117,28 +102,6 @@ pub fn runtime_config(args: &ServeArgs) -> RuntimeConfig {
         ..RuntimeConfig::default()
     }
 }
-
-/// Without the built JS and wasm the pages would still answer 200 but never come alive; say so.
-fn check_site_root(site_root: &Path) -> Result<(), ServerError> {
-    for ext in ["js", "wasm", "css"] {
-        let file = site_root.join("pkg").join(format!("{OUTPUT_NAME}.{ext}"));
-        let file = if ext == "wasm" && !file.exists() {
-            site_root.join("pkg").join(format!("{OUTPUT_NAME}_bg.wasm"))
-        } else {
-            file
-        };
-        if !file.is_file() {
-            return Err(ServerError::Config(format!(
-                "the site root {} has no built {}; build the site with `cargo leptos build` \
-                 (or run scripts/run.sh) and point HOURGLASS_SITE_ROOT / --site-root at its folder",
-                site_root.display(),
-                file.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
 async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;

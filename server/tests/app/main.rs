@@ -5,6 +5,7 @@
 mod agent;
 mod api;
 mod auth;
+mod delivery;
 mod demo;
 mod faults;
 mod governance;

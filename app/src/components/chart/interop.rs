@@ -8,7 +8,7 @@ use std::time::Duration;
 use web_sys::js_sys::{Function, Reflect};
 use web_sys::wasm_bindgen::{JsCast, JsValue};
 
-/// How long to wait for echarts.min.js and the element, in 50 ms steps (the script loads
+/// How long to wait for ECharts and the element, in 50 ms steps (the script loads
 /// asynchronously after a client-side navigation).
 const TRIES: u32 = 400;
 

@@ -1,7 +1,8 @@
 //! Charts drawn in the browser with charming (ECharts). The server renders a labelled placeholder
 //! with a loading text and a caption that states the figures in words; on the client an effect
-//! draws the chart once the global `echarts` (public/assets/echarts.min.js, loaded by
-//! [`ChartScript`] on pages with charts) is there. The server never depends on charming.
+//! draws the chart once the global `echarts` is there: ECharts with only the bar and line charts
+//! (public/assets/echarts-5.6.0-hourglass.min.js, built by scripts/vendor-echarts.sh), loaded by
+//! [`ChartScript`] on pages with charts. The server never depends on charming.
 
 mod activity;
 #[cfg(feature = "hydrate")]
@@ -18,7 +19,7 @@ use leptos_meta::Script;
 /// Loads ECharts. Put it once on every page that shows a chart, not in the shell.
 #[component]
 pub fn ChartScript() -> impl IntoView {
-    view! { <Script src="/assets/echarts.min.js" /> }
+    view! { <Script src="/assets/echarts-5.6.0-hourglass.min.js" /> }
 }
 
 /// What a chart shows; drawn on the client, described in words on both sides.
