@@ -72,10 +72,6 @@ pub fn build_app(state: AppState) -> Router {
         ))
         .layer(session::layer(&state))
         .layer(middleware::from_fn(crate::site::cache_pages))
-        // The site's files need no session, so they are served outside its layers.
-        .merge(crate::site::files(std::path::Path::new(
-            state.leptos_options.site_root.as_ref(),
-        )))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             crate::guard::origin::same_origin_writes,
@@ -88,6 +84,11 @@ pub fn build_app(state: AppState) -> Router {
                 .layer(TraceLayer::new_for_http().make_span_with(request_span))
                 .layer(PropagateRequestIdLayer::x_request_id()),
         )
+        // The site's files need no session, request id or page headers: a page loads a hundred
+        // or more small wasm chunks, and each header line is paid on every one of them.
+        .merge(crate::site::files(std::path::Path::new(
+            state.leptos_options.site_root.as_ref(),
+        )))
         .with_state(state)
 }
 

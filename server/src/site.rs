@@ -20,7 +20,7 @@ use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
 };
-use tower_http::services::{ServeDir, ServeFile};
+use tower_http::services::ServeDir;
 
 /// The name cargo-leptos gives the site's JS, wasm and CSS files (`[[workspace.metadata.leptos]] name`).
 pub const OUTPUT_NAME: &str = "hourglass";
@@ -143,10 +143,8 @@ pub fn files<S: Clone + Send + Sync + 'static>(site_root: &Path) -> Router<S> {
     Router::new()
         .nest_service("/pkg", dir("pkg"))
         .nest_service("/assets", dir("assets"))
-        .route_service(
-            "/favicon.ico",
-            ServeFile::new(site_root.join("favicon.ico")),
-        )
+        // A directory service for the one file: `ServeFile` would ignore the precompressed copies.
+        .route_service("/favicon.ico", dir(""))
         .layer(middleware::from_fn(cache_files))
 }
 
@@ -175,17 +173,29 @@ fn has_content_hash(name: &str) -> bool {
     })
 }
 
+/// A file's headers: how long to keep it, that its type is not to be guessed (scripts), and that
+/// its bytes depend on `Accept-Encoding` (shared caches keep one copy per encoding). A file kept
+/// for good needs no `Last-Modified` (nobody revalidates it); the page-only headers (content
+/// security policy, framing, referrer) mean nothing for a script or wasm module.
 async fn cache_files(request: Request, next: Next) -> Response {
     let path = request.uri().path().to_string();
     let mut response = next.run(request).await;
-    if matches!(
+    let sent = matches!(
         response.status(),
         StatusCode::OK | StatusCode::NOT_MODIFIED | StatusCode::PARTIAL_CONTENT
-    ) {
-        response.headers_mut().insert(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static(file_cache(&path)),
-        );
+    );
+    let headers = response.headers_mut();
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if sent {
+        let cache = file_cache(&path);
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+        if cache == IMMUTABLE {
+            headers.remove(header::LAST_MODIFIED);
+        }
     }
     response
 }

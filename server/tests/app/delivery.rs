@@ -154,6 +154,10 @@ async fn the_sites_files_go_precompressed_and_hashed_names_are_kept_a_year() {
     let (status, headers, _) = get(&app, "/pkg/hourglass.css", "br", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(header(&headers, header::CACHE_CONTROL), "no-cache");
+    assert!(
+        headers.get(header::LAST_MODIFIED).is_some(),
+        "revalidated by date"
+    );
 
     // Vendored assets carry their version in their name.
     let (status, headers, _) = get(&app, "/assets/echarts-5.6.0-hourglass.min.js", "", None).await;
