@@ -120,9 +120,20 @@ impl Bundle {
         for name in [&self.js, &self.wasm, &self.css] {
             let file = site_root.join("pkg").join(name);
             if !file.is_file() {
+                // A build with `hash-files` names its files by content and lists the names in
+                // the hash.txt it writes beside the binary; without that list here, the plain
+                // names are looked for and not found.
+                let hint = if hash_file(site_root).is_none() {
+                    format!(
+                        " (if the build named its files by content, copy the {HASH_FILE} it wrote \
+                         beside the binary into the site root, as scripts/lib.sh does)"
+                    )
+                } else {
+                    String::new()
+                };
                 return Err(ServerError::Config(format!(
-                    "the site root {} has no built {}; build the site with `cargo leptos build` \
-                     (or run scripts/run.sh) and point HOURGLASS_SITE_ROOT / --site-root at its folder",
+                    "the site root {} has no built {}; build the site with `cargo leptos build --split` \
+                     (or run scripts/run.sh) and point HOURGLASS_SITE_ROOT / --site-root at its folder{hint}",
                     site_root.display(),
                     file.display()
                 )));
@@ -260,6 +271,11 @@ mod tests {
             Bundle::read(dir.path()).expect("plain").wasm,
             "hourglass.wasm"
         );
+        let error = Bundle::read(dir.path())
+            .unwrap()
+            .check(dir.path())
+            .expect_err("nothing built");
+        assert!(error.to_string().contains("copy the hash.txt"), "{error}");
         std::fs::write(
             dir.path().join(HASH_FILE),
             "js: aaaaaaaaaaaaaaaaaaaaa1\nwasm: bbbbbbbbbbbbbbbbbbbbb2\ncss: ccccccccccccccccccccc3\n",
