@@ -172,15 +172,16 @@ pub fn file_cache(path: &str) -> &'static str {
     }
 }
 
-/// Whether a file name carries a hash of its content: a dot-separated part of 16 or more URL-safe
-/// base64 characters with a digit in it (`hourglass.x1Yz…22.wasm`).
+/// Whether a file name carries a hash of its content: a dot-separated part of exactly 22 URL-safe
+/// base64 characters, as cargo-leptos writes an MD5 (`hourglass.x1Yz….wasm`, `chunk_44.moPA….wasm`;
+/// a hash need not hold a digit), and not the splitter's placeholder of 22 underscores.
 fn has_content_hash(name: &str) -> bool {
     name.split('.').any(|part| {
-        part.len() >= 16
+        part.len() == 22
             && part
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            && part.bytes().any(|b| b.is_ascii_digit())
+            && part.bytes().any(|b| b != b'_')
     })
 }
 
@@ -234,10 +235,19 @@ mod tests {
     #[test]
     fn hashed_build_files_are_kept_a_year_and_plain_ones_revalidated() {
         assert_eq!(
-            file_cache("/pkg/hourglass.Xy3_-abcdEFGH12345678.wasm"),
+            file_cache("/pkg/hourglass.Xy3_-abcdEFGH123456789.wasm"),
             IMMUTABLE
         );
         assert_eq!(file_cache("/pkg/hourglass.wasm"), "no-cache");
+        // Hashes without a digit are hashes too (these were sent `no-cache` and fetched again).
+        assert_eq!(
+            file_cache("/pkg/chunk_44.moPAJKALJryfSsciwTIwzg.wasm"),
+            IMMUTABLE
+        );
+        assert_eq!(
+            file_cache("/pkg/__wasm_split.______________________.js"),
+            "no-cache"
+        );
         assert_eq!(file_cache("/pkg/hourglass.css"), "no-cache");
         assert_eq!(file_cache("/assets/echarts-5.6.0.min.js"), IMMUTABLE);
         assert_eq!(file_cache("/favicon.ico"), FAVICON);
