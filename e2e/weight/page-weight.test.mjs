@@ -13,7 +13,7 @@ const BUDGET = { '/login': 400 * KB, '/workloads': 400 * KB, '/reports': 800 * K
 const SITE_FILE = /^\/(pkg|assets)\/|^\/favicon\.ico$/;
 
 /**
- * Records every response of `page` through the DevTools protocol: its path, kind, bytes on the
+ * Records every response of `page` through the DevTools protocol: its path, bytes on the
  * wire (headers included, as compressed) and whether the cache answered it.
  */
 async function recordTransfers(page) {
@@ -28,14 +28,12 @@ async function recordTransfers(page) {
   cdp.on('Network.requestServedFromCache', (e) => { entry(e.requestId).fromCache = true; });
   cdp.on('Network.responseReceived', (e) => {
     const r = entry(e.requestId);
-    r.type = e.type;
     r.mime = e.response.mimeType;
     r.encoding = e.response.headers['content-encoding'] || e.response.headers['Content-Encoding'] || '';
     if (e.response.fromDiskCache || e.response.fromMemoryCache || e.response.fromPrefetchCache) r.fromCache = true;
   });
   cdp.on('Network.loadingFinished', (e) => { entry(e.requestId).bytes = e.encodedDataLength; });
   return {
-    cdp,
     take() {
       const list = [...requests.values()]
         .filter((r) => r.url && !r.url.startsWith('data:') && r.mime !== 'text/event-stream')
@@ -54,7 +52,7 @@ function describeTransfers(list) {
 
 const total = (list) => list.reduce((sum, r) => sum + (r.fromCache ? 0 : r.bytes), 0);
 
-/** Opens `path` and waits until the page is hydrated and nothing more is loading. */
+/** Opens `url` and waits until the page is hydrated and nothing more is loading. */
 async function visit(page, url) {
   await page.goto(url, { waitUntil: 'networkidle' });
   await page.locator('html[data-hydrated="true"]').waitFor({ state: 'attached', timeout: 30_000 });

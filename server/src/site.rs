@@ -29,9 +29,9 @@ pub const OUTPUT_NAME: &str = "hourglass";
 pub const HASH_FILE: &str = "hash.txt";
 
 /// Kept a year and never revalidated: the name changes when the content does.
-pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 /// Asked for on every visit (pages carry the signed-in person's data and the current file names).
-pub const PAGE: &str = "no-cache, private";
+const PAGE: &str = "no-cache, private";
 /// The favicon has a fixed name; a day is long enough not to matter and short enough to change.
 const FAVICON: &str = "public, max-age=86400";
 
@@ -71,7 +71,7 @@ fn hash_file(site_root: &Path) -> Option<PathBuf> {
 }
 
 /// The files a page loads (`pkg/…`), under the names the build gave them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Bundle {
     pub js: String,
     pub wasm: String,
@@ -160,7 +160,7 @@ pub fn files<S: Clone + Send + Sync + 'static>(site_root: &Path) -> Router<S> {
 }
 
 /// How long a browser may keep a file, by its path.
-pub fn file_cache(path: &str) -> &'static str {
+fn file_cache(path: &str) -> &'static str {
     let name = path.rsplit('/').next().unwrap_or("");
     if path == "/favicon.ico" {
         FAVICON
@@ -212,7 +212,7 @@ async fn cache_files(request: Request, next: Next) -> Response {
     response
 }
 
-/// Pages are asked for on every visit; so is anything else that did not say how to cache it.
+/// Pages (HTML) are asked for on every visit, unless the handler said otherwise.
 pub async fn cache_pages(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let is_page = response
