@@ -138,7 +138,7 @@ async fn sync(
         )
         .await?);
     }
-    let decide = woke || !ended.is_empty();
+    let runs_ended = !ended.is_empty();
     if !first.release.is_empty() {
         // Released GPUs may let runs held for them start here: this node is concerned too.
         ended.insert(node.node_id);
@@ -146,8 +146,10 @@ async fn sync(
     if !ended.is_empty() {
         runtime.announce_nodes(ended);
     }
-    if decide {
+    if woke {
         runtime.wake();
+    } else if runs_ended {
+        runtime.wake_for_workloads();
     }
 
     // Never hold a sync past the heartbeat interval, or the node would look silent.

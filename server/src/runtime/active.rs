@@ -16,7 +16,7 @@ use crate::ServerError;
 use sqlx::AnyConnection;
 use std::{
     collections::BTreeSet,
-    sync::Arc,
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -56,6 +56,52 @@ pub struct Copy {
     epoch: i64,
 }
 
+/// Writes to workloads this process has under way: how many have begun, and how many of them are
+/// not yet named as changed. A check of the copy against the database while one is under way
+/// could see it committed and not yet named, and read everything again for nothing (with 50
+/// submissions a second that was nearly every check).
+#[derive(Debug, Default)]
+pub struct Writes(Mutex<(u64, u32)>);
+
+impl Writes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, u32)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn begin(&self) {
+        let mut w = self.lock();
+        w.0 += 1;
+        w.1 += 1;
+    }
+
+    /// The write is named (or came to nothing).
+    pub fn end(&self) {
+        let mut w = self.lock();
+        w.1 = w.1.saturating_sub(1);
+    }
+
+    /// How many writes have begun, when none is under way.
+    pub fn quiet(&self) -> Option<u64> {
+        let w = self.lock();
+        (w.1 == 0).then_some(w.0)
+    }
+
+    fn begun(&self) -> u64 {
+        self.lock().0
+    }
+}
+
+/// Whether bringing the copy up to date may compare it with the database (see [`CHECK_EVERY`]).
+/// Only the scheduler's pass does: its own decisions are named before it reads again, while a
+/// page reading between a decision's commit and its naming would find the copy behind. `quiet`
+/// is [`Writes::quiet`] when the named changes were taken: the check is made only if no write
+/// was under way then and none began before the database was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    WhenDue { quiet: Option<u64> },
+    Never,
+}
+
 /// Brings `copy` up to date with what changed and returns it: re-reads the named workloads, or
 /// everything when `changed` names what it cannot, the epoch moved on or the copy is old. On an
 /// error the copy is dropped (the next read is whole), since the changes taken are lost.
@@ -63,6 +109,8 @@ pub async fn bring_up_to_date(
     copy: &mut Option<Copy>,
     changed: Changed,
     epoch: i64,
+    check: Check,
+    writes: &Writes,
     db: &mut AnyConnection,
 ) -> Result<Arc<Active>, ServerError> {
     let incremental = copy.as_ref().is_some_and(|c| {
@@ -79,12 +127,19 @@ pub async fn bring_up_to_date(
         }
         _ => None,
     };
-    if let Some(c) = kept
+    let quiet = match check {
+        Check::WhenDue { quiet } => quiet,
+        Check::Never => None,
+    };
+    if let Some((c, quiet)) = kept
         .as_mut()
         .filter(|c| c.checked_at.elapsed() >= CHECK_EVERY)
+        .zip(quiet)
     {
         let stored = repo::active_summary(&mut *db).await?;
-        if stored != c.active.summary() {
+        if writes.begun() != quiet {
+            // A write began meanwhile: checked at a later pass.
+        } else if stored != c.active.summary() {
             tracing::info!("workloads changed outside this server; reading them all again");
             kept = None;
         } else {

@@ -51,9 +51,35 @@ struct Inner {
     active: tokio::sync::Mutex<Option<active::Copy>>,
     /// Workloads changed since the copy was brought up to date.
     changed: Mutex<active::Changed>,
-    /// The snapshot the leader's latest pass decided on, with the queue's generation when it began
-    /// reading: pages on the leader read it instead of building their own.
-    latest: watch::Sender<Option<(u64, Arc<Option<snapshot::Snapshot>>)>>,
+    /// Writes to workloads under way (see [`Runtime::writing_workloads`]).
+    writes: active::Writes,
+    /// A page was served a result built before changes it came after: pages are told to look
+    /// again shortly (see [`Runtime::served_behind`]).
+    pages_behind: std::sync::atomic::AtomicBool,
+    /// The snapshot the leader's latest pass decided on: pages on the leader read it, or build
+    /// on it, instead of reading their own (see [`Runtime::page_source`]).
+    latest: watch::Sender<Option<PassSnapshot>>,
+}
+
+/// The snapshot a pass decided on, with the queue's generation and shape when it began reading.
+struct PassSnapshot {
+    generation: u64,
+    shape: u64,
+    read_at: std::time::Instant,
+    snapshot: Arc<Option<snapshot::Snapshot>>,
+}
+
+/// What a page's snapshot is made of on this replica (see [`Runtime::page_source`]).
+pub enum PageSource {
+    /// The latest pass's snapshot: nothing changed since that pass read it.
+    Latest(Arc<Option<snapshot::Snapshot>>),
+    /// Only workloads changed since the latest pass read (submissions, cancels, ends, its own
+    /// decisions): its tree, nodes and ledger, with the leader's copy of the queue brought up to
+    /// date (see [`Runtime::snapshot_on`]).
+    Base(Arc<snapshot::Base>),
+    /// Everything read from the database: on a follower, before the first pass, or when the
+    /// tree, the nodes or the settings changed since.
+    Read,
 }
 
 /// The announcement (a value of `assignments`) at which each node's runs last changed, and the
@@ -155,6 +181,8 @@ impl Runtime {
                 pass_times: Mutex::new(VecDeque::new()),
                 active: tokio::sync::Mutex::new(None),
                 changed: Mutex::new(active::Changed::default()),
+                writes: active::Writes::default(),
+                pages_behind: std::sync::atomic::AtomicBool::new(false),
                 latest: watch::channel(None).0,
             }),
         }
@@ -212,10 +240,21 @@ impl Runtime {
         self.wake();
     }
 
-    /// Asks for a decision soon (a submission, a cancel, a completion, a heartbeat change…). On a
-    /// follower replica the wake-up is forwarded to the leader through the database.
+    /// Asks for a decision soon after anything changed (a share, a node's health, the settings…).
+    /// On a follower replica the wake-up is forwarded to the leader through the database.
     pub fn wake(&self) {
+        self.inner.queue.reshape();
+        self.notify();
+    }
+
+    /// As [`Runtime::wake`], after a change to workloads alone (a submission, a cancel, a run
+    /// that ended): pages may still build on the latest pass's tree, nodes and ledger.
+    pub fn wake_for_workloads(&self) {
         self.inner.queue.invalidate();
+        self.notify();
+    }
+
+    fn notify(&self) {
         self.inner.wake.notify_one();
         if !self.is_leader() && self.inner.standing.begin_wake() {
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
@@ -238,6 +277,13 @@ impl Runtime {
         self.changed().add(ids);
     }
 
+    /// Call before a write to workloads begins; name what it changed through the guard once
+    /// committed (see [`active::Writes`]).
+    pub fn writing_workloads(&self) -> WorkloadWrite<'_> {
+        self.inner.writes.begin();
+        WorkloadWrite { runtime: self }
+    }
+
     /// Something changed that cannot be named: the next read of the workloads is whole.
     pub fn workloads_changed_unknown(&self) {
         self.changed().unknown();
@@ -256,34 +302,75 @@ impl Runtime {
         &self,
         db: &mut sqlx::AnyConnection,
     ) -> Result<Arc<snapshot::Active>, ServerError> {
+        self.active_checked(db, true).await
+    }
+
+    /// As [`Runtime::active_workloads`]; `may_check`: whether the copy may be compared with the
+    /// database when that is due (see [`active::Check`]).
+    async fn active_checked(
+        &self,
+        db: &mut sqlx::AnyConnection,
+        may_check: bool,
+    ) -> Result<Arc<snapshot::Active>, ServerError> {
         if !self.is_leader() {
             return Ok(Arc::new(snapshot::Active::read_all(db).await?));
         }
         let mut copy = self.inner.active.lock().await;
+        let check = match may_check {
+            true => active::Check::WhenDue {
+                quiet: self.inner.writes.quiet(),
+            },
+            false => active::Check::Never,
+        };
         let changed = std::mem::take(&mut *self.changed());
-        if !changed.is_empty() {
-            // The latest pass's snapshot shares the copy, and whoever named these changes has
-            // moved the queue's generation past it: dropped now, the copy is changed in place
-            // instead of cloned whole.
-            self.inner.latest.send_replace(None);
-        }
-        active::bring_up_to_date(&mut copy, changed, self.inner.standing.epoch(), db).await
+        // A change clones the copy while the latest pass's snapshot (or a page's) still holds it.
+        active::bring_up_to_date(
+            &mut copy,
+            changed,
+            self.inner.standing.epoch(),
+            check,
+            &self.inner.writes,
+            db,
+        )
+        .await
     }
 
-    /// On the leader, the snapshot of its latest pass if that pass began reading at queue
-    /// generation `since` or later: what the pages show is then what the scheduler decided on,
-    /// read once for everyone. `None` on a follower, or when the latest pass is older (the page
-    /// reads its own: waking the scheduler for pages made passes, and their write transactions,
-    /// follow every look at a page).
-    pub fn snapshot_since(&self, since: u64) -> Option<Arc<Option<snapshot::Snapshot>>> {
+    /// What a page that arrived at queue generation `since` makes its snapshot of. On the leader:
+    /// its latest pass's snapshot when that pass began reading at `since` or later (what the
+    /// pages show is then what the scheduler decided on); else, when only workloads changed since
+    /// and that pass read less than [`queue_cache::MAX_AGE`] ago, that pass's tree, nodes and
+    /// ledger under the leader's copy of the queue, brought up to date — with submissions every
+    /// few milliseconds nothing is ever unchanged, and reading 50,000 queued workloads for a page
+    /// took a second. Otherwise the page reads everything (never waking the scheduler: passes, and
+    /// their write transactions, would follow every look at a page).
+    pub fn page_source(&self, since: u64) -> PageSource {
         if !self.is_leader() {
-            return None;
+            return PageSource::Read;
         }
         let latest = self.inner.latest.borrow();
         match &*latest {
-            Some((generation, snapshot)) if *generation >= since => Some(snapshot.clone()),
-            _ => None,
+            Some(p) if p.generation >= since => PageSource::Latest(p.snapshot.clone()),
+            Some(p)
+                if p.shape == self.inner.queue.shape()
+                    && p.read_at.elapsed() < queue_cache::MAX_AGE =>
+            {
+                match p.snapshot.as_ref() {
+                    Some(s) => PageSource::Base(s.base.clone()),
+                    None => PageSource::Read,
+                }
+            }
+            _ => PageSource::Read,
         }
+    }
+
+    /// The queued and running workloads as of now (see [`Runtime::active_workloads`]) on `base`.
+    pub async fn snapshot_on(
+        &self,
+        db: &mut sqlx::AnyConnection,
+        base: Arc<snapshot::Base>,
+    ) -> Result<snapshot::Snapshot, ServerError> {
+        let active = self.active_checked(db, false).await?;
+        Ok(snapshot::assemble(base, active, self.now()))
     }
 
     /// Whether this replica holds the scheduler lease and so runs the decisions.
@@ -314,6 +401,30 @@ impl Runtime {
     /// The Queue page's shared list.
     pub fn queue_cache(&self) -> &queue_cache::QueueCache {
         &self.inner.queue
+    }
+
+    /// A page was served a result from before changes it came after ([`queue_cache::COALESCE`]):
+    /// once such results may have been rebuilt, pages are told to look again (their event stream
+    /// follows the announcements), so none is left showing what it missed. One reminder at a
+    /// time, however many pages were served behind.
+    pub fn served_behind(&self) {
+        use std::sync::atomic::Ordering;
+        if self.inner.pages_behind.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            self.inner.pages_behind.store(false, Ordering::Release);
+            return;
+        };
+        let runtime = self.clone();
+        handle.spawn(async move {
+            tokio::time::sleep(queue_cache::COALESCE).await;
+            runtime.inner.pages_behind.store(false, Ordering::Release);
+            // Not a change: the queue's generation stays, so the pages' next look rebuilds only
+            // what is older than the changes they missed. No node is marked: held agent syncs
+            // stay held.
+            runtime.inner.assignments.send_modify(|v| *v += 1);
+        });
     }
 
     /// Tells pages that the queue changed (a submission, a health change): no node's runs did.
@@ -544,14 +655,18 @@ impl Runtime {
         let mut stale = 0;
         let mut settle = scheduler::Settle::new();
         while settle.next_pass() {
-            let generation = self.inner.queue.generation();
+            let (generation, shape) = (self.inner.queue.generation(), self.inner.queue.shape());
+            let read_at = std::time::Instant::now();
             let mut read = crate::db::begin_read(&self.inner.pool).await?;
             let active = self.active_workloads(&mut read).await?;
             let loaded = Arc::new(snapshot::load_with(&mut read, config, now, active).await?);
             read.rollback().await?;
-            self.inner
-                .latest
-                .send_replace(Some((generation, loaded.clone())));
+            self.inner.latest.send_replace(Some(PassSnapshot {
+                generation,
+                shape,
+                read_at,
+                snapshot: loaded.clone(),
+            }));
             let Some(snapshot) = loaded.as_ref() else {
                 break;
             };
@@ -620,6 +735,24 @@ impl Runtime {
         }
         outcome.timing = timing;
         Ok(outcome)
+    }
+}
+
+/// A write to workloads under way (see [`Runtime::writing_workloads`]).
+pub struct WorkloadWrite<'a> {
+    runtime: &'a Runtime,
+}
+
+impl WorkloadWrite<'_> {
+    /// The write committed: the leader's copy re-reads these workloads.
+    pub fn committed(self, ids: impl IntoIterator<Item = i64>) {
+        self.runtime.workloads_changed(ids);
+    }
+}
+
+impl Drop for WorkloadWrite<'_> {
+    fn drop(&mut self) {
+        self.runtime.inner.writes.end();
     }
 }
 

@@ -16,6 +16,27 @@ use std::time::{Duration, Instant};
 /// The longest a computed result is shown without recomputing it.
 pub const MAX_AGE: Duration = Duration::from_secs(1);
 
+/// Under a stream of changes, a page that may ([`Freshness::Coalesced`]) takes a result this
+/// young whatever changed since: however often the queue changes, it is rebuilt for pages at most
+/// about this often. Whoever is served such a result is told to look again once it may have
+/// been rebuilt (see `Runtime::served_behind`).
+pub const COALESCE: Duration = Duration::from_millis(250);
+
+/// How recent a shared result a request takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Computed after the request arrived (it reflects every change committed before).
+    Strict,
+    /// As `Strict`, or computed less than [`COALESCE`] ago.
+    Coalesced,
+}
+
+/// A shared result, and whether it was computed before changes the request came after.
+pub struct Served<T> {
+    pub value: Arc<T>,
+    pub behind: bool,
+}
+
 /// One shared result: the generation it was computed under, when, and the value.
 pub struct Shared<T> {
     value: Mutex<Option<(u64, Instant, Arc<T>)>>,
@@ -33,11 +54,23 @@ impl<T> Default for Shared<T> {
 }
 
 impl<T> Shared<T> {
-    /// The stored value if it was computed at generation `since` or later, and is young enough.
-    fn fresh(&self, since: u64) -> Option<Arc<T>> {
+    /// The stored value if it was computed at generation `since` or later and is young enough,
+    /// or, where `freshness` allows, if it is younger than [`COALESCE`].
+    fn fresh(&self, since: u64, freshness: Freshness) -> Option<Served<T>> {
         let value = self.value.lock().unwrap_or_else(|p| p.into_inner());
         match &*value {
-            Some((g, at, value)) if *g >= since && at.elapsed() < MAX_AGE => Some(value.clone()),
+            Some((g, at, value)) if *g >= since && at.elapsed() < MAX_AGE => Some(Served {
+                value: value.clone(),
+                behind: false,
+            }),
+            Some((_, at, value))
+                if freshness == Freshness::Coalesced && at.elapsed() < COALESCE =>
+            {
+                Some(Served {
+                    value: value.clone(),
+                    behind: true,
+                })
+            }
             _ => None,
         }
     }
@@ -92,6 +125,8 @@ pub struct QueueEntry {
 pub struct QueueCache {
     /// Bumped on every change.
     generation: AtomicU64,
+    /// Bumped on every change to more than workloads: the tree, the nodes, the settings.
+    shape: AtomicU64,
     /// The whole queue in scheduler order; a page reads the workloads of the rows it shows.
     pub order: Shared<Vec<QueueEntry>>,
     /// `None` until a budget tree exists.
@@ -110,28 +145,43 @@ impl QueueCache {
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
+    pub fn shape(&self) -> u64 {
+        self.shape.load(Ordering::Acquire)
+    }
+
+    /// More than workloads changed (see `shape`): bumped before the generation, so whoever sees
+    /// the new generation sees the new shape too.
+    pub fn reshape(&self) {
+        self.shape.fetch_add(1, Ordering::AcqRel);
+        self.invalidate();
+    }
+
     /// The value of `shared` for a request that arrived at generation `since`: the stored one if
     /// it is fresh enough for it, else the result of the computation under way or of a new one.
     pub async fn get_or_compute<T, E, F>(
         &self,
         shared: &Shared<T>,
         since: u64,
+        freshness: Freshness,
         compute: impl FnOnce() -> F,
-    ) -> Result<Arc<T>, E>
+    ) -> Result<Served<T>, E>
     where
         F: Future<Output = Result<T, E>>,
     {
-        if let Some(value) = shared.fresh(since) {
-            return Ok(value);
+        if let Some(served) = shared.fresh(since, freshness) {
+            return Ok(served);
         }
         let _computing = shared.computing.lock().await;
-        if let Some(value) = shared.fresh(since) {
-            return Ok(value);
+        if let Some(served) = shared.fresh(since, freshness) {
+            return Ok(served);
         }
         let generation = self.generation();
         let value = Arc::new(compute().await?);
         shared.store(generation, value.clone());
-        Ok(value)
+        Ok(Served {
+            value,
+            behind: false,
+        })
     }
 }
 
@@ -147,13 +197,14 @@ mod tests {
         let look = |cache: Arc<QueueCache>, computed: Arc<AtomicUsize>| async move {
             let since = cache.generation();
             cache
-                .get_or_compute(&cache.order, since, || async {
+                .get_or_compute(&cache.order, since, Freshness::Strict, || async {
                     computed.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     Ok::<_, ()>(Vec::new())
                 })
                 .await
                 .unwrap()
+                .value
         };
         let looks: Vec<_> = (0..20)
             .map(|_| tokio::spawn(look(cache.clone(), computed.clone())))
@@ -175,5 +226,41 @@ mod tests {
             2,
             "a change since: computed again"
         );
+    }
+
+    #[tokio::test]
+    async fn a_look_that_may_coalesce_takes_a_result_a_moment_old_and_is_told_it_is_behind() {
+        let cache = QueueCache::default();
+        let computed = AtomicUsize::new(0);
+        let look = |freshness| {
+            let since = cache.generation();
+            cache.get_or_compute(&cache.order, since, freshness, || async {
+                computed.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ()>(vec![QueueEntry {
+                    workload_id: computed.load(Ordering::SeqCst) as i64,
+                    allocated: true,
+                    leaf_rank: 1,
+                    leaf_ratio: None,
+                }])
+            })
+        };
+        let first = look(Freshness::Coalesced).await.unwrap();
+        assert!(!first.behind);
+        cache.invalidate();
+
+        let coalesced = look(Freshness::Coalesced).await.unwrap();
+        assert!(coalesced.behind, "built before the change");
+        assert_eq!(coalesced.value[0].workload_id, 1);
+        assert_eq!(computed.load(Ordering::SeqCst), 1);
+
+        let strict = look(Freshness::Strict).await.unwrap();
+        assert!(!strict.behind);
+        assert_eq!(strict.value[0].workload_id, 2, "computed after the change");
+
+        cache.invalidate();
+        tokio::time::sleep(COALESCE).await;
+        let later = look(Freshness::Coalesced).await.unwrap();
+        assert!(!later.behind, "too old to coalesce: computed again");
+        assert_eq!(later.value[0].workload_id, 3);
     }
 }

@@ -107,15 +107,32 @@ impl Active {
     }
 }
 
-pub struct Snapshot {
+/// What a snapshot holds besides the queue: the tree, the engine with its ledger, the nodes. A
+/// page on the leader builds on the latest pass's while only workloads changed since (see
+/// [`super::Runtime::page_source`]).
+pub struct Base {
     pub engine: Engine,
     pub tree: TreeSnapshot,
     pub nodes: Vec<NodeState>,
     pub node_rows: Vec<PassNode>,
+    /// The engine's number for each node id.
+    engine_node: BTreeMap<i64, NodeId>,
+}
+
+pub struct Snapshot {
+    pub base: Arc<Base>,
     pub running: Vec<RunningWorkload>,
     pub queued: Vec<WorkloadSpec>,
     /// What the queue and the runs looked like (the workloads the engine got, and any it skipped).
     pub active: Arc<Active>,
+}
+
+impl std::ops::Deref for Snapshot {
+    type Target = Base;
+
+    fn deref(&self) -> &Base {
+        &self.base
+    }
 }
 
 impl Snapshot {
@@ -182,6 +199,19 @@ pub async fn load_with(
     now: i64,
     active: Arc<Active>,
 ) -> Result<Option<Snapshot>, ServerError> {
+    let Some(base) = load_base(db, config, now).await? else {
+        return Ok(None);
+    };
+    Ok(Some(assemble(Arc::new(base), active, now)))
+}
+
+/// Everything but the queue: the tree, the engine and its ledger at `now`, the nodes. `None`
+/// until a budget tree exists.
+pub async fn load_base(
+    db: &mut AnyConnection,
+    config: &RuntimeConfig,
+    now: i64,
+) -> Result<Option<Base>, ServerError> {
     let Some(tree) = tree_snapshot::load(db).await? else {
         return Ok(None);
     };
@@ -203,7 +233,18 @@ pub async fn load_with(
         .collect();
 
     load_ledger(db, &mut engine, &tree, &nodes, config, now).await?;
+    Ok(Some(Base {
+        engine,
+        tree,
+        nodes,
+        node_rows,
+        engine_node,
+    }))
+}
 
+/// The snapshot of `active` on `base`: queued and running workloads as the engine takes them.
+pub fn assemble(base: Arc<Base>, active: Arc<Active>, now: i64) -> Snapshot {
+    let tree = &base.tree;
     let mut running = Vec::new();
     let mut queued = Vec::new();
     for row in active.rows.values() {
@@ -231,7 +272,11 @@ pub async fn load_with(
             .get(&row.workload_id)
             .into_iter()
             .flatten()
-            .filter_map(|&(node, gpus)| engine_node.get(&node).map(|&node| NodeGpus { node, gpus }))
+            .filter_map(|&(node, gpus)| {
+                base.engine_node
+                    .get(&node)
+                    .map(|&node| NodeGpus { node, gpus })
+            })
             .collect();
         match row.state {
             WorkloadState::Running if !parts.is_empty() => {
@@ -251,15 +296,12 @@ pub async fn load_with(
             ),
         }
     }
-    Ok(Some(Snapshot {
-        engine,
-        tree,
-        nodes,
-        node_rows,
+    Snapshot {
+        base,
         running,
         queued,
         active,
-    }))
+    }
 }
 
 /// Feeds the engine's ledger from the hourly buckets of the window, and the capacity hour by hour

@@ -157,7 +157,14 @@ async fn refresh(
     let began = Instant::now();
     let cache = runtime.queue_cache();
     let generation = cache.generation();
-    let snapshot = super::service::page_snapshot(pool, runtime, generation).await?;
+    let snapshot = super::service::page_snapshot(
+        pool,
+        runtime,
+        generation,
+        crate::runtime::queue_cache::Freshness::Strict,
+    )
+    .await?
+    .value;
     if snapshot.is_none() {
         return Ok(None);
     }

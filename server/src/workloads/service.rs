@@ -4,6 +4,10 @@ use super::{
     domain::{NewWorkload, SubmitWorkload},
     repo,
 };
+use crate::runtime::{
+    queue_cache::{Freshness, Served},
+    PageSource,
+};
 use crate::{
     budget::repo as budget_repo,
     db::Flag,
@@ -19,7 +23,6 @@ use app::workloads::{
 };
 use scheduler::{BudgetId, WorkloadId};
 use sqlx::AnyPool;
-use std::sync::Arc;
 
 pub async fn submit(
     pool: &AnyPool,
@@ -62,6 +65,7 @@ pub async fn submit(
     }
     check_fits(pool, new.gpus).await?;
     let now = runtime.now();
+    let write = runtime.writing_workloads();
     let mut tx = crate::db::begin_write(pool).await?;
     let id = repo::insert_workload(
         &mut *tx,
@@ -81,8 +85,8 @@ pub async fn submit(
     };
     repo::insert_event(&mut *tx, id, now, None, &event).await?;
     tx.commit().await?;
-    runtime.workloads_changed([id]);
-    runtime.wake();
+    write.committed([id]);
+    runtime.wake_for_workloads();
     runtime.announce();
     tracing::info!(workload = id, user = %actor.username, project = %new.project, gpus = new.gpus, "submitted");
     repo::find_workload(pool, id)
@@ -128,6 +132,7 @@ pub async fn cancel(
         ));
     }
     let now = runtime.now();
+    let write = runtime.writing_workloads();
     let mut tx = crate::db::begin_write(pool).await?;
     let nodes = apply::close_runs(&mut tx, id, "cancelled", now).await?;
     repo::leave_run(&mut *tx, id, WorkloadState::Cancelled, None, now).await?;
@@ -136,8 +141,8 @@ pub async fn cancel(
     };
     repo::insert_event(&mut *tx, id, now, None, &event).await?;
     tx.commit().await?;
-    runtime.workloads_changed([id]);
-    runtime.wake();
+    write.committed([id]);
+    runtime.wake_for_workloads();
     runtime.announce_nodes(nodes);
     get(pool, id).await
 }
@@ -236,7 +241,19 @@ async fn explain(
 ) -> Result<Option<QueueExplanation>, ServerError> {
     let now = runtime.now();
     let since = runtime.queue_cache().generation();
-    let snap = page_snapshot(pool, runtime, since).await?;
+    let mut served = page_snapshot(pool, runtime, since, Freshness::Coalesced).await?;
+    if served.behind {
+        // Built before the latest changes: enough to explain a workload it has queued, while one
+        // submitted or requeued since needs a snapshot that knows it.
+        let knows = served.value.as_ref().as_ref().is_some_and(|s| {
+            s.workload(WorkloadId(id as u64))
+                .is_some_and(|w| w.state == WorkloadState::Queued)
+        });
+        if !knows {
+            served = page_snapshot(pool, runtime, since, Freshness::Strict).await?;
+        }
+    }
+    let snap = served.value;
     let Some(snap) = snap.as_ref() else {
         return Ok(None);
     };
@@ -286,9 +303,15 @@ pub async fn queue(
 ) -> Result<(Vec<QueueRow>, usize), ServerError> {
     let cache = runtime.queue_cache();
     let since = cache.generation();
-    let order = cache
-        .get_or_compute(&cache.order, since, || queue_order(pool, runtime, since))
+    let served = cache
+        .get_or_compute(&cache.order, since, Freshness::Coalesced, || {
+            queue_order(pool, runtime, since)
+        })
         .await?;
+    if served.behind {
+        runtime.served_behind();
+    }
+    let order = served.value;
     let shown = &order[..limit.min(order.len())];
     let estimates = super::estimate::latest(pool, runtime, None).await?;
     let ids: Vec<i64> = shown.iter().map(|e| e.workload_id).collect();
@@ -321,29 +344,43 @@ pub async fn queue(
     Ok((rows, order.len()))
 }
 
-/// The snapshot the pages read (the queue's order, why a workload waits): on the leader, that of
-/// its latest pass when no change came since (see [`Runtime::snapshot_since`]); otherwise loaded
-/// at most once per change and second, whoever asks (see `queue_cache`). `None` until a budget
-/// tree exists.
+/// The snapshot the pages read (the queue's order, why a workload waits): see
+/// [`Runtime::page_source`]. Built at most once per change and second, whoever asks, or as
+/// `freshness` allows (see `queue_cache`). `None` until a budget tree exists.
 pub(crate) async fn page_snapshot(
     pool: &AnyPool,
     runtime: &Runtime,
     since: u64,
-) -> Result<Arc<Option<snapshot::Snapshot>>, ServerError> {
-    if let Some(snapshot) = runtime.snapshot_since(since) {
-        return Ok(snapshot);
+    freshness: Freshness,
+) -> Result<Served<Option<snapshot::Snapshot>>, ServerError> {
+    if let PageSource::Latest(value) = runtime.page_source(since) {
+        return Ok(Served {
+            value,
+            behind: false,
+        });
     }
     let cache = runtime.queue_cache();
-    cache
-        .get_or_compute(&cache.snapshot, since, || async {
-            // Not the leader's copy of the queue: a page never waits on the scheduler's lock on
-            // it while holding a connection.
+    let served = cache
+        .get_or_compute(&cache.snapshot, since, freshness, || async {
+            // Decided once the request's turn has come: a pass may have read meanwhile.
+            let base = match runtime.page_source(since) {
+                PageSource::Latest(snapshot) => snapshot.as_ref().as_ref().map(|s| s.base.clone()),
+                PageSource::Base(base) => Some(base),
+                PageSource::Read => None,
+            };
             let mut db = crate::db::begin_read(pool).await?;
-            let loaded = snapshot::load(&mut db, &runtime.config(), runtime.now()).await;
+            let loaded = match base {
+                Some(base) => Ok(Some(runtime.snapshot_on(&mut db, base).await?)),
+                None => snapshot::load(&mut db, &runtime.config(), runtime.now()).await,
+            };
             db.rollback().await?;
             loaded
         })
-        .await
+        .await?;
+    if served.behind {
+        runtime.served_behind();
+    }
+    Ok(served)
 }
 
 async fn queue_order(
@@ -352,7 +389,9 @@ async fn queue_order(
     since: u64,
 ) -> Result<Vec<QueueEntry>, ServerError> {
     let now = runtime.now();
-    let snap = page_snapshot(pool, runtime, since).await?;
+    let snap = page_snapshot(pool, runtime, since, Freshness::Strict)
+        .await?
+        .value;
     let Some(snap) = snap.as_ref() else {
         return Ok(Vec::new());
     };
@@ -410,6 +449,7 @@ pub async fn finished(
     by_agent: bool,
     now: i64,
 ) -> Result<Vec<i64>, ServerError> {
+    let write = runtime.writing_workloads();
     let mut tx = crate::db::begin_write(pool).await?;
     let run = repo::run_on_node(&mut *tx, run_id, node_id).await?;
     let Some((workload_id, ended_at)) = run else {
@@ -444,7 +484,7 @@ pub async fn finished(
         });
         repo::insert_event(&mut *tx, workload_id, now, Some(node_id), &event).await?;
         tx.commit().await?;
-        runtime.workloads_changed([workload_id]);
+        write.committed([workload_id]);
         return Ok(nodes);
     }
     if let Some(note) = note {
@@ -467,7 +507,7 @@ pub async fn finished(
     repo::leave_run(&mut *tx, workload_id, state, exit_code, now).await?;
     repo::insert_event(&mut *tx, workload_id, now, Some(node_id), &event).await?;
     tx.commit().await?;
-    runtime.workloads_changed([workload_id]);
+    write.committed([workload_id]);
     Ok(nodes)
 }
 
