@@ -373,6 +373,14 @@ impl Runtime {
         Ok(snapshot::assemble(base, active, self.now()))
     }
 
+    /// How many workloads were queued and running when the leader's latest pass read (`None` on a
+    /// follower or before the first pass).
+    pub fn active_workloads_seen(&self) -> Option<usize> {
+        let latest = self.inner.latest.borrow();
+        let snapshot = latest.as_ref()?.snapshot.as_ref().as_ref()?;
+        Some(snapshot.queued.len() + snapshot.running.len())
+    }
+
     /// Whether this replica holds the scheduler lease and so runs the decisions.
     pub fn is_leader(&self) -> bool {
         self.inner.standing.is_leader()
