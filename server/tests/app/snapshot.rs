@@ -104,6 +104,20 @@ async fn queue_behind_the_servers_back(pool: &AnyPool, name: &str) -> i64 {
     .unwrap()
 }
 
+/// Ends a workload straight in the database, as another process would.
+async fn cancel_behind_the_servers_back(pool: &AnyPool, id: i64) {
+    let mut db = pool.acquire().await.unwrap();
+    workloads::leave_run(
+        &mut *db,
+        id,
+        app::workloads::WorkloadState::Cancelled,
+        None,
+        now(),
+    )
+    .await
+    .unwrap();
+}
+
 async fn active_ids(runtime: &Runtime, pool: &AnyPool) -> Vec<i64> {
     let mut db = pool.acquire().await.unwrap();
     let active = runtime.active_workloads(&mut db).await.unwrap();
@@ -129,17 +143,7 @@ async fn the_leaders_copy_of_the_queue_rereads_what_it_is_told_changed_and_finds
     assert_eq!(active_ids(&runtime, &pool).await, [first, named]);
 
     // A named workload that ended leaves the copy.
-    let mut db = pool.acquire().await.unwrap();
-    workloads::leave_run(
-        &mut *db,
-        first,
-        app::workloads::WorkloadState::Cancelled,
-        None,
-        now(),
-    )
-    .await
-    .unwrap();
-    drop(db);
+    cancel_behind_the_servers_back(&pool, first).await;
     runtime.workloads_changed([first]);
     assert_eq!(active_ids(&runtime, &pool).await, [named]);
 
@@ -197,17 +201,7 @@ async fn a_page_builds_on_the_latest_pass_while_only_workloads_changed_and_reads
 
     // A cancel too.
     runtime.pass(now()).await.unwrap();
-    let mut db = pool.acquire().await.unwrap();
-    workloads::leave_run(
-        &mut *db,
-        first,
-        app::workloads::WorkloadState::Cancelled,
-        None,
-        now(),
-    )
-    .await
-    .unwrap();
-    drop(db);
+    cancel_behind_the_servers_back(&pool, first).await;
     runtime.workloads_changed([first]);
     runtime.wake_for_workloads();
     assert_eq!(source(&runtime), "the latest pass's base under the copy");
