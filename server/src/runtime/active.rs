@@ -91,25 +91,20 @@ impl Writes {
     }
 }
 
-/// Whether bringing the copy up to date may compare it with the database (see [`CHECK_EVERY`]).
-/// Only the scheduler's pass does: its own decisions are named before it reads again, while a
-/// page reading between a decision's commit and its naming would find the copy behind. `quiet`
-/// is [`Writes::quiet`] when the named changes were taken: the check is made only if no write
-/// was under way then and none began before the database was read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Check {
-    WhenDue { quiet: Option<u64> },
-    Never,
-}
-
 /// Brings `copy` up to date with what changed and returns it: re-reads the named workloads, or
 /// everything when `changed` names what it cannot, the epoch moved on or the copy is old. On an
 /// error the copy is dropped (the next read is whole), since the changes taken are lost.
+///
+/// When due, the copy is compared with the database (see [`CHECK_EVERY`]) if `quiet` is
+/// [`Writes::quiet`] as it was when `changed` was taken and no write began since; `None` never
+/// compares. Only the scheduler's pass compares: its own decisions are named before it reads
+/// again, while a page reading between a decision's commit and its naming would find the copy
+/// behind.
 pub async fn bring_up_to_date(
     copy: &mut Option<Copy>,
     changed: Changed,
     epoch: i64,
-    check: Check,
+    quiet: Option<u64>,
     writes: &Writes,
     db: &mut AnyConnection,
 ) -> Result<Arc<Active>, ServerError> {
@@ -126,10 +121,6 @@ pub async fn bring_up_to_date(
             Some(c)
         }
         _ => None,
-    };
-    let quiet = match check {
-        Check::WhenDue { quiet } => quiet,
-        Check::Never => None,
     };
     if let Some((c, quiet)) = kept
         .as_mut()

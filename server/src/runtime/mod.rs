@@ -306,7 +306,7 @@ impl Runtime {
     }
 
     /// As [`Runtime::active_workloads`]; `may_check`: whether the copy may be compared with the
-    /// database when that is due (see [`active::Check`]).
+    /// database when that is due (see [`active::bring_up_to_date`]).
     async fn active_checked(
         &self,
         db: &mut sqlx::AnyConnection,
@@ -316,19 +316,14 @@ impl Runtime {
             return Ok(Arc::new(snapshot::Active::read_all(db).await?));
         }
         let mut copy = self.inner.active.lock().await;
-        let check = match may_check {
-            true => active::Check::WhenDue {
-                quiet: self.inner.writes.quiet(),
-            },
-            false => active::Check::Never,
-        };
+        let quiet = self.inner.writes.quiet().filter(|_| may_check);
         let changed = std::mem::take(&mut *self.changed());
         // A change clones the copy while the latest pass's snapshot (or a page's) still holds it.
         active::bring_up_to_date(
             &mut copy,
             changed,
             self.inner.standing.epoch(),
-            check,
+            quiet,
             &self.inner.writes,
             db,
         )

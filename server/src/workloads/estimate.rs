@@ -152,17 +152,17 @@ async fn first(pool: &AnyPool, runtime: &Runtime) -> Result<Option<Arc<Projectio
             None => refresh(&pool, &runtime).await,
         }
     });
-    let quick = match large {
-        true => std::time::Duration::from_millis(INLINE_MS as u64),
-        false => std::time::Duration::MAX,
+    let joined = match large {
+        true => {
+            let quick = std::time::Duration::from_millis(INLINE_MS as u64);
+            match tokio::time::timeout(quick, computing).await {
+                Ok(joined) => joined,
+                Err(_) => return Ok(None),
+            }
+        }
+        false => computing.await,
     };
-    match tokio::time::timeout(quick, computing).await {
-        Ok(Ok(projection)) => projection,
-        Ok(Err(e)) => Err(ServerError::Config(format!(
-            "the start projection stopped: {e}"
-        ))),
-        Err(_) => Ok(None),
-    }
+    joined.map_err(|e| ServerError::Config(format!("the start projection stopped: {e}")))?
 }
 
 /// Waits for a projection computed from generation `since` on that `covers` what is asked.
