@@ -7,6 +7,7 @@
 
 pub mod backend;
 pub mod budget;
+pub mod calendar;
 pub mod clock;
 pub mod components;
 pub mod error;

@@ -7,7 +7,7 @@ use crate::{
         api::{list_change_requests, ChangeImpact, DecideChange, RebaseChange, WithdrawChange},
         ChangeRequestView, ChangeState, ImpactView,
     },
-    pages::users::format_date,
+    calendar::format_date,
     workloads::sentences::clock,
 };
 use leptos::prelude::*;

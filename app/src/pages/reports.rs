@@ -28,11 +28,7 @@ fn gpu_h(x: f64) -> String {
     format!("{:.1}", x + 0.0)
 }
 
-/// The quarter containing `epoch`.
-pub(crate) fn quarter_of(epoch: i64) -> (i32, u32) {
-    let (year, month, _) = crate::pages::users::civil_date(epoch);
-    (year as i32, ((month - 1) / 3 + 1) as u32)
-}
+pub(crate) use crate::calendar::quarter_of;
 
 #[component]
 pub fn ReportsPage() -> impl IntoView {
@@ -388,17 +384,5 @@ fn Figure(label: &'static str, value: String, note: &'static str) -> impl IntoVi
             <span class="figure-value">{value}</span>
             <span class="figure-note">{note}</span>
         </div>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::quarter_of;
-
-    #[test]
-    fn an_epoch_time_falls_in_its_calendar_quarter() {
-        assert_eq!(quarter_of(0), (1970, 1));
-        assert_eq!(quarter_of(1_796_034_310), (2026, 4));
-        assert_eq!(quarter_of(1_782_864_000), (2026, 3));
     }
 }

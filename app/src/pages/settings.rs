@@ -1,8 +1,8 @@
 //! Settings (admin): the scheduler's knobs, validated, applied live and audited.
 
 use crate::{
+    calendar::format_date,
     components::field::{FieldError, FormError},
-    pages::users::format_date,
     settings::{
         api::{get_settings, UpdateSettings},
         SettingsView,

@@ -1,11 +1,11 @@
 //! Personal API tokens for scripts.
 
 use crate::{
+    calendar::format_date,
     components::{
         copy::CopyButton,
         field::{FieldError, FormError},
     },
-    pages::users::format_date,
     tokens::api::{list_tokens, CreateToken, RevokeToken},
 };
 use leptos::prelude::*;

@@ -1,6 +1,7 @@
 //! Users page (admin): list, create, disable and re-enable accounts.
 
 use crate::{
+    calendar::format_date,
     components::field::{FieldError, FormError},
     error::AppError,
     model::{Role, UserSummary},
@@ -144,37 +145,5 @@ fn CreateUserForm(create: ServerAction<CreateUser>) -> impl IntoView {
                 </p>
             </ActionForm>
         </section>
-    }
-}
-
-/// `YYYY-MM-DD` (UTC) of an epoch time, without a date library in the browser bundle.
-pub fn format_date(epoch_s: i64) -> String {
-    let (year, month, day) = civil_date(epoch_s);
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// `(year, month, day)` (UTC) of an epoch time: Howard Hinnant's civil-from-days, so the browser
-/// bundle needs no date library.
-pub fn civil_date(epoch_s: i64) -> (i64, i64, i64) {
-    let z = epoch_s.div_euclid(86_400) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::format_date;
-
-    #[test]
-    fn format_date_gives_the_utc_calendar_day() {
-        assert_eq!(format_date(0), "1970-01-01");
-        assert_eq!(format_date(951_782_400), "2000-02-29");
-        assert_eq!(format_date(1_796_083_199), "2026-11-30");
     }
 }

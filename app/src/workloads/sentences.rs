@@ -20,20 +20,16 @@ pub fn duration(seconds: i64) -> String {
     }
 }
 
-/// `14:02:05` (UTC) of an epoch time.
-pub fn clock(epoch_s: i64) -> String {
-    let s = epoch_s.rem_euclid(86_400);
-    format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
-}
+pub use crate::calendar::clock;
 
 /// `14:02:05` today, `2026-12-04 14:02:05` on another day (UTC).
 pub fn moment(epoch_s: i64, now: i64) -> String {
-    if epoch_s.div_euclid(86_400) == now.div_euclid(86_400) {
+    if crate::calendar::same_day(epoch_s, now) {
         clock(epoch_s)
     } else {
         format!(
             "{} {}",
-            crate::pages::users::format_date(epoch_s),
+            crate::calendar::format_date(epoch_s),
             clock(epoch_s)
         )
     }
@@ -465,7 +461,7 @@ mod tests {
             start_estimate_short(&later, now),
             format!(
                 "after {} 10:00:00",
-                crate::pages::users::format_date(now + 7 * 86_400)
+                crate::calendar::format_date(now + 7 * 86_400)
             )
         );
         assert!(start_estimate(&later, now).starts_with("Not expected to start before"));

@@ -59,25 +59,99 @@ pub async fn quarter_csv(
     ))
 }
 
+/// Any period: `from` and `to` in epoch seconds or ISO 8601 (`2026-10-01`,
+/// `2026-10-01T00:00:00Z`), `to` excluded.
+#[derive(Deserialize)]
+pub struct RangeQuery {
+    from: Option<String>,
+    to: Option<String>,
+}
+
+/// The longest period one review covers.
+const MAX_REVIEW_DAYS: i64 = 3 * 366;
+
+/// The review of the period asked for, or why there is none.
+async fn range_review(state: &AppState, q: &RangeQuery) -> Result<Review, ServerError> {
+    let from = calendar::moment_opt("from", q.from.as_deref())?.ok_or_else(|| {
+        ServerError::invalid(
+            "from",
+            "from: the period's first day is required (2026-10-01 or epoch seconds).",
+        )
+    })?;
+    let to = calendar::moment_opt("to", q.to.as_deref())?.ok_or_else(|| {
+        ServerError::invalid(
+            "to",
+            "to: the day after the period's last is required (2027-01-01 or epoch seconds).",
+        )
+    })?;
+    if to <= from {
+        return Err(ServerError::invalid(
+            "to",
+            "to: the period must end after it starts.",
+        ));
+    }
+    if to - from > MAX_REVIEW_DAYS * 86_400 {
+        return Err(ServerError::invalid(
+            "to",
+            format!("to: a review covers at most {MAX_REVIEW_DAYS} days."),
+        ));
+    }
+    let label = app::calendar::period_label(from, to);
+    review::review(&state.pool, from, to, label, state.runtime.now()).await
+}
+
+/// `GET /api/v1/reports/review?from=…&to=…`: the review of any period.
+pub async fn range(
+    State(state): State<AppState>,
+    ApiUser(_user): ApiUser,
+    Query(q): Query<RangeQuery>,
+) -> Result<Json<Review>, ServerError> {
+    Ok(Json(range_review(&state, &q).await?))
+}
+
+/// `GET /api/v1/reports/review.csv?from=…&to=…`: that review's table.
+pub async fn range_csv(
+    State(state): State<AppState>,
+    ApiUser(_user): ApiUser,
+    Query(q): Query<RangeQuery>,
+) -> Result<impl IntoResponse, ServerError> {
+    let r = range_review(&state, &q).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!(
+                    "attachment; filename=\"hourglass-{}-to-{}.csv\"",
+                    app::calendar::format_date(r.from),
+                    app::calendar::format_date(r.to - 1)
+                ),
+            ),
+        ],
+        review::csv(&r),
+    ))
+}
+
 #[derive(Deserialize)]
 pub struct UsageQuery {
-    from: Option<i64>,
-    to: Option<i64>,
+    from: Option<String>,
+    to: Option<String>,
     #[serde(default)]
     node: String,
     #[serde(default)]
     granularity: String,
 }
 
-/// `GET /api/v1/reports/usage.csv?from=…&to=…&node=…&granularity=hour|day` (epoch seconds;
-/// default: the last 7 days of the whole cluster, per day).
+/// `GET /api/v1/reports/usage.csv?from=…&to=…&node=…&granularity=hour|day` (`from` and `to` in
+/// epoch seconds or ISO 8601, `to` excluded; default: the last 7 days of the whole cluster, per
+/// day).
 pub async fn usage_csv(
     State(state): State<AppState>,
     ApiUser(_user): ApiUser,
     Query(q): Query<UsageQuery>,
 ) -> Result<impl IntoResponse, ServerError> {
-    let to = q.to.unwrap_or_else(|| state.runtime.now());
-    let from = q.from.unwrap_or(to - 7 * 86_400);
+    let to = calendar::moment_opt("to", q.to.as_deref())?.unwrap_or_else(|| state.runtime.now());
+    let from = calendar::moment_opt("from", q.from.as_deref())?.unwrap_or(to - 7 * 86_400);
     let granularity = usage::parse_granularity(&q.granularity)?;
     let series = usage::series(
         &state.pool,

@@ -226,7 +226,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
         }
         println!(
             "quarterly review from {}: {:.0} ms, then {:.0} and {:.0} ms",
-            app::pages::users::format_date(from),
+            app::calendar::format_date(from),
             times[0].as_secs_f64() * 1e3,
             times[1].as_secs_f64() * 1e3,
             times[2].as_secs_f64() * 1e3
@@ -329,9 +329,8 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
 
 /// The calendar quarter holding `t`.
 fn quarter_of(t: i64) -> (i64, i64) {
-    let (year, month, _) = app::pages::users::civil_date(t);
-    let q = ((month - 1) / 3 + 1) as u32;
-    crate::reports::calendar::quarter(year as i32, q).unwrap_or((t, t + 90 * DAY))
+    let (year, q) = app::calendar::quarter_of(t);
+    app::calendar::quarter(year, q).unwrap_or((t, t + 90 * DAY))
 }
 
 /// The database's size in MB: SQLite's pages in use, PostgreSQL's `pg_database_size`.

@@ -3,6 +3,7 @@
 
 pub mod activity;
 pub mod calendar;
+pub mod csv_out;
 pub mod repo;
 pub mod review;
 pub mod rollup;

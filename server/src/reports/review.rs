@@ -196,7 +196,7 @@ pub fn csv(review: &Review) -> String {
     let _ = out.write_record(CSV_HEADER.split(','));
     for r in &review.rows {
         let _ = out.write_record([
-            r.path.clone(),
+            super::csv_out::text_cell(&r.path),
             num(r.fraction),
             num(r.share_at_start),
             num(r.share_at_end),
@@ -209,7 +209,7 @@ pub fn csv(review: &Review) -> String {
             secs(r.wait_p90_s),
         ]);
     }
-    super::usage::written(out)
+    super::csv_out::written(out)
 }
 
 #[cfg(test)]

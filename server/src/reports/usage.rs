@@ -1,7 +1,7 @@
 //! Usage series for a node and its children, per hour or day: funded, owed, delivered and
 //! unallocated GPU-hours — the data behind the allocation charts, and the CSV export.
 
-use super::{calendar, repo, rollup};
+use super::{csv_out, repo, rollup};
 use crate::{budget::snapshot as tree_snapshot, ServerError};
 use app::reports::{UsageLine, UsageSeries};
 use scheduler::{BudgetId, DAY, HOUR};
@@ -243,51 +243,14 @@ pub fn csv(series: &BTreeMap<(i64, String), [f64; 4]>) -> String {
     for ((bucket, path), [funded, owed, delivered, free]) in series {
         let _ = out.write_record([
             iso(*bucket),
-            path.clone(),
+            csv_out::text_cell(path),
             format!("{funded:.4}"),
             format!("{owed:.4}"),
             format!("{delivered:.4}"),
             format!("{free:.4}"),
         ]);
     }
-    written(out)
+    csv_out::written(out)
 }
 
-/// What a CSV writer over memory wrote (it cannot fail to write to a `Vec`).
-pub fn written(out: csv::Writer<Vec<u8>>) -> String {
-    out.into_inner()
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-        .unwrap_or_default()
-}
-
-/// `2026-11-30T10:00:00Z`.
-pub fn iso(epoch: i64) -> String {
-    let secs = epoch.rem_euclid(DAY);
-    // Step from a year that is surely not later to the civil date.
-    let mut year = 1970 + epoch.div_euclid(DAY) / 366;
-    while calendar::epoch_of(year + 1, 1, 1) <= epoch {
-        year += 1;
-    }
-    let mut month = 1;
-    while month < 12 && calendar::epoch_of(year, month + 1, 1) <= epoch {
-        month += 1;
-    }
-    let day = (epoch - calendar::epoch_of(year, month, 1)) / DAY + 1;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iso_times_are_utc() {
-        assert_eq!(iso(0), "1970-01-01T00:00:00Z");
-        assert_eq!(iso(1_796_034_310), "2026-11-30T10:25:10Z");
-    }
-}
+pub use super::calendar::iso;

@@ -1,13 +1,13 @@
 //! Reports against hand-computed values on a small fixture (DESIGN §5).
 
 use crate::{live::ORG, support::TestApp};
+use app::calendar::epoch_of;
 use axum::{
     body::Body,
     http::{Request, StatusCode},
 };
 use server::{
     budget::{import::import_org, org_file::OrgFile},
-    reports::calendar::epoch_of,
     tokens::service as tokens,
 };
 
@@ -21,7 +21,7 @@ async fn fixture() -> (TestApp, String, i64) {
     import_org(&app.pool, &OrgFile::parse(ORG).unwrap(), 0)
         .await
         .unwrap();
-    let h0 = epoch_of(2026, 1, 1);
+    let h0 = epoch_of(2026, 1, 1).unwrap();
     for hour in [h0, h0 + 3600] {
         sqlx::query("insert into capacity_hour (hour, healthy_gpu_s) values ($1, 14400)")
             .bind(hour)
@@ -240,6 +240,145 @@ async fn the_usage_csv_has_a_header_and_one_row_per_bucket_and_node() {
     )
     .await;
     assert_eq!(bad.status, 422);
+}
+
+#[tokio::test]
+async fn dates_in_epoch_seconds_and_in_iso_8601_give_the_same_usage_csv() {
+    let (app, token, h0) = fixture().await;
+    let epoch = get(
+        &app,
+        &token,
+        &format!(
+            "/api/v1/reports/usage.csv?from={h0}&to={}&granularity=hour",
+            h0 + 7200
+        ),
+    )
+    .await;
+    assert_eq!(epoch.status, 200, "{}", epoch.body);
+    for (from, to) in [
+        ("2026-01-01", "2026-01-01T02:00:00Z"),
+        ("2026-01-01T00:00:00Z", "2026-01-01T03:00:00%2B01:00"),
+    ] {
+        let iso = get(
+            &app,
+            &token,
+            &format!("/api/v1/reports/usage.csv?from={from}&to={to}&granularity=hour"),
+        )
+        .await;
+        assert_eq!(iso.status, 200, "{}", iso.body);
+        assert_eq!(iso.body, epoch.body, "from={from} to={to}");
+    }
+    assert!(epoch.body.lines().count() > 1, "{}", epoch.body);
+}
+
+#[tokio::test]
+async fn a_date_that_does_not_read_is_refused_with_the_name_of_its_parameter() {
+    let (app, token, _) = fixture().await;
+    for (query, field) in [
+        ("usage.csv?from=2026-13-01", "from"),
+        ("usage.csv?from=2026-01-01&to=yesterday", "to"),
+        ("usage.csv?to=2026-01-01T00:00:00", "to"),
+        ("review?from=2026-01-01", "to"),
+        ("review?from=2026-02-01&to=2026-01-01", "to"),
+        ("review.csv?from=1st%20of%20May&to=2026-06-01", "from"),
+    ] {
+        let response = get(&app, &token, &format!("/api/v1/reports/{query}")).await;
+        assert_eq!(response.status, 422, "{query}: {}", response.body);
+        let body: serde_json::Value = serde_json::from_str(&response.body).unwrap();
+        assert_eq!(body["field"], field, "{query}: {body}");
+        let message = body["error"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{field}:")),
+            "{query}: {message}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_review_covers_any_period_and_a_quarter_read_as_a_period_is_the_quarter() {
+    let (app, token, _) = fixture().await;
+    let quarter = get(
+        &app,
+        &token,
+        "/api/v1/reports/quarter.csv?year=2026&quarter=1",
+    )
+    .await;
+    let period = get(
+        &app,
+        &token,
+        "/api/v1/reports/review.csv?from=2026-01-01&to=2026-04-01",
+    )
+    .await;
+    assert_eq!(period.status, 200, "{}", period.body);
+    assert_eq!(period.body, quarter.body);
+    // The first hour alone: ai/olmo ran 4 GPU-h of the 3 it was owed.
+    let hour = get(
+        &app,
+        &token,
+        "/api/v1/reports/review?from=2026-01-01T00:00:00Z&to=2026-01-01T01:00:00Z",
+    )
+    .await;
+    assert_eq!(hour.status, 200, "{}", hour.body);
+    let review: serde_json::Value = serde_json::from_str(&hour.body).unwrap();
+    assert_eq!(review["label"], "2026-01-01 to 2026-01-01");
+    let olmo = review["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "ai/olmo")
+        .unwrap();
+    assert_eq!(olmo["delivered_gpu_h"], 4.0, "{olmo}");
+    assert_eq!(olmo["owed_gpu_h"], 3.0, "{olmo}");
+}
+
+#[tokio::test]
+async fn a_node_path_with_a_comma_and_a_leading_equals_sign_round_trips_safely_through_the_csv() {
+    let (app, token, h0) = fixture().await;
+    let risky = "=HYPERLINK(\"x\",\"y\"),z";
+    let org = ORG.replacen(
+        "[shares]\n",
+        &format!("[shares]\n{} = 1\n", toml_key(risky)),
+        1,
+    );
+    import_org(&app.pool, &OrgFile::parse(&org).unwrap(), h0)
+        .await
+        .unwrap();
+    let quarter = get(
+        &app,
+        &token,
+        "/api/v1/reports/quarter.csv?year=2026&quarter=1",
+    )
+    .await;
+    let usage = get(
+        &app,
+        &token,
+        &format!(
+            "/api/v1/reports/usage.csv?from={h0}&to={}&granularity=hour",
+            h0 + 3600
+        ),
+    )
+    .await;
+    for (what, response, column) in [("review", &quarter, 0), ("usage", &usage, 1)] {
+        assert_eq!(response.status, 200, "{what}: {}", response.body);
+        let paths: Vec<String> = csv::Reader::from_reader(response.body.as_bytes())
+            .records()
+            .map(|r| r.unwrap()[column].to_string())
+            .collect();
+        assert!(
+            paths.contains(&format!("'{risky}")),
+            "{what}: the path reads back whole, after a quote that stops a spreadsheet running it: {paths:?}"
+        );
+        assert!(
+            paths.iter().all(|p| !p.starts_with('=')),
+            "{what}: {paths:?}"
+        );
+        assert!(paths.contains(&"ai".to_string()), "{what}: {paths:?}");
+    }
+}
+
+/// A TOML key for any text.
+fn toml_key(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 #[tokio::test]
@@ -539,7 +678,7 @@ async fn review_waits_come_from_rolled_up_days_today_and_the_workloads_still_wai
     use server::reports::waits::submitted_between;
     let (app, _token, h0) = fixture().await;
     let day = 86_400;
-    let now = epoch_of(2026, 3, 15) + 12 * 3_600;
+    let now = epoch_of(2026, 3, 15).unwrap() + 12 * 3_600;
     // (submitted, first start, min runtime, gpus)
     let rows: [(i64, Option<i64>, i64, i64); 5] = [
         (h0 + 9 * day + 36_000, Some(h0 + 9 * day + 36_300), 3_600, 8),

@@ -10,8 +10,8 @@ mod interop;
 mod lab;
 mod usage;
 
+use crate::calendar::{civil_date, period_label as span};
 use crate::lab::{TeamRow, WaitRow};
-use crate::pages::users::{civil_date, format_date};
 use crate::reports::{ClusterActivity, Granularity, UsageSeries};
 use leptos::prelude::*;
 use leptos_meta::Script;
@@ -250,9 +250,4 @@ fn labels(buckets: &[i64], granularity: Granularity) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// `2026-10-01 to 2026-12-31` for `[from, to)`.
-fn span(from: i64, to: i64) -> String {
-    format!("{} to {}", format_date(from), format_date(to - 1))
 }

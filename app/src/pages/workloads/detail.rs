@@ -1,10 +1,10 @@
 //! One workload: where it runs, why it waits or was preempted, its timeline and output.
 
 use crate::{
+    calendar::format_date,
     clock::now_s,
     components::{badge::StateBadge, field::FormError},
     live::use_live_updates,
-    pages::users::format_date,
     workloads::{
         api::{get_workload_detail, CancelWorkload},
         reasons::Event,
