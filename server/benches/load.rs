@@ -100,6 +100,7 @@ async fn main() {
         runtime,
         lab: server::lab::Lab::new(None),
         proxy: Default::default(),
+        metrics_token: None,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

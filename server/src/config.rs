@@ -142,6 +142,11 @@ pub struct ServeArgs {
     /// when a proxy rewrites `Host`.
     #[arg(long, env = "HOURGLASS_PUBLIC_URL")]
     pub public_url: Option<String>,
+
+    /// A token Prometheus must send (`Authorization: Bearer …`) to read `/metrics`; without one,
+    /// `/metrics` is open to whoever reaches the server.
+    #[arg(long, env = "HOURGLASS_METRICS_TOKEN")]
+    pub metrics_token: Option<String>,
 }
 
 impl Default for ServeArgs {
@@ -156,6 +161,7 @@ impl Default for ServeArgs {
             philly_trace: None,
             trusted_proxies: Vec::new(),
             public_url: None,
+            metrics_token: None,
         }
     }
 }

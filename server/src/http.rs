@@ -44,6 +44,7 @@ pub fn build_app(state: AppState) -> Router {
         .route("/healthz", get(readyz))
         .route("/readyz", get(readyz))
         .route("/livez", get(livez))
+        .route("/metrics", get(crate::metrics::http::metrics))
         .route("/login", post(session::login))
         .route("/logout", post(session::logout))
         .merge(crate::api::routes())
@@ -54,6 +55,10 @@ pub fn build_app(state: AppState) -> Router {
             move || provide_context(backend.clone()),
             move || shell(shell_options.clone()),
         )
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::metrics::http::track,
+        ))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         // Nothing but the event stream may take longer (agents' held syncs answer within a third
         // of the heartbeat deadline and a minute at most).

@@ -22,6 +22,7 @@ pub mod guard;
 pub mod http;
 pub mod lab;
 pub mod loadtest;
+pub mod metrics;
 pub mod nodes;
 pub mod reports;
 pub mod runtime;

@@ -39,6 +39,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
             )
             .map_err(ServerError::Config)?,
         ),
+        metrics_token: args.metrics_token.clone().filter(|t| !t.is_empty()),
     };
     let scheduler = runtime.spawn();
 

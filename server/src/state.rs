@@ -23,4 +23,7 @@ pub struct AppState {
     pub lab: crate::lab::Lab,
     /// Which proxies to believe about the client, and the site's public origin.
     pub proxy: std::sync::Arc<crate::guard::client::ProxySettings>,
+    /// What Prometheus must send to read `/metrics` (`None`: open).
+    #[from_ref(skip)]
+    pub metrics_token: Option<String>,
 }

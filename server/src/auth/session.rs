@@ -144,11 +144,11 @@ async fn resolve_user(
     Ok(user)
 }
 
-/// Pages need a signed-in user; the login page, health check, static assets and server functions
-/// (which answer `Unauthenticated` themselves) do not.
+/// Pages need a signed-in user; the login page, health check, metrics (behind their own token),
+/// static assets and server functions (which answer `Unauthenticated` themselves) do not.
 fn needs_sign_in(method: &Method, path: &str) -> bool {
     let public = path == "/login"
-        || matches!(path, "/healthz" | "/readyz" | "/livez")
+        || matches!(path, "/healthz" | "/readyz" | "/livez" | "/metrics")
         || path == "/favicon.ico"
         || path.starts_with("/pkg/")
         || path.starts_with("/assets/")

@@ -199,6 +199,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         runtime: runtime.clone(),
         lab: crate::lab::Lab::new(None),
         proxy: Default::default(),
+        metrics_token: None,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

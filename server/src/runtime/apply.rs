@@ -25,6 +25,8 @@ pub struct Applied {
     pub nodes: BTreeSet<i64>,
     /// Actions left out because their workload changed after the snapshot was read.
     pub stale: usize,
+    /// The rule behind each run stopped (`drain` for a draining node), for `/metrics`.
+    pub rules: Vec<&'static str>,
 }
 
 /// Whether the workload is still as the snapshot read it: in `state`, with as many runs.
@@ -89,6 +91,7 @@ pub async fn apply(
                 let detail = reasons::preempt(snapshot, reason, *then);
                 let nodes = stop(db, *workload, *then, "preempted", &detail, now).await?;
                 applied.stopped += 1;
+                applied.rules.push(reason.rule.name());
                 applied.nodes.extend(nodes);
             }
             Action::Drain {
@@ -103,6 +106,7 @@ pub async fn apply(
                 let detail = reasons::drain(snapshot, reason, *then);
                 let nodes = stop(db, *workload, *then, "drained", &detail, now).await?;
                 applied.stopped += 1;
+                applied.rules.push("drain");
                 applied.nodes.extend(nodes);
             }
         }

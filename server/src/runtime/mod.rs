@@ -59,6 +59,8 @@ struct Inner {
     /// The snapshot the leader's latest pass decided on: pages on the leader read it, or build
     /// on it, instead of reading their own (see [`Runtime::page_source`]).
     latest: watch::Sender<Option<PassSnapshot>>,
+    /// What `/metrics` counts: requests, passes, preemptions.
+    metrics: crate::metrics::Metrics,
 }
 
 /// The snapshot a pass decided on, with the queue's generation and shape when it began reading.
@@ -184,6 +186,7 @@ impl Runtime {
                 writes: active::Writes::default(),
                 pages_behind: std::sync::atomic::AtomicBool::new(false),
                 latest: watch::channel(None).0,
+                metrics: crate::metrics::Metrics::default(),
             }),
         }
     }
@@ -209,7 +212,13 @@ impl Runtime {
         times.iter().copied().collect()
     }
 
+    /// What this server counts for `/metrics`.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.inner.metrics
+    }
+
     fn record_pass(&self, took: PassTiming) {
+        self.inner.metrics.pass(took.total().as_secs_f64());
         let mut times = self
             .inner
             .pass_times
@@ -717,6 +726,7 @@ impl Runtime {
             timing.apply += lap.lap();
             tx.commit().await?;
             writing.committed();
+            self.inner.metrics.stopped(&applied.rules);
             timing.commit += lap.lap();
             outcome.started += applied.started;
             outcome.stopped += applied.stopped;

@@ -30,6 +30,9 @@ pub const ORG: &str = r#"
 "ai/molmo" = ["bob"]
 "#;
 
+/// What Prometheus sends to read a live server's `/metrics`.
+pub const METRICS_TOKEN: &str = "scrape-me-please";
+
 pub struct Live {
     pub app: TestApp,
     pub url: String,
@@ -134,6 +137,7 @@ impl Live {
             runtime: runtime.clone(),
             lab: server::lab::Lab::new(None),
             proxy: Default::default(),
+            metrics_token: Some(METRICS_TOKEN.into()),
         });
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
         runtime.spawn();

@@ -310,6 +310,7 @@ impl TestApp {
             runtime: runtime.clone(),
             lab: server::lab::Lab::new(None),
             proxy: std::sync::Arc::new(proxy),
+            metrics_token: None,
         };
         (build_app(state), runtime, sessions)
     }

@@ -1,0 +1,139 @@
+//! Prometheus metrics at `/metrics` (OpenMetrics text, by the Prometheus project's own client).
+//!
+//! Two kinds: what happens (HTTP requests, scheduler passes, preemptions), counted as it happens in
+//! [`Metrics`], one registry per server; and how things stand (GPUs, queue, usage ratios,
+//! delivered over owed, heartbeats), read from the database when scraped ([`scrape`]), so every
+//! replica answers the same and nothing is kept twice.
+
+pub mod http;
+pub mod scrape;
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{
+        counter::Counter,
+        family::Family,
+        histogram::{exponential_buckets, Histogram},
+    },
+    registry::Registry,
+};
+
+/// The one cluster until clusters are named (every label set carries it, so dashboards built now
+/// keep working when there are several).
+pub const CLUSTER: &str = "default";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// The route as declared (`/api/v1/workloads/:id`), never the raw path.
+    pub route: String,
+    pub method: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: String,
+    pub method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PreemptLabels {
+    pub cluster: String,
+    /// The scheduler's rule (`fair-share`, `free-work`, `fast-lane`, …) or `drain`.
+    pub rule: String,
+}
+
+type Seconds = Family<RouteLabels, Histogram, fn() -> Histogram>;
+
+/// Request latencies from 1 ms to about 33 s.
+fn request_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+/// The counted metrics of one server.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    request_seconds: Seconds,
+    pass_seconds: Histogram,
+    preemptions: Family<PreemptLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "hourglass_http_requests",
+            "HTTP requests answered, by route, method and status",
+            requests.clone(),
+        );
+        let request_seconds: Seconds = Family::new_with_constructor(request_histogram);
+        registry.register(
+            "hourglass_http_request_duration_seconds",
+            "Time to answer an HTTP request (to the response's head), by route and method",
+            request_seconds.clone(),
+        );
+        // Passes from 1 ms to about 16 s.
+        let pass_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 15));
+        registry.register(
+            "hourglass_scheduler_pass_seconds",
+            "Scheduler passes on the leader, from asking for the write lock to committing",
+            pass_seconds.clone(),
+        );
+        let preemptions = Family::<PreemptLabels, Counter>::default();
+        registry.register(
+            "hourglass_preemptions",
+            "Runs stopped by the scheduler, by the rule that stopped them",
+            preemptions.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            request_seconds,
+            pass_seconds,
+            preemptions,
+        }
+    }
+}
+
+impl Metrics {
+    /// One request answered.
+    pub fn request(&self, route: &str, method: &str, status: u16, seconds: f64) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                route: route.to_string(),
+                method: method.to_string(),
+                status,
+            })
+            .inc();
+        self.request_seconds
+            .get_or_create(&RouteLabels {
+                route: route.to_string(),
+                method: method.to_string(),
+            })
+            .observe(seconds);
+    }
+
+    /// One scheduler pass on the leader.
+    pub fn pass(&self, seconds: f64) {
+        self.pass_seconds.observe(seconds);
+    }
+
+    /// Runs stopped by one committed decision, by rule.
+    pub fn stopped(&self, rules: &[&'static str]) {
+        for rule in rules {
+            self.preemptions
+                .get_or_create(&PreemptLabels {
+                    cluster: CLUSTER.into(),
+                    rule: (*rule).into(),
+                })
+                .inc();
+        }
+    }
+
+    /// The counted metrics in the text format (no `# EOF`: the scrape adds its gauges first).
+    pub fn encode(&self, out: &mut String) -> std::fmt::Result {
+        prometheus_client::encoding::text::encode_registry(out, &self.registry)
+    }
+}

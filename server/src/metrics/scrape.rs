@@ -1,0 +1,181 @@
+//! How things stand, read from the database at each scrape: GPUs by state, the queue by leaf and
+//! kind, each tree node's usage ratio and this quarter's delivered over owed, heartbeat ages.
+
+use super::CLUSTER;
+use crate::{nodes::repo as node_repo, reports::review, AppState, ServerError};
+use app::model::{CurrentUser, Role};
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{family::Family, gauge::Gauge},
+    registry::Registry,
+};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::atomic::AtomicU64,
+};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GpuLabels {
+    cluster: String,
+    /// `allocated` or `unallocated` (held by a run of that kind), `idle` (free on a healthy
+    /// node), or the node's state (`cordoned`, `unhealthy`, `down`) for GPUs no run holds.
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    cluster: String,
+    leaf: String,
+    /// `debug` (a minimum runtime of at most 15 min on at most 8 GPUs), `allocated` or `free`.
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PathLabels {
+    cluster: String,
+    path: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeLabels {
+    node: String,
+}
+
+type Ratio = Family<PathLabels, Gauge<f64, AtomicU64>>;
+
+/// The gauges as they stand now, in the text format (no `# EOF`).
+pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerError> {
+    let now = state.runtime.now();
+    let mut registry = Registry::default();
+
+    let nodes = node_repo::list_nodes(&state.pool).await?;
+    let held: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "select node_id, allocated, cast(coalesce(sum(gpus), 0) as bigint) from workload_run
+         where ended_at is null group by node_id, allocated",
+    )
+    .fetch_all(&state.pool)
+    .await?;
+    let mut held_on: HashMap<i64, i64> = HashMap::new();
+    let mut by_state: BTreeMap<String, i64> = ["allocated", "unallocated", "idle"]
+        .iter()
+        .map(|s| (s.to_string(), 0))
+        .collect();
+    for (node, allocated, gpus) in held {
+        *held_on.entry(node).or_default() += gpus;
+        let kind = if allocated != 0 {
+            "allocated"
+        } else {
+            "unallocated"
+        };
+        *by_state.entry(kind.into()).or_default() += gpus;
+    }
+    let heartbeat_age = Family::<NodeLabels, Gauge>::default();
+    for node in &nodes {
+        let free = (node.gpu_count - held_on.get(&node.node_id).copied().unwrap_or(0)).max(0);
+        let health = node.health();
+        let state = if health == app::nodes::NodeHealth::Healthy {
+            "idle"
+        } else {
+            health.as_str()
+        };
+        *by_state.entry(state.into()).or_default() += free;
+        if let Some(at) = node.last_heartbeat_at {
+            heartbeat_age
+                .get_or_create(&NodeLabels {
+                    node: node.name.clone(),
+                })
+                .set(now - at);
+        }
+    }
+    let gpus = Family::<GpuLabels, Gauge>::default();
+    for (state, count) in by_state {
+        gpus.get_or_create(&GpuLabels {
+            cluster: CLUSTER.into(),
+            state,
+        })
+        .set(count);
+    }
+    registry.register(
+        "hourglass_gpus",
+        "GPUs of registered nodes by what holds them or why nothing can",
+        gpus,
+    );
+    registry.register(
+        "hourglass_node_heartbeat_age_seconds",
+        "Seconds since each node's agent last spoke",
+        heartbeat_age,
+    );
+
+    let queued: Vec<(String, String, i64)> = sqlx::query_as(
+        "select b.path,
+                case when w.min_runtime_s = 0 then 'free'
+                     when w.min_runtime_s <= 900 and w.gpus <= 8 then 'debug'
+                     else 'allocated' end as kind,
+                count(*)
+         from workload w join budget_node b on b.budget_node_id = w.budget_node_id
+         where w.state = 'queued'
+         group by b.path, kind",
+    )
+    .fetch_all(&state.pool)
+    .await?;
+    let queue = Family::<QueueLabels, Gauge>::default();
+    for (leaf, kind, count) in queued {
+        queue
+            .get_or_create(&QueueLabels {
+                cluster: CLUSTER.into(),
+                leaf,
+                kind,
+            })
+            .set(count);
+    }
+    registry.register(
+        "hourglass_queue_workloads",
+        "Workloads waiting, by leaf and kind",
+        queue,
+    );
+
+    // Standings as the Budget tree page shows them, and the quarter so far as the review does.
+    let reader = CurrentUser {
+        id: 0,
+        username: "metrics".into(),
+        role: Role::Admin,
+    };
+    let usage_ratio = Ratio::default();
+    for node in crate::budget::view::tree_view(&state.pool, &state.runtime, &reader).await? {
+        if let (Some(ratio), false) = (node.ratio, node.path.is_empty()) {
+            usage_ratio
+                .get_or_create(&PathLabels {
+                    cluster: CLUSTER.into(),
+                    path: node.path,
+                })
+                .set(ratio);
+        }
+    }
+    registry.register(
+        "hourglass_usage_ratio",
+        "Each tree node's usage over its share (1 is exactly its share; DESIGN §4.3)",
+        usage_ratio,
+    );
+    let (year, quarter) = app::calendar::quarter_of(now);
+    let delivered = Ratio::default();
+    if let Some((from, to)) = app::calendar::quarter(year, quarter) {
+        let r = review::review(&state.pool, from, to, String::new(), now).await?;
+        for row in r.rows {
+            if let Some(ratio) = row.delivered_over_owed {
+                delivered
+                    .get_or_create(&PathLabels {
+                        cluster: CLUSTER.into(),
+                        path: row.path,
+                    })
+                    .set(ratio);
+            }
+        }
+    }
+    registry.register(
+        "hourglass_delivered_over_owed",
+        "This quarter so far: GPU-hours delivered over GPU-hours owed, per tree node",
+        delivered,
+    );
+    prometheus_client::encoding::text::encode_registry(out, &registry)
+        .map_err(|_| ServerError::Config("metrics could not be written".into()))
+}

@@ -1,0 +1,195 @@
+//! `/metrics`: read back with a Prometheus text-format parser after real work on a live server.
+
+use crate::{
+    live::{job, Live, METRICS_TOKEN},
+    support::TestApp,
+};
+use prometheus_parse::{Scrape, Value};
+use reqwest::StatusCode;
+
+/// The value of a gauge, counter or untyped sample, or a histogram's count.
+fn number(value: &Value) -> f64 {
+    match value {
+        Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => *v,
+        Value::Histogram(buckets) => buckets.last().map_or(0.0, |b| b.count),
+        Value::Summary(_) => f64::NAN,
+    }
+}
+
+/// The samples named `name` whose labels include every pair in `labels`.
+fn find(scrape: &Scrape, name: &str, labels: &[(&str, &str)]) -> Vec<f64> {
+    scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == name)
+        .filter(|s| labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .map(|s| number(&s.value))
+        .collect()
+}
+
+async fn scrape(live: &Live, token: Option<&str>) -> (StatusCode, String, String) {
+    let mut request = live.http.get(format!("{}/metrics", live.url));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (status, kind, response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn metrics_read_back_as_prometheus_text_with_the_gpus_the_queue_and_the_preemption_that_happened(
+) {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 4).await;
+    let free = live
+        .submit(
+            "bob",
+            job("ai/molmo", "free-sweep", "sleep 60", 4, 0, false),
+        )
+        .await;
+    live.wait_for_state(free, "running").await;
+    let debug = live
+        .submit("ada", job("ai/olmo", "debug", "sleep 60", 2, 900, true))
+        .await;
+    live.wait_for_state(free, "preempted").await;
+    live.wait_for_state(debug, "running").await;
+    // Four GPUs, two held by protected debug work: this one waits.
+    let waiting = live
+        .submit("bob", job("ai/molmo", "train", "sleep 60", 4, 3600, true))
+        .await;
+    assert_eq!(live.workload(waiting).await["state"], "queued");
+
+    // A booked hour earlier this quarter, where the live ledger does not write: ai/olmo ran the
+    // 2 GPU-hours it was owed.
+    let (year, quarter) = app::calendar::quarter_of(crate::support::now());
+    let hour = app::calendar::quarter(year, quarter).unwrap().0;
+    sqlx::query("insert into capacity_hour (hour, healthy_gpu_s) values ($1, 14400)")
+        .bind(hour)
+        .execute(&live.app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "insert into usage_hour (budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s)
+         select budget_node_id, $1, 7200, 0, 7200, 7200 from budget_node where path = 'ai/olmo'",
+    )
+    .bind(hour)
+    .execute(&live.app.pool)
+    .await
+    .unwrap();
+
+    for token in [None, Some("a guess")] {
+        let (status, _, body) = scrape(&live, token).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{token:?}: {body}");
+        assert!(!body.contains("hourglass_"), "{body}");
+    }
+    let (status, kind, body) = scrape(&live, Some(METRICS_TOKEN)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let scrape = Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap();
+
+    for name in [
+        "hourglass_gpus",
+        "hourglass_queue_workloads",
+        "hourglass_usage_ratio",
+        "hourglass_delivered_over_owed",
+        "hourglass_preemptions",
+        "hourglass_scheduler_pass_seconds",
+        "hourglass_node_heartbeat_age_seconds",
+        "hourglass_http_requests",
+        "hourglass_http_request_duration_seconds",
+    ] {
+        assert!(
+            scrape.docs.contains_key(name),
+            "{name} is described: {body}"
+        );
+    }
+    let gpus = |state| {
+        find(
+            &scrape,
+            "hourglass_gpus",
+            &[("cluster", "default"), ("state", state)],
+        )
+    };
+    assert_eq!(gpus("allocated"), [2.0], "{body}");
+    assert_eq!(gpus("unallocated"), [0.0], "{body}");
+    assert_eq!(gpus("idle"), [2.0], "{body}");
+    assert_eq!(
+        find(
+            &scrape,
+            "hourglass_queue_workloads",
+            &[("leaf", "ai/molmo"), ("kind", "allocated")]
+        ),
+        [1.0],
+        "{body}"
+    );
+    assert_eq!(
+        find(
+            &scrape,
+            "hourglass_preemptions_total",
+            &[("cluster", "default"), ("rule", "free-work")]
+        ),
+        [1.0],
+        "{body}"
+    );
+    let passes = find(&scrape, "hourglass_scheduler_pass_seconds", &[]);
+    assert!(passes.first().is_some_and(|n| *n >= 1.0), "{body}");
+    let age = find(
+        &scrape,
+        "hourglass_node_heartbeat_age_seconds",
+        &[("node", "n1")],
+    );
+    assert!(
+        age.first().is_some_and(|a| (0.0..30.0).contains(a)),
+        "{body}"
+    );
+    let olmo = [("cluster", "default"), ("path", "ai/olmo")];
+    let ratio = find(&scrape, "hourglass_usage_ratio", &olmo);
+    assert!(ratio.first().is_some_and(|r| r.is_finite()), "{body}");
+    let delivered = find(&scrape, "hourglass_delivered_over_owed", &olmo);
+    assert!(
+        delivered.first().is_some_and(|r| *r > 0.5 && *r <= 1.0),
+        "{body}"
+    );
+    // Requests counted by the route's pattern, never by the raw path.
+    let looks = find(
+        &scrape,
+        "hourglass_http_requests_total",
+        &[
+            ("route", "/api/v1/workloads/:id"),
+            ("method", "GET"),
+            ("status", "200"),
+        ],
+    );
+    assert!(looks.first().is_some_and(|n| *n >= 3.0), "{body}");
+    assert!(
+        !body.contains(&format!("/api/v1/workloads/{debug}")),
+        "{body}"
+    );
+    let latency = find(
+        &scrape,
+        "hourglass_http_request_duration_seconds",
+        &[("route", "/api/v1/workloads"), ("method", "POST")],
+    );
+    assert_eq!(latency, [3.0], "{body}");
+}
+
+#[tokio::test]
+async fn without_a_metrics_token_metrics_are_open() {
+    let app = TestApp::new().await;
+    let response = app.get("/metrics", None).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    let scrape = Scrape::parse(response.body.lines().map(|l| Ok(l.to_string()))).unwrap();
+    assert_eq!(
+        find(&scrape, "hourglass_gpus", &[("state", "idle")]),
+        [0.0],
+        "no nodes yet: {}",
+        response.body
+    );
+}
