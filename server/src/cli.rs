@@ -52,12 +52,23 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Logs to standard error: lines for people by default, or one JSON object per line with
+/// `HOURGLASS_LOG_FORMAT=json` (for log collectors), each carrying the request's span (method,
+/// path and `x-request-id`) when written while serving one. `HOURGLASS_LOG` filters them.
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("HOURGLASS_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_sessions=warn"));
-    tracing_subscriber::fmt()
+    let format = std::env::var("HOURGLASS_LOG_FORMAT").unwrap_or_default();
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format.trim() {
+        "json" => logs.json().with_current_span(true).init(),
+        "" | "text" => logs.init(),
+        other => {
+            logs.init();
+            tracing::warn!("HOURGLASS_LOG_FORMAT={other} is neither json nor text: writing text");
+        }
+    }
 }

@@ -35,7 +35,10 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
 /// wildcard `{*rest}` reads `*rest`), as dashboards name routes; braces inside a label value trip
 /// up the simpler text-format parsers.
 fn route_label(pattern: &str) -> String {
-    pattern.replace("{*", "*").replace('{', ":").replace('}', "")
+    pattern
+        .replace("{*", "*")
+        .replace('{', ":")
+        .replace('}', "")
 }
 
 /// `GET /metrics`: OpenMetrics text for Prometheus. With `--metrics-token` set, only a request

@@ -13,6 +13,7 @@ mod health;
 mod lab;
 mod live;
 mod load;
+mod logs;
 mod metrics;
 mod pool;
 mod render;
