@@ -30,6 +30,7 @@ pub fn main() -> ExitCode {
                     poll_s: 20,
                     health_cmd: args.health_cmd,
                     health_interval_s: args.health_interval_s,
+                    sample_every_s: args.sample_every_s,
                     ca_cert: args.ca_cert,
                 })
                 .await

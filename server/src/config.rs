@@ -77,6 +77,9 @@ pub struct AgentArgs {
     /// Seconds between health checks (nvidia-smi and --health-cmd).
     #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub health_interval_s: u64,
+    /// Seconds between GPU utilization samples (nvidia-smi, with --gpus auto); 0 turns them off.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=3600))]
+    pub sample_every_s: u32,
     /// PEM file of CA certificates to trust for an https:// server (besides the system's).
     #[arg(long)]
     pub ca_cert: Option<PathBuf>,

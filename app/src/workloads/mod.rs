@@ -173,6 +173,20 @@ pub struct WorkloadDetail {
     /// Queued: when it is likely to start (see [`StartEstimate`]).
     #[serde(default)]
     pub estimated_start: Option<StartEstimate>,
+    /// How much of its GPUs it used, as the agents sampled them (none on nodes that cannot be
+    /// sampled, or before the first sample).
+    #[serde(default)]
+    pub utilization: Option<Utilization>,
+}
+
+/// A workload's GPU utilization over its runs: the mean of every sample of its GPUs, and the
+/// same per 5-minute bucket (`(bucket start, fraction)`), oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Utilization {
+    /// 0–1.
+    pub mean: f64,
+    pub samples: i64,
+    pub series: Vec<(i64, f64)>,
 }
 
 /// When a queued workload is likely to start: the scheduler run forward, as of `as_of`, over the

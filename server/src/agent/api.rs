@@ -98,6 +98,7 @@ async fn sync(
     woke |= health_changed;
 
     store_output(&state, node.node_id, &request).await?;
+    super::utilization::record(&state.control_pool, node.node_id, &request.samples, now).await?;
     // Subscribed before this node's runs are read: a decision committed from here on wakes the
     // held sync below.
     let mut assignments = runtime.assignments();

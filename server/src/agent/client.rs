@@ -11,9 +11,10 @@ use super::{
     output::utf8_prefix,
     process::{self, Launch, ProcTable},
     protocol::{
-        Assignment, Finished, OutputChunk, SyncRequest, SyncResponse, CHUNK_BYTES,
-        SYNC_OUTPUT_BYTES,
+        Assignment, Finished, GpuSample, OutputChunk, SyncRequest, SyncResponse, CHUNK_BYTES,
+        SYNC_OUTPUT_BYTES, SYNC_SAMPLES,
     },
+    sampling,
     state::{AgentState, RunRecord, StateDir, StopRecord},
 };
 use crate::ServerError;
@@ -36,6 +37,8 @@ pub struct AgentOptions {
     /// An operator's health check: non-zero exit = unhealthy, first output line = the reason.
     pub health_cmd: Option<String>,
     pub health_interval_s: u64,
+    /// Seconds between GPU samples (`nvidia-smi`, with `--gpus auto`); 0: none.
+    pub sample_every_s: u32,
     /// A PEM file of CA certificates to trust besides the system's (a private CA).
     pub ca_cert: Option<PathBuf>,
 }
@@ -116,7 +119,13 @@ struct Agent {
     health: Result<(), String>,
     grace: i64,
     connected: bool,
+    /// GPU samples not yet carried by an answered sync, oldest first.
+    samples: Vec<GpuSample>,
 }
+
+/// The most GPU samples an agent keeps while it cannot reach the server (an hour of 24 GPUs
+/// sampled every 10 s); older ones are dropped.
+const SAMPLES_KEPT: usize = 8_640;
 
 impl Agent {
     fn new(options: AgentOptions, gpus: gpus::Gpus, dir: StateDir) -> Result<Agent, ServerError> {
@@ -140,6 +149,7 @@ impl Agent {
             health: Ok(()),
             grace: 10,
             connected: false,
+            samples: Vec::new(),
         })
     }
 
@@ -156,6 +166,12 @@ impl Agent {
         }
         let mut health =
             spawn_health_checks(checks, self.options.health_interval_s, self.health.clone());
+        let mut samples = if self.options.gpus.trim() == "auto" && self.options.sample_every_s > 0 {
+            sampling::spawn(self.options.sample_every_s, epoch_now)
+        } else {
+            // No GPUs to ask: a channel that never sends.
+            tokio::sync::mpsc::channel(1).1
+        };
         let shutdown = shutdown_signal();
         tokio::pin!(shutdown);
         let mut backoff = reconnect_backoff(self.state.down_after_s);
@@ -221,6 +237,18 @@ impl Agent {
                             break;
                         }
                     }
+                    Some(taken) = samples.recv() => {
+                        // Carried by the next sync; a held one is cut short only once the
+                        // oldest has waited three sampling intervals (longer than a poll at the
+                        // defaults, so no sync is added then).
+                        self.samples.extend(taken);
+                        let over = self.samples.len().saturating_sub(SAMPLES_KEPT);
+                        self.samples.drain(..over);
+                        let carry_after = 3 * i64::from(self.options.sample_every_s);
+                        if self.samples.first().is_some_and(|s| epoch_now() - s.at >= carry_after) {
+                            break;
+                        }
+                    }
                     Ok(()) = health.changed() => {
                         let now = health.borrow_and_update().clone();
                         if now != self.health {
@@ -280,6 +308,7 @@ impl Agent {
             output,
             last_answer: self.state.last_answer,
             wait_s,
+            samples: self.samples.iter().take(SYNC_SAMPLES).cloned().collect(),
         }
     }
 
@@ -363,6 +392,9 @@ impl Agent {
         }
         self.state.last_synced_at = Some(epoch_now());
         self.state.down_after_s = answer.down_after_s;
+        // The server has the samples the request carried (they were the oldest kept).
+        let carried = request.samples.len().min(self.samples.len());
+        self.samples.drain(..carried);
         self.grace = answer.grace_s.max(0);
         for finished in &request.finished {
             if let Some(run) = self.state.runs.get_mut(&finished.run_id) {

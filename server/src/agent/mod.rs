@@ -9,4 +9,6 @@ pub mod output;
 pub mod process;
 pub mod protocol;
 pub mod repo;
+pub mod sampling;
 pub mod state;
+pub mod utilization;

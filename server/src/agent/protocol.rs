@@ -48,7 +48,32 @@ pub struct SyncRequest {
     /// Hold the answer up to this many seconds while there is nothing to do (long poll).
     #[serde(default)]
     pub wait_s: u64,
+    /// GPU samples (`nvidia-smi`) taken since the last answered sync, oldest first; the server
+    /// attributes each to the run holding that GPU at that moment.
+    #[serde(default)]
+    pub samples: Vec<GpuSample>,
 }
+
+/// One GPU's state at one moment, as `nvidia-smi --query-gpu=index,utilization.gpu,memory.used,
+/// memory.total,power.draw` reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSample {
+    /// Epoch seconds on the node's clock.
+    pub at: i64,
+    pub gpu: u32,
+    /// Percent of the time a kernel ran, 0–100.
+    pub utilization: f64,
+    pub memory_used_mib: f64,
+    pub memory_total_mib: f64,
+    /// Watts; `None` where the GPU does not report it.
+    #[serde(default)]
+    pub power_w: Option<f64>,
+    /// Seconds this sample stands for (the sampling interval).
+    pub every_s: u32,
+}
+
+/// The most samples one sync carries (the rest wait for the next).
+pub const SYNC_SAMPLES: usize = 2_048;
 
 fn yes() -> bool {
     true

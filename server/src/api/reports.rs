@@ -162,6 +162,7 @@ pub async fn usage_csv(
         state.runtime.now(),
     )
     .await?;
+    let utilization = usage::utilization(&state.pool, &q.node, from, to, granularity).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
@@ -170,6 +171,6 @@ pub async fn usage_csv(
                 "attachment; filename=\"hourglass-usage.csv\"",
             ),
         ],
-        usage::csv(&series),
+        usage::csv(&series, &utilization),
     ))
 }

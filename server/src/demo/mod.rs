@@ -90,6 +90,7 @@ pub async fn start_agents(
                 .join(name),
             health_cmd: None,
             health_interval_s: 60,
+            sample_every_s: 0,
             ca_cert: None,
         };
         agents.push(tokio::spawn(async move {

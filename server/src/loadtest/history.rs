@@ -267,7 +267,15 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
             now,
         )
         .await?;
-        usage::csv(&series);
+        let utilization = usage::utilization(
+            &pool,
+            "",
+            end - 365 * DAY,
+            end,
+            usage::parse_granularity("day")?,
+        )
+        .await?;
+        usage::csv(&series, &utilization);
         year_csv.push(clock.elapsed());
         let clock = Instant::now();
         let series = usage::series(
@@ -279,7 +287,15 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
             now,
         )
         .await?;
-        usage::csv(&series);
+        let utilization = usage::utilization(
+            &pool,
+            "",
+            end - 7 * DAY,
+            end,
+            usage::parse_granularity("hour")?,
+        )
+        .await?;
+        usage::csv(&series, &utilization);
         week_csv.push(clock.elapsed());
         let clock = Instant::now();
         tree_view(&pool, &runtime, &admin).await?;

@@ -41,6 +41,13 @@ struct NodeLabels {
     node: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GpuOfNodeLabels {
+    cluster: String,
+    node: String,
+    gpu: u32,
+}
+
 type Ratio = Family<PathLabels, Gauge<f64, AtomicU64>>;
 
 /// The gauges as they stand now, in the text format (no `# EOF`).
@@ -70,7 +77,29 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
         *by_state.entry(kind.into()).or_default() += gpus;
     }
     let heartbeat_age = Family::<NodeLabels, Gauge>::default();
+    let sampled: HashMap<i64, String> =
+        sqlx::query_as("select node_id, gpu_utilization from node where gpu_utilization <> ''")
+            .fetch_all(&state.pool)
+            .await?
+            .into_iter()
+            .collect();
+    let utilization = Family::<GpuOfNodeLabels, Gauge<f64, AtomicU64>>::default();
     for node in &nodes {
+        // The latest sample of each GPU, while its node is heard from.
+        if let (Some(text), false) = (
+            sampled.get(&node.node_id),
+            node.health() == app::nodes::NodeHealth::Down,
+        ) {
+            for (gpu, percent) in crate::agent::utilization::parse_latest(text) {
+                utilization
+                    .get_or_create(&GpuOfNodeLabels {
+                        cluster: CLUSTER.into(),
+                        node: node.name.clone(),
+                        gpu,
+                    })
+                    .set(percent / 100.0);
+            }
+        }
         let free = (node.gpu_count - held_on.get(&node.node_id).copied().unwrap_or(0)).max(0);
         let health = node.health();
         let state = if health == app::nodes::NodeHealth::Healthy {
@@ -99,6 +128,11 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
         "hourglass_gpus",
         "GPUs of registered nodes by what holds them or why nothing can",
         gpus,
+    );
+    registry.register(
+        "hourglass_gpu_utilization",
+        "Each GPU's latest utilization sample (0-1), as its agent's nvidia-smi reported it",
+        utilization,
     );
     registry.register(
         "hourglass_node_heartbeat_age_seconds",

@@ -9,7 +9,7 @@ use sqlx::AnyPool;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const CSV_HEADER: &str =
-    "bucket_start,path,funded_gpu_h,owed_gpu_h,delivered_gpu_h,unallocated_gpu_h";
+    "bucket_start,path,funded_gpu_h,owed_gpu_h,delivered_gpu_h,unallocated_gpu_h,utilized_gpu_h,mean_utilization";
 
 pub use app::reports::Granularity;
 
@@ -237,10 +237,73 @@ pub async fn series(
     Ok(out)
 }
 
-pub fn csv(series: &BTreeMap<(i64, String), [f64; 4]>) -> String {
+/// `(bucket start, path) → (GPU-seconds sampled, the same weighted by utilization)` for `node`
+/// and its children over `[from, to)`, from the hours the agents sampled (see
+/// [`crate::agent::utilization`]): the mean utilization of delivered time is their quotient.
+pub async fn utilization(
+    pool: &AnyPool,
+    node: &str,
+    from: i64,
+    to: i64,
+    granularity: Granularity,
+) -> Result<BTreeMap<(i64, String), (f64, f64)>, ServerError> {
+    let mut db = pool.acquire().await?;
+    let Some(tree) = tree_snapshot::load(&mut db).await? else {
+        return Ok(BTreeMap::new());
+    };
+    let t = &tree.tree;
+    let Some(root) = t
+        .find(node)
+        .or_else(|| node.trim_matches('/').is_empty().then_some(BudgetId::ROOT))
+    else {
+        return Ok(BTreeMap::new());
+    };
+    let mut groups = vec![root];
+    groups.extend_from_slice(t.children(root));
+    let rows: Vec<(i64, i64, f64, f64)> = sqlx::query_as(
+        "select budget_node_id, hour, sampled_gpu_s, utilized_gpu_s from usage_hour
+         where hour >= $1 and hour < $2 and sampled_gpu_s > 0",
+    )
+    .bind(from.div_euclid(HOUR) * HOUR)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?;
+    let mut out: BTreeMap<(i64, String), (f64, f64)> = BTreeMap::new();
+    for (leaf, hour, sampled, utilized) in rows {
+        let Some(id) = tree.engine_id(leaf) else {
+            continue;
+        };
+        let path = t.path_ids(id);
+        for group in &groups {
+            if *group == BudgetId::ROOT || path.contains(group) {
+                let cell = out
+                    .entry((granularity.bucket(hour), t.path(*group).to_string()))
+                    .or_default();
+                cell.0 += sampled;
+                cell.1 += utilized;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The usage series as CSV, one line per bucket and node, with its utilization where the agents
+/// sampled its GPUs (empty cells where they did not).
+pub fn csv(
+    series: &BTreeMap<(i64, String), [f64; 4]>,
+    utilization: &BTreeMap<(i64, String), (f64, f64)>,
+) -> String {
     let mut out = csv::Writer::from_writer(Vec::new());
     let _ = out.write_record(CSV_HEADER.split(','));
-    for ((bucket, path), [funded, owed, delivered, free]) in series {
+    for (key, [funded, owed, delivered, free]) in series {
+        let (bucket, path) = key;
+        let (utilized_h, mean) = match utilization.get(key) {
+            Some(&(sampled, utilized)) if sampled > 0.0 => (
+                format!("{:.4}", utilized / 3600.0),
+                format!("{:.4}", utilized / sampled),
+            ),
+            _ => (String::new(), String::new()),
+        };
         let _ = out.write_record([
             iso(*bucket),
             csv_out::text_cell(path),
@@ -248,6 +311,8 @@ pub fn csv(series: &BTreeMap<(i64, String), [f64; 4]>) -> String {
             format!("{owed:.4}"),
             format!("{delivered:.4}"),
             format!("{free:.4}"),
+            utilized_h,
+            mean,
         ]);
     }
     csv_out::written(out)

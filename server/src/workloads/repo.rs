@@ -191,6 +191,40 @@ pub async fn placement(
     .await
 }
 
+/// A workload's GPU utilization as sampled (see [`crate::agent::utilization`]): `None` before
+/// any sample.
+pub async fn utilization(
+    pool: &sqlx::AnyPool,
+    id: i64,
+) -> Result<Option<app::workloads::Utilization>, sqlx::Error> {
+    let (sum, samples): (f64, i64) = sqlx::query_as(
+        "select coalesce(sum(util_sum), 0.0), cast(coalesce(sum(util_samples), 0) as bigint)
+         from workload_run where workload_id = $1",
+    )
+    .bind(id)
+    .fetch_one(pool)
+    .await?;
+    if samples == 0 {
+        return Ok(None);
+    }
+    let series: Vec<(i64, f64, i64)> = sqlx::query_as(
+        "select bucket, util_sum, samples from utilization_bucket
+         where workload_id = $1 order by bucket",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    Ok(Some(app::workloads::Utilization {
+        mean: sum / samples as f64 / 100.0,
+        samples,
+        series: series
+            .into_iter()
+            .filter(|(_, _, n)| *n > 0)
+            .map(|(bucket, sum, n)| (bucket, sum / n as f64 / 100.0))
+            .collect(),
+    }))
+}
+
 /// `(runs, run seconds, charged GPU-seconds)` of a workload up to `now`: a gang's runs on
 /// several nodes count once in time and fully in GPU-seconds; only allocated runs are charged.
 pub async fn run_totals(

@@ -190,7 +190,9 @@ pub async fn detail(
     } else {
         None
     };
+    let utilization = repo::utilization(pool, id).await?;
     Ok(WorkloadDetail {
+        utilization,
         leaving,
         estimated_start,
         workload,

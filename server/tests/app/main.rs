@@ -28,3 +28,4 @@ mod snapshot;
 mod storage;
 mod support;
 mod users;
+mod utilization;

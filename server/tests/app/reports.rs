@@ -218,18 +218,15 @@ async fn the_usage_csv_has_a_header_and_one_row_per_bucket_and_node() {
     .await;
     assert_eq!(response.status, 200, "{}", response.body);
     let lines: Vec<&str> = response.body.lines().collect();
-    assert_eq!(
-        lines[0],
-        "bucket_start,path,funded_gpu_h,owed_gpu_h,delivered_gpu_h,unallocated_gpu_h"
-    );
+    assert_eq!(lines[0], server::reports::usage::CSV_HEADER);
     assert_eq!(lines.len(), 1 + 2 * 3, "{}", response.body);
     assert!(
-        lines.contains(&"2026-01-01T00:00:00Z,ai/olmo,3.0000,3.0000,4.0000,0.0000"),
+        lines.contains(&"2026-01-01T00:00:00Z,ai/olmo,3.0000,3.0000,4.0000,0.0000,,"),
         "{}",
         response.body
     );
     assert!(
-        lines.contains(&"2026-01-01T01:00:00Z,ai/molmo,1.0000,0.0000,0.0000,1.0000"),
+        lines.contains(&"2026-01-01T01:00:00Z,ai/molmo,1.0000,0.0000,0.0000,1.0000,,"),
         "{}",
         response.body
     );

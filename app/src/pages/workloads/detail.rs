@@ -3,7 +3,7 @@
 use crate::{
     calendar::format_date,
     clock::now_s,
-    components::{badge::StateBadge, field::FormError},
+    components::{badge::StateBadge, field::FormError, sparkline::UtilizationSpark},
     live::use_live_updates,
     workloads::{
         api::{get_workload_detail, CancelWorkload},
@@ -109,6 +109,15 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
             format!("{:.2} GPU-hours to {}", detail.charged_gpu_h, w.project)
         }
     });
+    let gpu_use = detail.utilization.clone().map(|u| {
+        let gpus = if w.gpus == 1 {
+            "its GPU".to_string()
+        } else {
+            format!("its {} GPUs", w.gpus)
+        };
+        let words = format!("used {:.0}% of {gpus}", u.mean * 100.0);
+        (words, u)
+    });
     view! {
         <Title text=w.name.clone() />
         <div class="page-head">
@@ -166,6 +175,10 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
                     <dt>"Waited"</dt><dd>{waited}</dd>
                     {ran.map(|r| view! { <dt>"Ran"</dt><dd>{r}</dd> })}
                     {charged.map(|c| view! { <dt>"Charged"</dt><dd>{c}</dd> })}
+                    {gpu_use.map(|(words, u)| view! {
+                        <dt>"GPU use"</dt>
+                        <dd class="gpu-use">{words} <UtilizationSpark utilization=u /></dd>
+                    })}
                     <dt>"Owner"</dt><dd>{w.owner.clone()}</dd>
                     <dt>"GPUs"</dt><dd>{w.gpus}</dd>
                     <dt>"Minimum runtime"</dt>
