@@ -292,6 +292,8 @@ fn ReviewView(
             <Figure label="Occupancy" value=pct(h.occupancy) note="reference: 98%" />
             <Figure label="Unallocated" value=pct(h.unallocated_fraction) note="of busy time" />
             <Figure label="Debug p90 wait" value=duration_or_dash(h.debug_p90_wait_s) note="reference: 30 s" />
+            <Figure label="GPU utilization" value=pct(h.utilization)
+                note=if h.utilization.is_some() { format!("of {} GPU-h sampled", gpu_h(h.sampled_gpu_h)) } else { "not sampled".into() } />
         </section>
         {(!has_data).then(|| view! { <p class="card empty">{format!("No usage was recorded in {}.", review.label)}</p> })}
         {
@@ -320,6 +322,7 @@ fn ReviewView(
                         <th scope="col" class="num">"Unallocated GPU-h"</th>
                         <th scope="col" class="num">"Wait p50"</th>
                         <th scope="col" class="num">"Wait p90"</th>
+                        <th scope="col" class="num">"GPU utilization"</th>
                     </tr>
                 </thead>
                 <tbody>
@@ -362,6 +365,7 @@ fn ReviewView(
                                 <td class="num">{gpu_h(r.unallocated_gpu_h)}</td>
                                 <td class="num">{duration_or_dash(r.wait_p50_s)}</td>
                                 <td class="num">{duration_or_dash(r.wait_p90_s)}</td>
+                                <td class="num">{pct(r.utilization)}</td>
                             </tr>
                         }
                     }).collect_view()}
@@ -377,7 +381,7 @@ fn ReviewView(
 }
 
 #[component]
-fn Figure(label: &'static str, value: String, note: &'static str) -> impl IntoView {
+fn Figure(label: &'static str, value: String, #[prop(into)] note: String) -> impl IntoView {
     view! {
         <div class="figure">
             <span class="figure-label">{label}</span>

@@ -64,6 +64,8 @@ mod tests {
             unallocated_gpu_h: 0.0,
             wait_p50_s: Some(60),
             wait_p90_s: Some(7_200),
+            utilization: None,
+            utilized_gpu_h: 0.0,
         }
     }
 

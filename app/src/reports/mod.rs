@@ -47,6 +47,12 @@ pub struct Headline {
     pub occupancy: Option<f64>,
     pub unallocated_fraction: Option<f64>,
     pub debug_p90_wait_s: Option<i64>,
+    /// Mean GPU utilization of the time the agents sampled (0–1; `None`: nothing sampled).
+    #[serde(default)]
+    pub utilization: Option<f64>,
+    /// The GPU-hours the agents sampled (the utilization's basis).
+    #[serde(default)]
+    pub sampled_gpu_h: f64,
 }
 
 /// One tree node's quarter.
@@ -70,6 +76,12 @@ pub struct ReviewRow {
     pub unallocated_gpu_h: f64,
     pub wait_p50_s: Option<i64>,
     pub wait_p90_s: Option<i64>,
+    /// Mean GPU utilization of its sampled GPU time (0–1; `None`: nothing sampled), and that
+    /// time weighted by it: "delivered 1,200 GPU-h at 63%".
+    #[serde(default)]
+    pub utilization: Option<f64>,
+    #[serde(default)]
+    pub utilized_gpu_h: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

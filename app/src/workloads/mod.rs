@@ -187,6 +187,40 @@ pub struct Utilization {
     pub mean: f64,
     pub samples: i64,
     pub series: Vec<(i64, f64)>,
+    /// Running, with its GPUs nearly idle (under [`IDLE_BELOW`]) in every sampled 5 minutes for
+    /// this long up to now: after [`IDLE_FLAG_S`], its owner is told it holds GPUs it does not
+    /// use.
+    #[serde(default)]
+    pub idle_for_s: Option<i64>,
+}
+
+/// Utilization below this counts as idle.
+pub const IDLE_BELOW: f64 = 0.05;
+/// Idle this long, a running workload is flagged to its owner.
+pub const IDLE_FLAG_S: i64 = 3600;
+
+impl Utilization {
+    /// How long the series has been idle up to `now`: the trailing buckets under
+    /// [`IDLE_BELOW`], from the first of them to `now`, if the last bucket is recent (a bucket of
+    /// `bucket_s` seconds at most two widths old), else `None`.
+    pub fn idle_for(series: &[(i64, f64)], now: i64, bucket_s: i64) -> Option<i64> {
+        let &(last, _) = series.last()?;
+        if now - last > 2 * bucket_s {
+            return None;
+        }
+        let first_idle = series
+            .iter()
+            .rev()
+            .take_while(|(_, f)| *f < IDLE_BELOW)
+            .last()?
+            .0;
+        Some(now - first_idle)
+    }
+
+    /// Whether its owner should hear that it holds GPUs it does not use.
+    pub fn squatting(&self) -> bool {
+        self.idle_for_s.is_some_and(|s| s >= IDLE_FLAG_S)
+    }
 }
 
 /// When a queued workload is likely to start: the scheduler run forward, as of `as_of`, over the
@@ -248,4 +282,37 @@ pub struct SubmitForm {
     pub min_runtime: String,
     pub resumable: bool,
     pub priority: String,
+}
+
+#[cfg(test)]
+mod utilization_tests {
+    use super::Utilization;
+
+    #[test]
+    fn a_workload_is_idle_from_its_first_trailing_idle_bucket_while_samples_keep_coming() {
+        let busy_then_idle = [(0, 0.9), (300, 0.02), (600, 0.0), (900, 0.01)];
+        assert_eq!(
+            Utilization::idle_for(&busy_then_idle, 1_000, 300),
+            Some(700)
+        );
+        // Busy at the end: not idle.
+        assert_eq!(
+            Utilization::idle_for(&[(0, 0.0), (300, 0.5)], 400, 300),
+            None
+        );
+        // No recent sample (its node went quiet): nothing to say.
+        assert_eq!(Utilization::idle_for(&[(0, 0.0)], 3_600, 300), None);
+        let hour_idle = Utilization {
+            mean: 0.01,
+            samples: 720,
+            series: Vec::new(),
+            idle_for_s: Some(3_600),
+        };
+        assert!(hour_idle.squatting());
+        assert!(!Utilization {
+            idle_for_s: Some(3_599),
+            ..hour_idle.clone()
+        }
+        .squatting());
+    }
 }

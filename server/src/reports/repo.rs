@@ -136,6 +136,23 @@ pub async fn ledger_hours(
     .await
 }
 
+/// `(leaf, GPU-seconds sampled, the same weighted by utilization)` over `[from, to)`, for the
+/// leaves the agents sampled.
+pub async fn utilization(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, f64, f64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select budget_node_id, sum(sampled_gpu_s), sum(utilized_gpu_s) from usage_hour
+         where hour >= $1 and hour < $2 and sampled_gpu_s > 0 group by budget_node_id",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
 /// The days in `[first, last)` already rolled up.
 pub async fn rolled_up_days(
     db: impl AnyExecutor<'_>,

@@ -35,6 +35,12 @@ pub async fn review(
     let capacity = repo::capacity(&mut *db, from, to).await?;
     let totals = rollup::totals(&mut db, &tree, from, to, now).await?;
     let submitted = waits::submitted_between(&mut db, from, to, now).await?;
+    // (GPU-seconds sampled, the same weighted by utilization) per leaf.
+    let sampled: HashMap<BudgetId, (f64, f64)> = repo::utilization(&mut *db, from, to)
+        .await?
+        .into_iter()
+        .filter_map(|(leaf, s, u)| Some((tree.engine_id(leaf)?, (s, u))))
+        .collect();
 
     let t = &tree.tree;
     let end = to.min(now);
@@ -85,6 +91,10 @@ pub async fn review(
             .collect();
         waits.sort_unstable();
         let stats = WaitStats::of_sorted(&waits);
+        let (sampled_s, utilized_s) = leaves_under(t, id)
+            .into_iter()
+            .filter_map(|leaf| sampled.get(&leaf))
+            .fold((0.0, 0.0), |(s, u), (ls, lu)| (s + ls, u + lu));
         rows.push(ReviewRow {
             fraction: if capacity_total > 0.0 {
                 funded / capacity_total
@@ -102,6 +112,8 @@ pub async fn review(
             unallocated_gpu_h: unallocated / HOUR as f64,
             wait_p50_s: stats.p50,
             wait_p90_s: stats.p90,
+            utilization: (sampled_s > 0.0).then(|| utilized_s / sampled_s),
+            utilized_gpu_h: utilized_s / HOUR as f64,
             path,
         });
     }
@@ -123,7 +135,7 @@ pub async fn review(
         .map(|w| w.wait_s)
         .collect();
     debug.sort_unstable();
-    let headline = headline(
+    let mut headline = headline(
         &teams,
         tracked,
         capacity_total,
@@ -131,6 +143,11 @@ pub async fn review(
         free,
         WaitStats::of_sorted(&debug).p90,
     );
+    let (sampled_s, utilized_s) = sampled
+        .values()
+        .fold((0.0, 0.0), |(s, u), (ls, lu)| (s + ls, u + lu));
+    headline.utilization = (sampled_s > 0.0).then(|| utilized_s / sampled_s);
+    headline.sampled_gpu_h = sampled_s / HOUR as f64;
     Ok(Review {
         from,
         to,
@@ -180,11 +197,13 @@ fn headline(
         occupancy: (capacity > 0.0).then(|| (charged + free) / capacity),
         unallocated_fraction: (charged + free > 0.0).then(|| free / (charged + free)),
         debug_p90_wait_s: debug_p90,
+        utilization: None,
+        sampled_gpu_h: 0.0,
     }
 }
 
 /// The review table's CSV header: the page's columns, shares as fractions, waits in seconds.
-pub const CSV_HEADER: &str = "path,funded_share,share_at_start,share_at_end,funded_gpu_h,owed_gpu_h,delivered_gpu_h,delivered_over_owed,unallocated_gpu_h,wait_p50_s,wait_p90_s";
+pub const CSV_HEADER: &str = "path,funded_share,share_at_start,share_at_end,funded_gpu_h,owed_gpu_h,delivered_gpu_h,delivered_over_owed,unallocated_gpu_h,wait_p50_s,wait_p90_s,utilized_gpu_h,mean_utilization";
 
 /// The review's table as CSV: one line per tree node in the page's order (empty cells where the
 /// page shows "—").
@@ -207,6 +226,12 @@ pub fn csv(review: &Review) -> String {
             num(r.unallocated_gpu_h),
             secs(r.wait_p50_s),
             secs(r.wait_p90_s),
+            if r.utilization.is_some() {
+                num(r.utilized_gpu_h)
+            } else {
+                String::new()
+            },
+            opt(r.utilization),
         ]);
     }
     super::csv_out::written(out)

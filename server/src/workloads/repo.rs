@@ -196,6 +196,8 @@ pub async fn placement(
 pub async fn utilization(
     pool: &sqlx::AnyPool,
     id: i64,
+    running: bool,
+    now: i64,
 ) -> Result<Option<app::workloads::Utilization>, sqlx::Error> {
     let (sum, samples): (f64, i64) = sqlx::query_as(
         "select coalesce(sum(util_sum), 0.0), cast(coalesce(sum(util_samples), 0) as bigint)
@@ -214,14 +216,19 @@ pub async fn utilization(
     .bind(id)
     .fetch_all(pool)
     .await?;
+    let series: Vec<(i64, f64)> = series
+        .into_iter()
+        .filter(|(_, _, n)| *n > 0)
+        .map(|(bucket, sum, n)| (bucket, sum / n as f64 / 100.0))
+        .collect();
+    let bucket_s = crate::agent::utilization::BUCKET_S;
     Ok(Some(app::workloads::Utilization {
         mean: sum / samples as f64 / 100.0,
         samples,
-        series: series
-            .into_iter()
-            .filter(|(_, _, n)| *n > 0)
-            .map(|(bucket, sum, n)| (bucket, sum / n as f64 / 100.0))
-            .collect(),
+        idle_for_s: running
+            .then(|| app::workloads::Utilization::idle_for(&series, now, bucket_s))
+            .flatten(),
+        series,
     }))
 }
 

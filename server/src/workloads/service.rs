@@ -190,7 +190,13 @@ pub async fn detail(
     } else {
         None
     };
-    let utilization = repo::utilization(pool, id).await?;
+    let utilization = repo::utilization(
+        pool,
+        id,
+        workload.state == WorkloadState::Running,
+        runtime.now(),
+    )
+    .await?;
     Ok(WorkloadDetail {
         utilization,
         leaving,

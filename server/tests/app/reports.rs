@@ -183,8 +183,8 @@ async fn the_quarterly_review_table_downloads_as_csv_with_every_column_the_page_
     let lines: Vec<&str> = response.body.lines().collect();
     assert_eq!(lines[0], server::reports::review::CSV_HEADER);
     assert!(
-        lines[0].ends_with("wait_p50_s,wait_p90_s"),
-        "waits included"
+        lines[0].contains("wait_p50_s,wait_p90_s") && lines[0].ends_with("mean_utilization"),
+        "waits and utilization included"
     );
     assert_eq!(
         lines.len(),
@@ -193,7 +193,7 @@ async fn the_quarterly_review_table_downloads_as_csv_with_every_column_the_page_
     );
     assert_eq!(
         lines[3],
-        "ai/olmo,0.7500,0.7500,0.7500,6.0000,4.0000,5.0000,1.2500,0.0000,,"
+        "ai/olmo,0.7500,0.7500,0.7500,6.0000,4.0000,5.0000,1.2500,0.0000,,,,"
     );
     let response = get(
         &app,

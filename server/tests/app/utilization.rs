@@ -130,6 +130,38 @@ async fn sampled_utilization_reaches_the_workload_page_the_usage_csv_and_the_met
         "nothing sampled there: {csv}"
     );
 
+    // The quarter's review: the team's column and the headline card.
+    let (year, quarter) = app::calendar::quarter_of(crate::support::now());
+    let (_, review) = live
+        .get(
+            "pat",
+            &format!("/api/v1/reports/quarter?year={year}&quarter={quarter}"),
+        )
+        .await;
+    let row = review["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "ai/olmo")
+        .unwrap();
+    assert!(
+        (row["utilization"].as_f64().unwrap() - 0.41).abs() < 1e-9,
+        "{row}"
+    );
+    assert!(row["utilized_gpu_h"].as_f64().unwrap() > 0.0, "{row}");
+    let headline = &review["headline"];
+    assert!(
+        (headline["utilization"].as_f64().unwrap() - 0.41).abs() < 1e-9,
+        "{headline}"
+    );
+    let molmo = review["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "ai/molmo")
+        .unwrap();
+    assert!(molmo["utilization"].is_null(), "{molmo}");
+
     // The metrics: each GPU's latest sample.
     let metrics = live
         .http

@@ -176,6 +176,13 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
                     {ran.map(|r| view! { <dt>"Ran"</dt><dd>{r}</dd> })}
                     {charged.map(|c| view! { <dt>"Charged"</dt><dd>{c}</dd> })}
                     {gpu_use.map(|(words, u)| view! {
+                        {u.squatting().then(|| view! {
+                            <dt>"Idle GPUs"</dt>
+                            <dd class="warning" role="status">{format!(
+                                "Its GPUs have been nearly idle (under 5%) for {}. Others may be waiting for them: \
+                                 if it is stuck, cancel it.",
+                                duration(u.idle_for_s.unwrap_or_default()))}</dd>
+                        })}
                         <dt>"GPU use"</dt>
                         <dd class="gpu-use">{words} <UtilizationSpark utilization=u /></dd>
                     })}
