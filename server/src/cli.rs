@@ -31,6 +31,7 @@ pub fn main() -> ExitCode {
                     health_cmd: args.health_cmd,
                     health_interval_s: args.health_interval_s,
                     sample_every_s: args.sample_every_s,
+                    simulate_utilization: false,
                     ca_cert: args.ca_cert,
                 })
                 .await

@@ -192,6 +192,9 @@ pub struct Utilization {
     /// use.
     #[serde(default)]
     pub idle_for_s: Option<i64>,
+    /// Made up by the demo's simulated nodes, not measured.
+    #[serde(default)]
+    pub simulated: bool,
 }
 
 /// Utilization below this counts as idle.
@@ -307,6 +310,7 @@ mod utilization_tests {
             samples: 720,
             series: Vec::new(),
             idle_for_s: Some(3_600),
+            simulated: false,
         };
         assert!(hour_idle.squatting());
         assert!(!Utilization {

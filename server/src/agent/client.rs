@@ -39,6 +39,8 @@ pub struct AgentOptions {
     pub health_interval_s: u64,
     /// Seconds between GPU samples (`nvidia-smi`, with `--gpus auto`); 0: none.
     pub sample_every_s: u32,
+    /// Make up plausible samples for simulated GPUs (the demo's nodes) every `sample_every_s`.
+    pub simulate_utilization: bool,
     /// A PEM file of CA certificates to trust besides the system's (a private CA).
     pub ca_cert: Option<PathBuf>,
 }
@@ -121,6 +123,8 @@ struct Agent {
     connected: bool,
     /// GPU samples not yet carried by an answered sync, oldest first.
     samples: Vec<GpuSample>,
+    /// When the last simulated samples were made.
+    simulated_at: i64,
 }
 
 /// The most GPU samples an agent keeps while it cannot reach the server (an hour of 24 GPUs
@@ -150,6 +154,7 @@ impl Agent {
             grace: 10,
             connected: false,
             samples: Vec::new(),
+            simulated_at: 0,
         })
     }
 
@@ -226,6 +231,7 @@ impl Agent {
                         break;
                     }
                     _ = ticker.tick() => {
+                        self.simulate_samples();
                         // A run that ended is reported at once (the held sync is dropped).
                         if self.tick() {
                             break;
@@ -264,6 +270,27 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// The demo's made-up samples of the GPUs its runs hold, every `sample_every_s`.
+    fn simulate_samples(&mut self) {
+        let every = i64::from(self.options.sample_every_s);
+        let now = epoch_now();
+        if !self.options.simulate_utilization || every == 0 || now - self.simulated_at < every {
+            return;
+        }
+        self.simulated_at = now;
+        let runs: Vec<(i64, Vec<u32>)> = self
+            .state
+            .runs
+            .values()
+            .filter(|r| r.ended.is_none() && r.stop.is_none())
+            .map(|r| (r.workload_id, r.gpus.clone()))
+            .collect();
+        self.samples
+            .extend(sampling::simulated(&runs, now, self.options.sample_every_s));
+        let over = self.samples.len().saturating_sub(SAMPLES_KEPT);
+        self.samples.drain(..over);
     }
 
     fn health_checks(&self) -> HealthChecks {

@@ -67,9 +67,61 @@ pub fn spawn(every_s: u32, now: fn() -> i64) -> mpsc::Receiver<Vec<GpuSample>> {
     rx
 }
 
+/// Plausible samples for simulated GPUs (the demo's nodes, which have no `nvidia-smi`): each
+/// workload keeps a level of its own between 35% and 95% that drifts over a few minutes, and
+/// about one in seven sits nearly idle, as stuck jobs do. `runs` are `(workload, GPUs)`.
+pub fn simulated(runs: &[(i64, Vec<u32>)], at: i64, every_s: u32) -> Vec<GpuSample> {
+    runs.iter()
+        .flat_map(|(workload, gpus)| {
+            // A fixed level per workload (a multiplicative hash of its id), drifting ±5 points.
+            let mix = (*workload as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+            let idle = workload % 7 == 3;
+            let level = if idle { 1.0 } else { 35.0 + (mix % 61) as f64 };
+            gpus.iter().map(move |&gpu| {
+                let phase = (at as f64 / 240.0) + f64::from(gpu);
+                let utilization = if idle {
+                    level
+                } else {
+                    (level + 5.0 * phase.sin()).clamp(0.0, 100.0)
+                };
+                GpuSample {
+                    at,
+                    gpu,
+                    utilization,
+                    memory_used_mib: (81_559.0 * (0.2 + utilization / 125.0)).round(),
+                    memory_total_mib: 81_559.0,
+                    power_w: Some((90.0 + 6.1 * utilization).round()),
+                    every_s,
+                }
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn simulated_samples_cover_every_held_gpu_with_a_steady_level_per_workload() {
+        let runs = [(1, vec![0, 1]), (3, vec![2])];
+        let samples = simulated(&runs, 1_000, 10);
+        assert_eq!(samples.iter().map(|s| s.gpu).collect::<Vec<_>>(), [0, 1, 2]);
+        assert!(samples
+            .iter()
+            .all(|s| (0.0..=100.0).contains(&s.utilization)));
+        assert_eq!(
+            samples[2].utilization, 1.0,
+            "workload 3 is one of the idle ones"
+        );
+        let later = simulated(&runs, 1_060, 10);
+        assert!((later[0].utilization - samples[0].utilization).abs() <= 10.0);
+        assert_eq!(
+            simulated(&runs, 1_000, 10),
+            samples,
+            "the same moment, the same figures"
+        );
+    }
 
     #[test]
     fn nvidia_smi_samples_read_per_gpu_and_a_gpu_without_utilization_is_left_out() {

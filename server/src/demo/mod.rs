@@ -90,7 +90,8 @@ pub async fn start_agents(
                 .join(name),
             health_cmd: None,
             health_interval_s: 60,
-            sample_every_s: 0,
+            sample_every_s: 10,
+            simulate_utilization: true,
             ca_cert: None,
         };
         agents.push(tokio::spawn(async move {

@@ -199,9 +199,10 @@ pub async fn utilization(
     running: bool,
     now: i64,
 ) -> Result<Option<app::workloads::Utilization>, sqlx::Error> {
-    let (sum, samples): (f64, i64) = sqlx::query_as(
-        "select coalesce(sum(util_sum), 0.0), cast(coalesce(sum(util_samples), 0) as bigint)
-         from workload_run where workload_id = $1",
+    let (sum, samples, measured): (f64, i64, i64) = sqlx::query_as(
+        "select coalesce(sum(r.util_sum), 0.0), cast(coalesce(sum(r.util_samples), 0) as bigint),
+                count(case when r.util_samples > 0 and n.gpu_model <> 'simulated' then 1 end)
+         from workload_run r join node n on n.node_id = r.node_id where r.workload_id = $1",
     )
     .bind(id)
     .fetch_one(pool)
@@ -228,6 +229,7 @@ pub async fn utilization(
         idle_for_s: running
             .then(|| app::workloads::Utilization::idle_for(&series, now, bucket_s))
             .flatten(),
+        simulated: measured == 0,
         series,
     }))
 }

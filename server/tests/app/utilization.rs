@@ -66,6 +66,10 @@ async fn sampled_utilization_reaches_the_workload_page_the_usage_csv_and_the_met
         utilization["samples"].as_i64().unwrap() >= 4,
         "{utilization}"
     );
+    assert_eq!(
+        utilization["simulated"], false,
+        "measured on an H200: {utilization}"
+    );
     assert!(
         (utilization["mean"].as_f64().unwrap() - 0.41).abs() < 1e-9,
         "{utilization}"

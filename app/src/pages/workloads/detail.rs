@@ -115,7 +115,12 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
         } else {
             format!("its {} GPUs", w.gpus)
         };
-        let words = format!("used {:.0}% of {gpus}", u.mean * 100.0);
+        let simulated = if u.simulated {
+            " (simulated: a demo node)"
+        } else {
+            ""
+        };
+        let words = format!("used {:.0}% of {gpus}{simulated}", u.mean * 100.0);
         (words, u)
     });
     view! {
