@@ -193,3 +193,45 @@ async fn without_a_metrics_token_metrics_are_open() {
         response.body
     );
 }
+
+#[test]
+fn the_sample_grafana_dashboard_queries_only_metrics_the_server_exports() {
+    let exported = [
+        "hourglass_gpus",
+        "hourglass_queue_workloads",
+        "hourglass_usage_ratio",
+        "hourglass_delivered_over_owed",
+        "hourglass_preemptions_total",
+        "hourglass_scheduler_pass_seconds_bucket",
+        "hourglass_gpu_utilization",
+        "hourglass_node_heartbeat_age_seconds",
+        "hourglass_http_requests_total",
+        "hourglass_http_request_duration_seconds_bucket",
+    ];
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../ops/grafana/hourglass.json");
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut queried = std::collections::BTreeSet::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        let targets = panel["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{}", panel["title"]);
+        for target in targets {
+            let expr = target["expr"].as_str().unwrap();
+            let mut rest = expr;
+            while let Some(at) = rest.find("hourglass_") {
+                let name: String = rest[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(exported.contains(&name.as_str()), "{name} in {expr}");
+                rest = &rest[at + name.len()..];
+                queried.insert(name);
+            }
+        }
+    }
+    assert_eq!(
+        queried.len(),
+        exported.len(),
+        "every metric has a panel: {queried:?}"
+    );
+}
