@@ -124,6 +124,13 @@ mod ssr {
             year: i32,
             quarter: u32,
         ) -> Result<crate::reports::Review, AppError>;
+        /// The review of the days `from` to `to` (`2026-10-01`, both included).
+        async fn period_review(
+            &self,
+            actor: &CurrentUser,
+            from: String,
+            to: String,
+        ) -> Result<crate::reports::Review, AppError>;
         async fn usage_series(
             &self,
             actor: &CurrentUser,

@@ -61,6 +61,24 @@ describe('reports', () => {
       // Opening that link directly shows that quarter.
       await page.goto(`${server.url}/reports?year=${now.getFullYear()}&quarter=1`);
       await page.getByText(/^Q1 \d{4}: per program and project/).waitFor();
+      // Any period: from a day to a day, both included.
+      await waitForHydration(page);
+      const day = (d) => d.toISOString().slice(0, 10);
+      const from = day(new Date(Date.now() - 6 * 86_400_000));
+      const to = day(new Date());
+      await page.getByLabel('From', { exact: true }).fill(from);
+      await page.getByLabel('To (included)').fill(to);
+      await page.getByRole('button', { name: 'Show period' }).click();
+      await page.getByRole('heading', { name: `Review: ${from} to ${to}` }).waitFor();
+      await page.getByText(`${from} to ${to}: per program and project`).waitFor();
+      await page.locator('tr', { has: page.getByRole('rowheader', { name: 'olmo', exact: true }) }).waitFor();
+      assert.match(
+        await page.getByRole('link', { name: 'Export this table (CSV)' }).getAttribute('href'),
+        /^\/api\/v1\/reports\/review\.csv\?from=\d+&to=\d+$/,
+      );
+      // A period that ends before it starts says so.
+      await page.goto(`${server.url}/reports?from=${to}&to=${from}`);
+      await page.getByRole('alert').filter({ hasText: 'the period must end after it starts' }).waitFor();
     });
   });
 });

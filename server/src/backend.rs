@@ -308,6 +308,23 @@ impl Backend for ServerBackend {
         .await?)
     }
 
+    async fn period_review(
+        &self,
+        _actor: &CurrentUser,
+        from: String,
+        to: String,
+    ) -> Result<app::reports::Review, AppError> {
+        let day = |field: &'static str, raw: &str| -> Result<i64, ServerError> {
+            app::calendar::parse_day(raw)
+                .map_err(|e| ServerError::invalid(field, e.0))?
+                .ok_or_else(|| ServerError::invalid(field, "Choose a day."))
+        };
+        let from = day("from", &from)?;
+        // The last day is included.
+        let to = day("to", &to)? + app::calendar::DAY;
+        Ok(crate::reports::review::period(&self.pool, from, to, self.runtime.now()).await?)
+    }
+
     async fn usage_series(
         &self,
         _actor: &CurrentUser,

@@ -7,7 +7,7 @@ use crate::{
     components::chart::{ActivityChart, AllocationChart, ChartScript, OverviewChart},
     components::tree_toggle::{Collapsed, TreeToggle},
     reports::{
-        api::{cluster_activity, quarterly_review, usage_series},
+        api::{cluster_activity, period_review, quarterly_review, usage_series},
         explain::shortfalls,
         Review,
     },
@@ -63,13 +63,30 @@ pub fn ReportsPage() -> impl IntoView {
         )
     };
     let show_year = show.clone();
+    // Any period instead (`?from=2026-10-01&to=2026-11-15`, both days included).
+    let period = Memo::new(move |_| {
+        let q = query.read();
+        match (q.get("from"), q.get("to")) {
+            (Some(from), Some(to)) if !from.is_empty() || !to.is_empty() => Some((from, to)),
+            _ => None,
+        }
+    });
     // The tree node the allocation chart shows (empty: the whole cluster) and its buckets.
     let node = RwSignal::new(String::new());
     let granularity = RwSignal::new("day".to_string());
     let review = Resource::new(
-        move || (year.get(), quarter.get()),
-        |(y, q)| quarterly_review(y, q),
+        move || (year.get(), quarter.get(), period.get()),
+        |(y, q, period)| async move {
+            match period {
+                Some((from, to)) => period_review(from, to).await,
+                None => quarterly_review(y, q).await,
+            }
+        },
     );
+    let title = move || match period.get() {
+        Some((from, to)) => format!("Review: {from} to {to}"),
+        None => format!("Quarterly review: Q{} {}", quarter.get(), year.get()),
+    };
     // The years with data: from the first recorded one to this one (learnt from the first review
     // loaded; until then, this year alone).
     let first_year = RwSignal::new(this_year);
@@ -80,10 +97,10 @@ pub fn ReportsPage() -> impl IntoView {
         }
     });
     view! {
-        <Title text=move || format!("Quarterly review: Q{} {}", quarter.get(), year.get()) />
+        <Title text=title />
         <ChartScript />
         <div class="page-head">
-            <h1>{move || format!("Quarterly review: Q{} {}", quarter.get(), year.get())}</h1>
+            <h1>{title}</h1>
             <div class="actions no-print">
                 <button type="button" class="button-quiet" on:click=move |_| print()>"Print"</button>
             </div>
@@ -105,11 +122,24 @@ pub fn ReportsPage() -> impl IntoView {
                 }).collect_view()}
             </select>
         </div>
+        <form class="filters no-print" method="get" action="/reports" aria-label="Choose any period">
+            <label for="period-from">"From"</label>
+            <input id="period-from" name="from" type="date" required
+                value=move || period.get().map(|p| p.0).unwrap_or_default() />
+            <label for="period-to">"To (included)"</label>
+            <input id="period-to" name="to" type="date" required
+                value=move || period.get().map(|p| p.1).unwrap_or_default() />
+            <button type="submit" class="button-quiet">"Show period"</button>
+        </form>
         <Transition fallback=|| view! { <p class="loading">"Computing the review…"</p> }>
             {move || Suspend::new(async move {
                 match review.await {
                     Ok(review) => {
-                        let table_csv = format!("/api/v1/reports/quarter.csv?year={}&quarter={}", year.get_untracked(), quarter.get_untracked());
+                        let table_csv = if period.get_untracked().is_some() {
+                            format!("/api/v1/reports/review.csv?from={}&to={}", review.from, review.to)
+                        } else {
+                            format!("/api/v1/reports/quarter.csv?year={}&quarter={}", year.get_untracked(), quarter.get_untracked())
+                        };
                         view! { <ReviewView review node granularity table_csv /> }.into_any()
                     }
                     Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),

@@ -18,6 +18,13 @@ pub async fn quarterly_review(year: i32, quarter: u32) -> Result<Review, AppErro
     )
 }
 
+/// The review of the days `from` to `to` (`2026-10-01`, both included).
+#[server(prefix = "/api", endpoint = "reports/period")]
+pub async fn period_review(from: String, to: String) -> Result<Review, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.period_review(&require_user()?, from, to).await }.await)
+}
+
 /// Usage of `node` (empty: the whole cluster) and its children over `[from, to)`, per
 /// `granularity` (`hour` or `day`).
 #[server(name = GetUsageSeries, prefix = "/api", endpoint = "reports/series")]

@@ -12,6 +12,27 @@ use scheduler::{sim::WaitStats, BudgetId, HOUR};
 use sqlx::AnyPool;
 use std::collections::HashMap;
 
+/// The longest period one review covers.
+pub const MAX_PERIOD_DAYS: i64 = 3 * 366;
+
+/// The review of any period `[from, to)` people ask for, labelled by its days; `to` must come
+/// after `from` and the period last at most [`MAX_PERIOD_DAYS`].
+pub async fn period(pool: &AnyPool, from: i64, to: i64, now: i64) -> Result<Review, ServerError> {
+    if to <= from {
+        return Err(ServerError::invalid(
+            "to",
+            "to: the period must end after it starts.",
+        ));
+    }
+    if to - from > MAX_PERIOD_DAYS * 86_400 {
+        return Err(ServerError::invalid(
+            "to",
+            format!("to: a review covers at most {MAX_PERIOD_DAYS} days."),
+        ));
+    }
+    review(pool, from, to, app::calendar::period_label(from, to), now).await
+}
+
 /// The review of `[from, to)`.
 pub async fn review(
     pool: &AnyPool,
