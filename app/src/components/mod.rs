@@ -5,4 +5,5 @@ pub mod field;
 pub mod gantt;
 pub mod shell;
 pub mod sparkline;
+pub mod time;
 pub mod tree_toggle;

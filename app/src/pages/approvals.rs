@@ -8,7 +8,7 @@ use crate::{
         ChangeRequestView, ChangeState, ImpactView,
     },
     calendar::format_date,
-    workloads::sentences::clock,
+    workloads::sentences::moment,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -188,9 +188,8 @@ fn RequestCard(request: ChangeRequestView, actions: Actions) -> impl IntoView {
         .effective_at
         .map(|t| {
             format!(
-                "Takes effect {} {} UTC once approved.",
-                format_date(t),
-                clock(t)
+                "Takes effect {} once approved.",
+                moment(t, crate::clock::now_s())
             )
         })
         .unwrap_or_else(|| "Takes effect on approval.".into());

@@ -12,7 +12,7 @@ use crate::{
         NodeAction, NodeView,
     },
     session::use_current_user,
-    workloads::sentences::{clock, duration},
+    workloads::sentences::{duration, moment},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -135,7 +135,7 @@ fn NodeCard(
             </header>
             <p class="hint">{format!("{} × {} · {}", node.gpus, if node.gpu_model.is_empty() { "GPU" } else { &node.gpu_model }, heartbeat)}</p>
             {node.health_reason.clone().map(|reason| {
-                let since = node.unhealthy_since.map(|t| format!(" since {}", clock(t))).unwrap_or_default();
+                let since = node.unhealthy_since.map(|t| format!(" since {}", moment(t, now))).unwrap_or_default();
                 view! {
                     <p class="node-reason" role="note">
                         <strong>{format!("Health check failed{since}: ")}</strong>{reason}
@@ -150,10 +150,10 @@ fn NodeCard(
                 };
                 view! {
                     <p class="node-reason" role="note" aria-label=format!("Drain of {}", node.name)>
-                        <strong>{format!("Draining: empty by {}. ", clock(d.until))}</strong>
+                        <strong>{format!("Draining: empty by {}. ", moment(d.until, now))}</strong>
                         {format!(
                             "The last protected workload to leave is {} ({}, {}'s), at {}; its page tells its owner.{others}",
-                            d.last.name, d.last.project, d.last.owner, clock(d.until)
+                            d.last.name, d.last.project, d.last.owner, moment(d.until, now)
                         )}
                     </p>
                 }
@@ -166,7 +166,7 @@ fn NodeCard(
                             let protected = h.protected_until.filter(|&t| t > now);
                             let (class, how) = match (h.allocated, protected) {
                                 (false, _) => ("gpu gpu-free", "free work, interruptible".to_string()),
-                                (true, Some(t)) => ("gpu gpu-protected", format!("protected until {}", clock(t))),
+                                (true, Some(t)) => ("gpu gpu-protected", format!("protected until {}", moment(t, now))),
                                 (true, None) => ("gpu gpu-open", "minimum runtime passed".to_string()),
                             };
                             (class, format!("GPU {}: {} ({}), {}", slot.index, h.name, h.project, how), h.name.clone())

@@ -1,13 +1,15 @@
 //! Settings (admin): the scheduler's knobs, validated, applied live and audited.
 
 use crate::{
-    calendar::format_date,
-    components::field::{FieldError, FormError},
+    clock::now_s,
+    components::{
+        field::{FieldError, FormError},
+        time::Moment,
+    },
     settings::{
         api::{get_settings, UpdateSettings},
         SettingsView,
     },
-    workloads::sentences::clock,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -103,7 +105,7 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                             <tbody>
                                 {view.history.iter().map(|c| view! {
                                     <tr>
-                                        <td>{format!("{} {}", format_date(c.at), clock(c.at))}</td>
+                                        <td><Moment at=c.at now=now_s() /></td>
                                         <td>{c.by.clone()}</td>
                                         <td>{if c.label.is_empty() { c.key.clone() } else { c.label.clone() }}</td>
                                         <td>{c.old_value.clone()}</td>

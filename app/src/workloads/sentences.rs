@@ -20,18 +20,14 @@ pub fn duration(seconds: i64) -> String {
     }
 }
 
-pub use crate::calendar::clock;
-
-/// `14:02:05` today, `2026-12-04 14:02:05` on another day (UTC).
+/// `14:02:05 UTC` today, `2026-12-04 14:02:05 UTC` on another day: every time people read has
+/// its zone, and its date unless it is today's.
 pub fn moment(epoch_s: i64, now: i64) -> String {
-    if crate::calendar::same_day(epoch_s, now) {
-        clock(epoch_s)
+    use crate::calendar::{clock, format_date, same_day};
+    if same_day(epoch_s, now) {
+        format!("{} UTC", clock(epoch_s))
     } else {
-        format!(
-            "{} {}",
-            crate::calendar::format_date(epoch_s),
-            clock(epoch_s)
-        )
+        format!("{} {} UTC", format_date(epoch_s), clock(epoch_s))
     }
 }
 
@@ -101,17 +97,17 @@ fn then(then: AfterStop) -> &'static str {
 }
 
 /// Why a workload was preempted or drained; `None` for events that did not stop it.
-pub fn stop_reason(event: &Event) -> Option<String> {
+pub fn stop_reason(event: &Event, now: i64) -> Option<String> {
     match event {
-        Event::Preempted(p) => Some(preemption(p)),
-        Event::Drained(d) => Some(drain(d)),
+        Event::Preempted(p) => Some(preemption(p, now)),
+        Event::Drained(d) => Some(drain(d, now)),
         _ => None,
     }
 }
 
 /// Why a workload's node stopped it.
-pub fn drain(d: &Drain) -> String {
-    let at = clock(d.at);
+pub fn drain(d: &Drain, now: i64) -> String {
+    let at = moment(d.at, now);
     let then = then(d.then);
     let node = &d.node;
     let min_runtime = duration(d.victim_min_runtime_s);
@@ -140,8 +136,8 @@ pub fn drain(d: &Drain) -> String {
 }
 
 /// Why a workload was preempted, naming the rule that allowed it.
-pub fn preemption(p: &Preemption) -> String {
-    let at = clock(p.at);
+pub fn preemption(p: &Preemption, now: i64) -> String {
+    let at = moment(p.at, now);
     let then = then(p.then);
     let min_runtime = duration(p.victim_min_runtime_s);
     let by = format!(
@@ -177,17 +173,17 @@ pub fn preemption(p: &Preemption) -> String {
 }
 
 /// What a queued workload waits for.
-pub fn waiting_for(value: &WaitingFor) -> String {
+pub fn waiting_for(value: &WaitingFor, now: i64) -> String {
     match value {
         WaitingFor::StartsNow { .. } => "Nothing: it starts on the scheduler's next pass.".into(),
         WaitingFor::OwnReservation { at, .. } => format!(
             "GPUs are reserved for it; it starts by {} when the work on them finishes or becomes preemptible.",
-            clock(*at)
+            moment(*at, now)
         ),
         WaitingFor::ReservedAhead { holder_name, at, .. } => format!(
             "The GPUs it fits on are reserved for {} (ahead of it, from {}), and its own minimum runtime would not end before then.",
             holder_name.as_deref().unwrap_or("a larger workload"),
-            clock(*at)
+            moment(*at, now)
         ),
         WaitingFor::Capacity {
             idle_gpus,
@@ -201,7 +197,7 @@ pub fn waiting_for(value: &WaitingFor) -> String {
             if *protected_gpus > 0 {
                 text += &format!(
                     " {protected_gpus} GPUs run work it may preempt once their minimum runtime ends{}.",
-                    protected_until.map(|t| format!(" (first at {})", clock(t))).unwrap_or_default()
+                    protected_until.map(|t| format!(" (first at {})", moment(t, now))).unwrap_or_default()
                 );
             }
             if *outranking_gpus > 0 {
@@ -216,7 +212,7 @@ pub fn waiting_for(value: &WaitingFor) -> String {
                     .map(|h| {
                         let name = h.name.clone().unwrap_or_else(|| format!("workload {}", h.workload_id));
                         let when = match h.preemptible_at {
-                            Some(t) => format!("it may take them from {}", clock(t)),
+                            Some(t) => format!("it may take them from {}", moment(t, now)),
                             None => "not preemptible by it: its project ranks at least as well or within the damping margin".to_string(),
                         };
                         format!("{name} ({}, {} GPU{}: {when})", h.project, h.gpus, if h.gpus == 1 { "" } else { "s" })
@@ -328,9 +324,9 @@ mod tests {
             ]
         }))
         .unwrap();
-        let text = super::waiting_for(&waiting);
+        let text = super::waiting_for(&waiting, 0);
         assert!(
-            text.ends_with("Held by pretrain-7 (lang/pretrain, 8 GPUs: it may take them from 16:00:00); workload 9 (lang/eval, 4 GPUs: not preemptible by it: its project ranks at least as well or within the damping margin)."),
+            text.ends_with("Held by pretrain-7 (lang/pretrain, 8 GPUs: it may take them from 16:00:00 UTC); workload 9 (lang/eval, 4 GPUs: not preemptible by it: its project ranks at least as well or within the damping margin)."),
             "{text}"
         );
     }
@@ -362,11 +358,14 @@ mod tests {
     /// The sentence for a stored event, read through the JSON contract the server writes.
     fn stop_reason(kind: &str, detail: &Value) -> String {
         let event = Event::from_parts(kind, &detail.to_string()).expect("a valid event");
-        super::stop_reason(&event).expect("a stop")
+        super::stop_reason(&event, 0).expect("a stop")
     }
 
     fn waiting_for(value: &Value) -> String {
-        super::waiting_for(&serde_json::from_value(value.clone()).expect("a valid wait"))
+        super::waiting_for(
+            &serde_json::from_value(value.clone()).expect("a valid wait"),
+            0,
+        )
     }
 
     #[test]
@@ -382,7 +381,7 @@ mod tests {
         let text = stop_reason("preempted", &detail);
         assert!(
             text.starts_with(
-                "Preempted at 14:02:00 by olmo-pretrain-7 (project ai/a1, ratio 0.41)"
+                "Preempted at 14:02:00 UTC by olmo-pretrain-7 (project ai/a1, ratio 0.41)"
             ),
             "{text}"
         );
@@ -417,7 +416,7 @@ mod tests {
             })
         };
         let lane = stop_reason("preempted", &detail("fast-lane"));
-        assert!(lane.starts_with("Preempted at 14:02:00 by debug-7 (project ai/a1, ratio 1.20): a short debug workload"), "{lane}");
+        assert!(lane.starts_with("Preempted at 14:02:00 UTC by debug-7 (project ai/a1, ratio 1.20): a short debug workload"), "{lane}");
         assert!(
             lane.contains("your 1 h minimum runtime had passed"),
             "{lane}"
@@ -442,6 +441,13 @@ mod tests {
     }
 
     #[test]
+    fn a_moment_has_its_zone_and_its_date_unless_it_is_today() {
+        let now = 1_796_083_199; // 2026-11-30 23:59:59 UTC
+        assert_eq!(super::moment(now - 60, now), "23:58:59 UTC");
+        assert_eq!(super::moment(now + 1, now), "2026-12-01 00:00:00 UTC");
+    }
+
+    #[test]
     fn a_start_estimate_reads_as_a_time_and_how_far_off_or_as_a_bound() {
         let now = 1_796_000_000 - 1_796_000_000 % 86_400 + 10 * 3600;
         let soon = StartEstimate {
@@ -449,8 +455,11 @@ mod tests {
             until: now + 7 * 86_400,
             as_of: now - 10,
         };
-        assert_eq!(start_estimate_short(&soon, now), "~10:35:00 (in 35 min)");
-        assert!(start_estimate(&soon, now).starts_with("Estimated start: about 10:35:00 (in 35 min), estimated by running the scheduler forward"));
+        assert_eq!(
+            start_estimate_short(&soon, now),
+            "~10:35:00 UTC (in 35 min)"
+        );
+        assert!(start_estimate(&soon, now).starts_with("Estimated start: about 10:35:00 UTC (in 35 min), estimated by running the scheduler forward"));
         let now_start = StartEstimate {
             at: Some(now - 10),
             ..soon
@@ -460,7 +469,7 @@ mod tests {
         assert_eq!(
             start_estimate_short(&later, now),
             format!(
-                "after {} 10:00:00",
+                "after {} 10:00:00 UTC",
                 crate::calendar::format_date(now + 7 * 86_400)
             )
         );

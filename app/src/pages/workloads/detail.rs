@@ -3,13 +3,13 @@
 use crate::{
     calendar::format_date,
     clock::now_s,
-    components::{badge::StateBadge, field::FormError, sparkline::UtilizationSpark},
+    components::{badge::StateBadge, field::FormError, sparkline::UtilizationSpark, time::Moment},
     live::use_live_updates,
     workloads::{
         api::{get_workload_detail, CancelWorkload},
         reasons::Event,
         sentences::{
-            clock, drain, duration, preemption, rank_in_words, ratio_or_dash, start_estimate,
+            drain, duration, moment, preemption, rank_in_words, ratio_or_dash, start_estimate,
             stop_reason, waiting_for,
         },
         EventView, QueueExplanation, StartEstimate, WorkloadDetail, WorkloadState,
@@ -59,7 +59,7 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
         .events
         .iter()
         .rev()
-        .find_map(|e| stop_reason(&e.event).map(|text| (e.event.kind(), text)));
+        .find_map(|e| stop_reason(&e.event, now).map(|text| (e.event.kind(), text)));
     let resubmit = format!("/workloads/new?from={}", w.id);
     let placement = detail
         .placement
@@ -80,7 +80,11 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
     let running = w.state == WorkloadState::Running;
     let protection = match (running, w.protected_until) {
         (true, Some(t)) if t > now => {
-            format!("protected until {} ({} left)", clock(t), duration(t - now))
+            format!(
+                "protected until {} ({} left)",
+                moment(t, now),
+                duration(t - now)
+            )
         }
         (true, Some(_)) => {
             "minimum runtime passed: preemptible if its project is over-served".into()
@@ -168,7 +172,7 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
             view! {
                 <p class="callout" role="note" aria-label="Its node is being drained">
                     <strong>{format!("Its node {} is being drained. ", l.node)}</strong>
-                    {format!("The node {why}; this workload will be stopped at {} when its minimum runtime ends, {then}.", clock(l.at))}
+                    {format!("The node {why}; this workload will be stopped at {} when its minimum runtime ends, {then}.", moment(l.at, now))}
                 </p>
             }
         })}
@@ -249,7 +253,7 @@ fn WhyWaiting(queue: QueueExplanation, estimate: Option<StartEstimate>) -> impl 
             <h2 id="why-waiting">"Why it waits"</h2>
             <p>{format!("Position {} of {} in the queue; its project ranks {} in fair-share order.", queue.position, queue.queue_len, queue.leaf_rank)}</p>
             <p class="rank-in-words">{rank_in_words(&queue.path)}</p>
-            <p>{waiting_for(&queue.waiting_for)}</p>
+            <p>{waiting_for(&queue.waiting_for, now)}</p>
             {match estimate {
                 Some(e) => view! { <p class="estimate" role="note" aria-label="Estimated start">{start_estimate(&e, now)}</p> }.into_any(),
                 None => view! { <p class="hint">"Its start is being estimated; the estimate appears here within half a minute."</p> }.into_any(),
@@ -274,6 +278,7 @@ fn WhyWaiting(queue: QueueExplanation, estimate: Option<StartEstimate>) -> impl 
 
 #[component]
 fn TimelineEntry(event: EventView) -> impl IntoView {
+    let now = crate::clock::now_s();
     let kind = event.event.kind();
     let text = match &event.event {
         Event::Submitted { by } => format!("Submitted by {by}."),
@@ -293,12 +298,12 @@ fn TimelineEntry(event: EventView) -> impl IntoView {
                 .join("; ");
             let resumed = if *resumed { "Resumed" } else { "Started" };
             let protection = protected_until
-                .map(|t| format!(", protected until {}", clock(t)))
+                .map(|t| format!(", protected until {}", moment(t, now)))
                 .unwrap_or_else(|| ", interruptible (free)".into());
             format!("{resumed} on {nodes}{protection}.")
         }
-        Event::Preempted(p) => preemption(p),
-        Event::Drained(d) => drain(d),
+        Event::Preempted(p) => preemption(p, now),
+        Event::Drained(d) => drain(d, now),
         Event::Succeeded { .. } => "Finished successfully (exit code 0).".into(),
         Event::Failed {
             exit_code: Some(code),
@@ -315,7 +320,7 @@ fn TimelineEntry(event: EventView) -> impl IntoView {
     };
     view! {
         <li>
-            <time>{clock(event.at)}</time>
+            <Moment at=event.at now />
             <span class=format!("event event-{kind}")>{kind}</span>
             <span>{text}</span>
         </li>

@@ -5,7 +5,7 @@ use crate::{
     components::badge::StateBadge,
     live::use_live_updates,
     workloads::{
-        api::list_workloads, sentences::clock, sentences::duration, WorkloadState, WorkloadView,
+        api::list_workloads, sentences::duration, sentences::moment, WorkloadState, WorkloadView,
     },
 };
 use leptos::prelude::*;
@@ -87,7 +87,7 @@ fn WorkloadTable(list: Vec<WorkloadView>) -> impl IntoView {
                         let timing = timing(&w, now);
                         let running = w.state == WorkloadState::Running;
                         let protected = match (running, w.protected_until) {
-                            (true, Some(t)) if t > now => clock(t),
+                            (true, Some(t)) if t > now => moment(t, now),
                             (true, None) => "interruptible (free)".to_string(),
                             (true, Some(_)) => "passed".to_string(),
                             _ => String::new(),
