@@ -124,6 +124,14 @@ mod ssr {
             year: i32,
             quarter: u32,
         ) -> Result<crate::reports::Review, AppError>;
+        /// Who used `path`'s GPUs over `[from, to)`.
+        async fn people_usage(
+            &self,
+            actor: &CurrentUser,
+            path: String,
+            from: i64,
+            to: i64,
+        ) -> Result<Vec<crate::reports::PersonUsage>, AppError>;
         /// The review of the days `from` to `to` (`2026-10-01`, both included).
         async fn period_review(
             &self,

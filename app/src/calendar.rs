@@ -2,7 +2,7 @@
 //! fiscal quarters, ISO 8601 dates typed into forms and API parameters. All of it is chrono's; the
 //! server keeps epoch seconds and turns them into dates only here.
 
-use chrono::{DateTime, Datelike, Months, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Datelike, Months, NaiveDate, NaiveDateTime, Timelike, Utc};
 
 /// Seconds in a day.
 pub const DAY: i64 = 86_400;
@@ -34,19 +34,24 @@ pub fn epoch_of(year: i32, month: u32, day: u32) -> Option<i64> {
     NaiveDate::from_ymd_opt(year, month, day).map(midnight)
 }
 
+// Dates are written field by field rather than through chrono's strftime, which would add its
+// format parser to every page's wasm.
+
 /// `2026-11-30` (UTC).
 pub fn format_date(epoch_s: i64) -> String {
-    utc(epoch_s).format("%Y-%m-%d").to_string()
+    let t = utc(epoch_s);
+    format!("{:04}-{:02}-{:02}", t.year(), t.month(), t.day())
 }
 
 /// `14:02:05` (UTC).
 pub fn clock(epoch_s: i64) -> String {
-    utc(epoch_s).format("%H:%M:%S").to_string()
+    let t = utc(epoch_s);
+    format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
 }
 
 /// `2026-11-30T10:00:00Z`.
 pub fn iso(epoch_s: i64) -> String {
-    utc(epoch_s).format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    format!("{}T{}Z", format_date(epoch_s), clock(epoch_s))
 }
 
 /// `2026-10-01 to 2026-12-31` for the period `[from, to)`.

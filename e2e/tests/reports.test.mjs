@@ -76,6 +76,10 @@ describe('reports', () => {
         await page.getByRole('link', { name: 'Export this table (CSV)' }).getAttribute('href'),
         /^\/api\/v1\/reports\/review\.csv\?from=\d+&to=\d+$/,
       );
+      // Who used a project's time (nobody ran work on this server: its empty state).
+      const people = page.getByRole('region', { name: 'Who used the time' });
+      await people.getByLabel('Program or project').selectOption('ai/olmo');
+      await people.getByText("Nobody's work ran under ai/olmo in this period.").waitFor();
       // A period that ends before it starts says so.
       await page.goto(`${server.url}/reports?from=${to}&to=${from}`);
       await page.getByRole('alert').filter({ hasText: 'the period must end after it starts' }).waitFor();

@@ -308,6 +308,19 @@ impl Backend for ServerBackend {
         .await?)
     }
 
+    async fn people_usage(
+        &self,
+        _actor: &CurrentUser,
+        path: String,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<app::reports::PersonUsage>, AppError> {
+        Ok(
+            crate::reports::people::by_person(&self.pool, &path, from, to, self.runtime.now())
+                .await?,
+        )
+    }
+
     async fn period_review(
         &self,
         _actor: &CurrentUser,

@@ -7,7 +7,7 @@ use crate::{
     components::chart::{ActivityChart, AllocationChart, ChartScript, OverviewChart},
     components::tree_toggle::{Collapsed, TreeToggle},
     reports::{
-        api::{cluster_activity, period_review, quarterly_review, usage_series},
+        api::{cluster_activity, people_usage, period_review, quarterly_review, usage_series},
         explain::shortfalls,
         Review,
     },
@@ -303,6 +303,7 @@ fn ReviewView(
     /// Where this table downloads as CSV.
     table_csv: String,
 ) -> impl IntoView {
+    let people_paths: Vec<String> = review.rows.iter().map(|r| r.path.clone()).collect();
     let h = review.headline.clone();
     let csv = format!(
         "/api/v1/reports/usage.csv?from={}&to={}&granularity=day",
@@ -407,6 +408,60 @@ fn ReviewView(
             " "
             <a class="button button-quiet" href=csv download="hourglass-usage.csv">"Export CSV (per day)"</a>
         </p>
+        <People from=review.from to=review.to paths=people_paths />
+    }
+}
+
+/// Who used a chosen program's or project's GPUs over the period.
+#[component]
+fn People(from: i64, to: i64, paths: Vec<String>) -> impl IntoView {
+    let first = paths.first().cloned().unwrap_or_default();
+    let path = RwSignal::new(first);
+    let people = Resource::new(move || path.get(), move |p| people_usage(p, from, to));
+    view! {
+        <section class="card" aria-labelledby="people-heading">
+            <h2 id="people-heading">"Who used the time"</h2>
+            <div class="filters no-print">
+                <label for="people-of">"Program or project"</label>
+                <select id="people-of" prop:value=move || path.get()
+                    on:change=move |ev| path.set(event_target_value(&ev))>
+                    {paths.into_iter().map(|p| view! { <option value=p.clone()>{p.clone()}</option> }).collect_view()}
+                </select>
+            </div>
+            <Transition fallback=|| view! { <p class="loading">"Adding up its runs…"</p> }>
+                {move || Suspend::new(async move {
+                    match people.await {
+                        Ok(list) if list.is_empty() => view! {
+                            <p class="empty">{format!("Nobody's work ran under {} in this period.", path.get_untracked())}</p>
+                        }.into_any(),
+                        Ok(list) => view! {
+                            <table class="table compact">
+                                <caption>{format!("Each person's workloads under {} that ran in the period, by GPU-hours within it.", path.get_untracked())}</caption>
+                                <thead><tr>
+                                    <th scope="col">"Person"</th>
+                                    <th scope="col" class="num">"Workloads"</th>
+                                    <th scope="col" class="num">"Funded GPU-h"</th>
+                                    <th scope="col" class="num">"Free GPU-h"</th>
+                                    <th scope="col" class="num">"GPU utilization"</th>
+                                </tr></thead>
+                                <tbody>
+                                    {list.into_iter().map(|p| view! {
+                                        <tr>
+                                            <th scope="row">{p.username}</th>
+                                            <td class="num">{p.workloads}</td>
+                                            <td class="num">{gpu_h(p.delivered_gpu_h)}</td>
+                                            <td class="num">{gpu_h(p.unallocated_gpu_h)}</td>
+                                            <td class="num">{pct(p.utilization)}</td>
+                                        </tr>
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        }.into_any(),
+                        Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
     }
 }
 

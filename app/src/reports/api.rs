@@ -25,6 +25,24 @@ pub async fn period_review(from: String, to: String) -> Result<Review, AppError>
     with_status(async { backend()?.period_review(&require_user()?, from, to).await }.await)
 }
 
+/// Who used `path`'s GPUs over `[from, to)`, most GPU-hours first.
+#[server(name = GetPeopleUsage, prefix = "/api", endpoint = "reports/people")]
+pub async fn people_usage(
+    path: String,
+    from: i64,
+    to: i64,
+) -> Result<Vec<super::PersonUsage>, AppError> {
+    use crate::backend::*;
+    with_status(
+        async {
+            backend()?
+                .people_usage(&require_user()?, path, from, to)
+                .await
+        }
+        .await,
+    )
+}
+
 /// Usage of `node` (empty: the whole cluster) and its children over `[from, to)`, per
 /// `granularity` (`hour` or `day`).
 #[server(name = GetUsageSeries, prefix = "/api", endpoint = "reports/series")]

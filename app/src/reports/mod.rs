@@ -33,6 +33,20 @@ impl std::fmt::Display for Granularity {
     }
 }
 
+/// One person's use of a project's GPUs over a period.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PersonUsage {
+    pub username: String,
+    /// Workloads of theirs that ran in the period.
+    pub workloads: i64,
+    /// GPU-hours of funded (allocated) runs, charged to the project.
+    pub delivered_gpu_h: f64,
+    /// GPU-hours of free runs.
+    pub unallocated_gpu_h: f64,
+    /// The mean utilization of their sampled runs (0–1), if any was sampled.
+    pub utilization: Option<f64>,
+}
+
 /// The review's headline (DESIGN §5), the figures the reference reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Headline {

@@ -36,6 +36,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/reports/quarter.csv", get(reports::quarter_csv))
         .route("/api/v1/reports/review", get(reports::range))
         .route("/api/v1/reports/review.csv", get(reports::range_csv))
+        .route("/api/v1/reports/people", get(reports::people))
         .route("/api/v1/tree", get(tree::tree))
         .route(
             "/api/v1/change-requests",

@@ -158,3 +158,32 @@ pub async fn usage_csv(
         usage::csv(&series, &utilization),
     ))
 }
+
+#[derive(Deserialize)]
+pub struct PeopleQuery {
+    path: String,
+    from: Option<String>,
+    to: Option<String>,
+}
+
+/// `GET /api/v1/reports/people?path=…&from=…&to=…`: who used a project's (or program's) GPUs in
+/// the period (default: the last 30 days), most GPU-hours first.
+pub async fn people(
+    State(state): State<AppState>,
+    ApiUser(_user): ApiUser,
+    Query(q): Query<PeopleQuery>,
+) -> Result<Json<serde_json::Value>, ServerError> {
+    let now = state.runtime.now();
+    let to = calendar::moment_opt("to", q.to.as_deref())?.unwrap_or(now);
+    let from = calendar::moment_opt("from", q.from.as_deref())?.unwrap_or(to - 30 * 86_400);
+    if to <= from {
+        return Err(ServerError::invalid(
+            "to",
+            "to: the period must end after it starts.",
+        ));
+    }
+    let people = crate::reports::people::by_person(&state.pool, &q.path, from, to, now).await?;
+    Ok(Json(
+        serde_json::json!({ "path": q.path, "from": from, "to": to, "people": people }),
+    ))
+}

@@ -4,6 +4,7 @@
 pub mod activity;
 pub mod calendar;
 pub mod csv_out;
+pub mod people;
 pub mod repo;
 pub mod review;
 pub mod rollup;

@@ -166,6 +166,34 @@ async fn sampled_utilization_reaches_the_workload_page_the_usage_csv_and_the_met
         .unwrap();
     assert!(molmo["utilization"].is_null(), "{molmo}");
 
+    // Who used the program's time: ada, at 41%.
+    let (status, people) = live
+        .get(
+            "pat",
+            &format!("/api/v1/reports/people?path=ai&from={hour}"),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{people}");
+    let people = people["people"].as_array().unwrap();
+    assert_eq!(people.len(), 1, "{people:?}");
+    assert_eq!(people[0]["username"], "ada");
+    assert_eq!(people[0]["workloads"], 1);
+    assert!(
+        people[0]["delivered_gpu_h"].as_f64().unwrap() > 0.0,
+        "{people:?}"
+    );
+    assert_eq!(people[0]["unallocated_gpu_h"], 0.0);
+    assert!((people[0]["utilization"].as_f64().unwrap() - 0.41).abs() < 1e-9);
+    let (status, unknown) = live
+        .get("pat", "/api/v1/reports/people?path=ai/nowhere")
+        .await;
+    assert_eq!(
+        status,
+        reqwest::StatusCode::UNPROCESSABLE_ENTITY,
+        "{unknown}"
+    );
+    assert_eq!(unknown["field"], "path");
+
     // The metrics: each GPU's latest sample.
     let metrics = live
         .http
