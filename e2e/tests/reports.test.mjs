@@ -76,7 +76,9 @@ describe('reports', () => {
         await page.getByRole('link', { name: 'Export this table (CSV)' }).getAttribute('href'),
         /^\/api\/v1\/reports\/review\.csv\?from=\d+&to=\d+$/,
       );
-      // Who used a project's time (nobody ran work on this server: its empty state).
+      // Who used a project's time (nobody ran work on this server: its empty state). The form
+      // loaded a new page: its controls answer once it is hydrated.
+      await waitForHydration(page);
       const people = page.getByRole('region', { name: 'Who used the time' });
       await people.getByLabel('Program or project').selectOption('ai/olmo');
       await people.getByText("Nobody's work ran under ai/olmo in this period.").waitFor();

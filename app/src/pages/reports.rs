@@ -435,6 +435,7 @@ fn People(from: i64, to: i64, paths: Vec<String>) -> impl IntoView {
                             <p class="empty">{format!("Nobody's work ran under {} in this period.", path.get_untracked())}</p>
                         }.into_any(),
                         Ok(list) => view! {
+                            <div class="table-wrap">
                             <table class="table compact">
                                 <caption>{format!("Each person's workloads under {} that ran in the period, by GPU-hours within it.", path.get_untracked())}</caption>
                                 <thead><tr>
@@ -456,6 +457,7 @@ fn People(from: i64, to: i64, paths: Vec<String>) -> impl IntoView {
                                     }).collect_view()}
                                 </tbody>
                             </table>
+                            </div>
                         }.into_any(),
                         Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
                     }
