@@ -86,10 +86,6 @@ impl Fiscal {
             .then_some(Fiscal { start_month })
     }
 
-    pub fn start_month(self) -> u32 {
-        self.start_month
-    }
-
     /// The first day of fiscal year `year`.
     fn year_start(self, year: i32) -> Option<NaiveDate> {
         let calendar_year = if self.start_month == 1 {

@@ -296,16 +296,7 @@ impl Backend for ServerBackend {
         year: i32,
         quarter: u32,
     ) -> Result<app::reports::Review, AppError> {
-        let (from, to) = crate::reports::calendar::quarter(year, quarter)
-            .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
-        Ok(crate::reports::review::review(
-            &self.pool,
-            from,
-            to,
-            format!("Q{quarter} {year}"),
-            self.runtime.now(),
-        )
-        .await?)
+        Ok(crate::reports::review::quarter(&self.pool, year, quarter, self.runtime.now()).await?)
     }
 
     async fn people_usage(

@@ -41,8 +41,7 @@ fn browser_offset_min(_epoch_s: i64) -> i64 {
 
 #[component]
 pub fn Moment(at: i64, now: i64) -> impl IntoView {
-    let utc = moment(at, now);
-    let text = RwSignal::new(utc.clone());
+    let text = RwSignal::new(moment(at, now));
     // After hydration (the first render matches the server's), the browser's own zone.
     Effect::new(move || text.set(local_moment(at, now, browser_offset_min(at))));
     view! {

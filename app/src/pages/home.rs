@@ -5,10 +5,11 @@
 
 use crate::{
     budget::api::{get_tree, list_change_requests},
+    calendar::quarter_of,
     clock::now_s,
     model::Role,
     nodes::{api::list_nodes, NodeHealth},
-    pages::reports::{pct, quarter_of},
+    pages::reports::pct,
     reports::api::quarterly_review,
     session::use_current_user,
     workloads::{

@@ -28,7 +28,7 @@ fn gpu_h(x: f64) -> String {
     format!("{:.1}", x + 0.0)
 }
 
-pub(crate) use crate::calendar::quarter_of;
+use crate::calendar::quarter_of;
 
 #[component]
 pub fn ReportsPage() -> impl IntoView {

@@ -247,9 +247,7 @@ impl Agent {
                         // Carried by the next sync; a held one is cut short only once the
                         // oldest has waited three sampling intervals (longer than a poll at the
                         // defaults, so no sync is added then).
-                        self.samples.extend(taken);
-                        let over = self.samples.len().saturating_sub(SAMPLES_KEPT);
-                        self.samples.drain(..over);
+                        self.keep_samples(taken);
                         let carry_after = 3 * i64::from(self.options.sample_every_s);
                         if self.samples.first().is_some_and(|s| epoch_now() - s.at >= carry_after) {
                             break;
@@ -287,8 +285,12 @@ impl Agent {
             .filter(|r| r.ended.is_none() && r.stop.is_none())
             .map(|r| (r.workload_id, r.gpus.clone()))
             .collect();
-        self.samples
-            .extend(sampling::simulated(&runs, now, self.options.sample_every_s));
+        self.keep_samples(sampling::simulated(&runs, now, self.options.sample_every_s));
+    }
+
+    /// Adds samples to those waiting for a sync, dropping the oldest beyond [`SAMPLES_KEPT`].
+    fn keep_samples(&mut self, taken: Vec<GpuSample>) {
+        self.samples.extend(taken);
         let over = self.samples.len().saturating_sub(SAMPLES_KEPT);
         self.samples.drain(..over);
     }

@@ -22,10 +22,21 @@ pub struct QuarterQuery {
 
 /// The review of the quarter asked for, or why there is none.
 async fn review_of(state: &AppState, q: &QuarterQuery) -> Result<Review, ServerError> {
-    let (from, to) = calendar::quarter(q.year, q.quarter)
-        .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
-    let label = format!("Q{} {}", q.quarter, q.year);
-    review::review(&state.pool, from, to, label, state.runtime.now()).await
+    review::quarter(&state.pool, q.year, q.quarter, state.runtime.now()).await
+}
+
+/// A CSV body sent as a download named `filename`.
+fn csv_download(filename: String, body: String) -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{filename}\""),
+            ),
+        ],
+        body,
+    )
 }
 
 pub async fn quarter(
@@ -44,17 +55,8 @@ pub async fn quarter_csv(
     Query(q): Query<QuarterQuery>,
 ) -> Result<impl IntoResponse, ServerError> {
     let r = review_of(&state, &q).await?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!(
-                    "attachment; filename=\"hourglass-Q{}-{}.csv\"",
-                    q.quarter, q.year
-                ),
-            ),
-        ],
+    Ok(csv_download(
+        format!("hourglass-Q{}-{}.csv", q.quarter, q.year),
         review::csv(&r),
     ))
 }
@@ -100,18 +102,12 @@ pub async fn range_csv(
     Query(q): Query<RangeQuery>,
 ) -> Result<impl IntoResponse, ServerError> {
     let r = range_review(&state, &q).await?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!(
-                    "attachment; filename=\"hourglass-{}-to-{}.csv\"",
-                    app::calendar::format_date(r.from),
-                    app::calendar::format_date(r.to - 1)
-                ),
-            ),
-        ],
+    Ok(csv_download(
+        format!(
+            "hourglass-{}-to-{}.csv",
+            app::calendar::format_date(r.from),
+            app::calendar::format_date(r.to - 1)
+        ),
         review::csv(&r),
     ))
 }
@@ -147,14 +143,8 @@ pub async fn usage_csv(
     )
     .await?;
     let utilization = usage::utilization(&state.pool, &q.node, from, to, granularity).await?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
-            (
-                header::CONTENT_DISPOSITION,
-                "attachment; filename=\"hourglass-usage.csv\"",
-            ),
-        ],
+    Ok(csv_download(
+        "hourglass-usage.csv".into(),
         usage::csv(&series, &utilization),
     ))
 }

@@ -12,6 +12,18 @@ use scheduler::{sim::WaitStats, BudgetId, HOUR};
 use sqlx::AnyPool;
 use std::collections::HashMap;
 
+/// The review of calendar quarter `quarter` (1–4) of `year`, labelled `Q4 2026`.
+pub async fn quarter(
+    pool: &AnyPool,
+    year: i32,
+    quarter: u32,
+    now: i64,
+) -> Result<Review, ServerError> {
+    let (from, to) = app::calendar::quarter(year, quarter)
+        .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
+    review(pool, from, to, format!("Q{quarter} {year}"), now).await
+}
+
 /// The longest period one review covers.
 pub const MAX_PERIOD_DAYS: i64 = 3 * 366;
 
@@ -106,15 +118,16 @@ pub async fn review(
         let share_at_end = t.version_at(end - 1).fraction(id);
         let (delivered, unallocated, owed) =
             (node.charged_gpu_s, node.unallocated_gpu_s, node.owed_gpu_s);
-        let mut waits: Vec<i64> = leaves_under(t, id)
-            .into_iter()
-            .flat_map(|leaf| waits_of.get(&leaf).into_iter().flatten().copied())
+        let leaves = leaves_under(t, id);
+        let mut waits: Vec<i64> = leaves
+            .iter()
+            .flat_map(|leaf| waits_of.get(leaf).into_iter().flatten().copied())
             .collect();
         waits.sort_unstable();
         let stats = WaitStats::of_sorted(&waits);
-        let (sampled_s, utilized_s) = leaves_under(t, id)
-            .into_iter()
-            .filter_map(|leaf| sampled.get(&leaf))
+        let (sampled_s, utilized_s) = leaves
+            .iter()
+            .filter_map(|leaf| sampled.get(leaf))
             .fold((0.0, 0.0), |(s, u), (ls, lu)| (s + ls, u + lu));
         rows.push(ReviewRow {
             fraction: if capacity_total > 0.0 {

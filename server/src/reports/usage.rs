@@ -115,6 +115,18 @@ fn pivot(cells: &BTreeMap<(i64, String), [f64; 4]>) -> (Vec<i64>, Vec<UsageLine>
     (buckets, lines)
 }
 
+/// The tree node `node` names (empty: the root) followed by its children: the groups a series
+/// has a line for.
+fn groups(t: &scheduler::BudgetTree, node: &str) -> Result<Vec<BudgetId>, ServerError> {
+    let root = t
+        .find(node)
+        .or_else(|| node.trim_matches('/').is_empty().then_some(BudgetId::ROOT))
+        .ok_or_else(|| ServerError::invalid("node", format!("There is no node \"{node}\".")))?;
+    let mut groups = vec![root];
+    groups.extend_from_slice(t.children(root));
+    Ok(groups)
+}
+
 /// `(bucket start, path) → [funded, owed, delivered, unallocated]` GPU-hours for `node` and its
 /// children over `[from, to)`. Day and week buckets take the days already over from the daily
 /// rollups (rolling up those not yet done); hours, partial days and today come from the ledger.
@@ -137,12 +149,7 @@ pub async fn series(
         return Ok(BTreeMap::new());
     };
     let t = &tree.tree;
-    let root = t
-        .find(node)
-        .or_else(|| node.trim_matches('/').is_empty().then_some(BudgetId::ROOT))
-        .ok_or_else(|| ServerError::invalid("node", format!("There is no node \"{node}\".")))?;
-    let mut groups = vec![root];
-    groups.extend_from_slice(t.children(root));
+    let groups = groups(t, node)?;
     let capacity: BTreeMap<i64, f64> = repo::capacity(&mut *db, from, to)
         .await?
         .into_iter()
@@ -252,14 +259,7 @@ pub async fn utilization(
         return Ok(BTreeMap::new());
     };
     let t = &tree.tree;
-    let Some(root) = t
-        .find(node)
-        .or_else(|| node.trim_matches('/').is_empty().then_some(BudgetId::ROOT))
-    else {
-        return Ok(BTreeMap::new());
-    };
-    let mut groups = vec![root];
-    groups.extend_from_slice(t.children(root));
+    let groups = groups(t, node)?;
     let rows: Vec<(i64, i64, f64, f64)> = sqlx::query_as(
         "select budget_node_id, hour, sampled_gpu_s, utilized_gpu_s from usage_hour
          where hour >= $1 and hour < $2 and sampled_gpu_s > 0",
