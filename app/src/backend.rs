@@ -121,8 +121,8 @@ mod ssr {
         async fn quarterly_review(
             &self,
             actor: &CurrentUser,
-            year: i32,
-            quarter: u32,
+            year: Option<i32>,
+            quarter: Option<u32>,
         ) -> Result<crate::reports::Review, AppError>;
         /// Who used `path`'s GPUs over `[from, to)`.
         async fn people_usage(

@@ -64,6 +64,11 @@ pub fn same_day(a: i64, b: i64) -> bool {
     a.div_euclid(DAY) == b.div_euclid(DAY)
 }
 
+/// January, the month a calendar year starts in (a serde default).
+pub fn january() -> u32 {
+    1
+}
+
 /// A fiscal calendar: the year starts on the first of `start_month` (1 = January, the calendar
 /// year) and is named by the calendar year it ends in, as "FY2027" for October 2026 – September
 /// 2027 when it starts in October.
@@ -84,6 +89,11 @@ impl Fiscal {
         (1..=12)
             .contains(&start_month)
             .then_some(Fiscal { start_month })
+    }
+
+    /// The month the year starts in (1 = January).
+    pub fn start_month(self) -> u32 {
+        self.start_month
     }
 
     /// The first day of fiscal year `year`.

@@ -293,10 +293,16 @@ impl Backend for ServerBackend {
     async fn quarterly_review(
         &self,
         _actor: &CurrentUser,
-        year: i32,
-        quarter: u32,
+        year: Option<i32>,
+        quarter: Option<u32>,
     ) -> Result<app::reports::Review, AppError> {
-        Ok(crate::reports::review::quarter(&self.pool, year, quarter, self.runtime.now()).await?)
+        Ok(crate::reports::review::quarter(
+            &self.pool,
+            self.runtime.config().fiscal(),
+            year.zip(quarter),
+            self.runtime.now(),
+        )
+        .await?)
     }
 
     async fn people_usage(
@@ -326,7 +332,14 @@ impl Backend for ServerBackend {
         let from = day("from", &from)?;
         // The last day is included.
         let to = day("to", &to)? + app::calendar::DAY;
-        Ok(crate::reports::review::period(&self.pool, from, to, self.runtime.now()).await?)
+        Ok(crate::reports::review::period(
+            &self.pool,
+            self.runtime.config().fiscal(),
+            from,
+            to,
+            self.runtime.now(),
+        )
+        .await?)
     }
 
     async fn usage_series(

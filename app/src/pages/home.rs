@@ -5,8 +5,6 @@
 
 use crate::{
     budget::api::{get_tree, list_change_requests},
-    calendar::quarter_of,
-    clock::now_s,
     model::Role,
     nodes::{api::list_nodes, NodeHealth},
     pages::reports::pct,
@@ -249,8 +247,7 @@ fn Owned(username: String, tree: TreeResource) -> impl IntoView {
 /// This quarter's headline (leadership and admins).
 #[component]
 fn QuarterCard() -> impl IntoView {
-    let (year, quarter) = quarter_of(now_s());
-    let review = Resource::new(move || (), move |_| quarterly_review(year, quarter));
+    let review = Resource::new(move || (), move |_| quarterly_review(None, None));
     view! {
         <Card id="overview-quarter" title="This quarter">
             <Suspense fallback=|| view! { <p class="loading">"Computing this quarter's figures…"</p> }>
@@ -259,6 +256,10 @@ fn QuarterCard() -> impl IntoView {
                         Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
                         Ok(r) => {
                             let h = r.headline;
+                            let link = match r.quarter {
+                                Some((year, quarter)) => format!("/reports?year={year}&quarter={quarter}"),
+                                None => "/reports".to_string(),
+                            };
                             view! {
                                 <dl class="facts">
                                     <dt>"Delivered / owed"</dt><dd>{pct(h.delivered_over_owed)}</dd>
@@ -267,7 +268,7 @@ fn QuarterCard() -> impl IntoView {
                                     <dt>"Occupancy"</dt><dd>{pct(h.occupancy)}</dd>
                                     <dt>"Debug p90 wait"</dt><dd>{duration_or_dash(h.debug_p90_wait_s)}</dd>
                                 </dl>
-                                <p><a class="button button-quiet" href=format!("/reports?year={year}&quarter={quarter}")>{format!("Open the review of {}", r.label)}</a></p>
+                                <p><a class="button button-quiet" href=link>{format!("Open the review of {}", r.label)}</a></p>
                             }.into_any()
                         }
                     }

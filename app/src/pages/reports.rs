@@ -28,28 +28,21 @@ fn gpu_h(x: f64) -> String {
     format!("{:.1}", x + 0.0)
 }
 
-use crate::calendar::quarter_of;
+use crate::calendar::Fiscal;
 
 #[component]
 pub fn ReportsPage() -> impl IntoView {
-    let (this_year, this_quarter) = quarter_of(now_s());
-    // The quarter shown is the one in the URL (`?year=2026&quarter=3`), so it can be shared and
-    // bookmarked; without one, this quarter.
+    // The quarter shown is the one in the URL (`?year=2026&quarter=3`, a fiscal year and quarter),
+    // so it can be shared and bookmarked; without one, this quarter (the server knows the
+    // organisation's fiscal calendar).
     let query = use_query_map();
-    let year = Memo::new(move |_| {
-        query
-            .read()
-            .get("year")
-            .and_then(|y| y.parse().ok())
-            .unwrap_or(this_year)
-    });
+    let year = Memo::new(move |_| query.read().get("year").and_then(|y| y.parse::<i32>().ok()));
     let quarter = Memo::new(move |_| {
         query
             .read()
             .get("quarter")
-            .and_then(|q| q.parse().ok())
+            .and_then(|q| q.parse::<u32>().ok())
             .filter(|q| (1..=4).contains(q))
-            .unwrap_or(this_quarter)
     });
     let navigate = use_navigate();
     let show = move |y: i32, q: u32| {
@@ -83,19 +76,44 @@ pub fn ReportsPage() -> impl IntoView {
             }
         },
     );
-    let title = move || match period.get() {
-        Some((from, to)) => format!("Review: {from} to {to}"),
-        None => format!("Quarterly review: Q{} {}", quarter.get(), year.get()),
-    };
-    // The years with data: from the first recorded one to this one (learnt from the first review
-    // loaded; until then, this year alone).
-    let first_year = RwSignal::new(this_year);
+    // Learnt from the review loaded: the fiscal calendar, the quarter it covers and the first
+    // year with data (the picker offers no earlier one).
+    let fiscal = RwSignal::new(Fiscal::default());
+    let shown = RwSignal::new(None::<(i32, u32)>);
+    let first_year = RwSignal::new(None::<i32>);
     Effect::new(move || {
         if let Some(Ok(r)) = review.get() {
-            let since = r.data_since.map_or(this_year, |t| quarter_of(t).0);
-            first_year.set(since.min(this_year));
+            let f = Fiscal::starting(r.fiscal_start_month).unwrap_or_default();
+            let this_year = f.quarter_of(now_s()).0;
+            fiscal.set(f);
+            shown.set(r.quarter);
+            first_year.set(Some(
+                r.data_since
+                    .map_or(this_year, |t| f.quarter_of(t).0)
+                    .min(this_year),
+            ));
         }
     });
+    let this = move || fiscal.get().quarter_of(now_s());
+    // The year and quarter the pickers show: the review's, else the URL's, else this one.
+    let picked = move || {
+        shown
+            .get()
+            .or_else(|| year.get().zip(quarter.get()))
+            .unwrap_or_else(this)
+    };
+    let title = move || match (period.get(), shown.get()) {
+        (Some((from, to)), _) => format!("Review: {from} to {to}"),
+        (None, Some((y, q))) => format!("Quarterly review: {}", fiscal.get().quarter_label(y, q)),
+        (None, None) => "Quarterly review".to_string(),
+    };
+    let year_name = move |y: i32| {
+        if fiscal.get().start_month() == 1 {
+            y.to_string()
+        } else {
+            format!("FY{y}")
+        }
+    };
     view! {
         <Title text=title />
         <ChartScript />
@@ -106,16 +124,24 @@ pub fn ReportsPage() -> impl IntoView {
             </div>
         </div>
         <div class="filters no-print" role="group" aria-label="Choose a quarter">
-            <label for="year">"Year"</label>
-            <select id="year" on:change=move |ev| show_year(event_target_value(&ev).parse().unwrap_or(this_year), quarter.get_untracked())>
-                {move || (first_year.get()..=this_year).rev().map(|y| view! { <option value=y.to_string() selected=move || y == year.get()>{y}</option> }).collect_view()}
+            <label for="year">{move || if fiscal.get().start_month() == 1 { "Year" } else { "Fiscal year" }}</label>
+            <select id="year" on:change=move |ev| show_year(event_target_value(&ev).parse().unwrap_or(this().0), picked().1)>
+                {move || {
+                    let this_year = this().0;
+                    (first_year.get().unwrap_or(this_year)..=this_year).rev().map(|y| view! {
+                        <option value=y.to_string() selected=move || y == picked().0>{year_name(y)}</option>
+                    }).collect_view()
+                }}
             </select>
             <label for="quarter">"Quarter"</label>
-            <select id="quarter" on:change=move |ev| show(year.get_untracked(), event_target_value(&ev).parse().unwrap_or(1))>
+            <select id="quarter" on:change=move |ev| show(picked().0, event_target_value(&ev).parse().unwrap_or(1))>
                 {(1..=4u32).map(|q| {
-                    let to_come = move || year.get() == this_year && q > this_quarter;
+                    let to_come = move || {
+                        let (this_year, this_quarter) = this();
+                        picked().0 == this_year && q > this_quarter
+                    };
                     view! {
-                        <option value=q.to_string() selected=move || q == quarter.get() disabled=to_come>
+                        <option value=q.to_string() selected=move || q == picked().1 disabled=to_come>
                             {format!("Q{q}")}
                         </option>
                     }
@@ -135,10 +161,9 @@ pub fn ReportsPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match review.await {
                     Ok(review) => {
-                        let table_csv = if period.get_untracked().is_some() {
-                            format!("/api/v1/reports/review.csv?from={}&to={}", review.from, review.to)
-                        } else {
-                            format!("/api/v1/reports/quarter.csv?year={}&quarter={}", year.get_untracked(), quarter.get_untracked())
+                        let table_csv = match review.quarter {
+                            Some((y, q)) => format!("/api/v1/reports/quarter.csv?year={y}&quarter={q}"),
+                            None => format!("/api/v1/reports/review.csv?from={}&to={}", review.from, review.to),
                         };
                         view! { <ReviewView review node granularity table_csv /> }.into_any()
                     }

@@ -14,6 +14,22 @@ use crate::{
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+/// The months, for the fiscal year's start.
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+
 #[component]
 pub fn SettingsPage() -> impl IntoView {
     let update = ServerAction::<UpdateSettings>::new();
@@ -75,6 +91,14 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                     "A finished workload's output is cleared this many days after it ended: 1 to 3,650.", "1")}
                 {field(("event-retention", "event-retention-error"), "event_retention_days", "Keep timelines for (days)", view.event_retention_days.to_string(),
                     "A finished workload's events are deleted this many days after it ended, except preemptions and drains, which reports count: 1 to 3,650.", "1")}
+                <label for="fiscal-start">"Fiscal year starts in"</label>
+                <select id="fiscal-start" name="fiscal_start_month" disabled=disabled aria-describedby="fiscal-start-hint">
+                    {MONTHS.iter().enumerate().map(|(i, name)| {
+                        let month = i as u32 + 1;
+                        view! { <option value=month.to_string() selected=month == view.fiscal_start_month>{*name}</option> }
+                    }).collect_view()}
+                </select>
+                <p class="hint" id="fiscal-start-hint">"The Reports page's quarters: January gives calendar quarters; October gives Q1 FY2027 from October 2026."</p>
                 <label class="check" for="auto-recover">
                     <input id="auto-recover" name="auto_recover_nodes" type="checkbox" checked=view.auto_recover_nodes disabled=disabled />
                     "Return nodes to service when their agent reports healthy again"

@@ -4,9 +4,12 @@ use super::{ClusterActivity, Review, UsageSeries};
 use crate::error::AppError;
 use leptos::prelude::*;
 
-/// The quarterly review of `year` quarter `quarter` (1–4).
+/// The review of fiscal `year` quarter `quarter` (1–4); without them, this quarter.
 #[server(prefix = "/api", endpoint = "reports/quarter")]
-pub async fn quarterly_review(year: i32, quarter: u32) -> Result<Review, AppError> {
+pub async fn quarterly_review(
+    #[server(default)] year: Option<i32>,
+    #[server(default)] quarter: Option<u32>,
+) -> Result<Review, AppError> {
     use crate::backend::*;
     with_status(
         async {

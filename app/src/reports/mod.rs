@@ -108,6 +108,12 @@ pub struct Review {
     /// The first hour anything was recorded (`None`: nothing yet): the page offers no earlier
     /// year.
     pub data_since: Option<i64>,
+    /// The fiscal `(year, quarter)` reviewed; `None` for any other period.
+    #[serde(default)]
+    pub quarter: Option<(i32, u32)>,
+    /// The month the organisation's fiscal year starts in (1 = January): the quarters offered.
+    #[serde(default = "crate::calendar::january")]
+    pub fiscal_start_month: u32,
 }
 
 /// One tree node's series over the buckets of a [`UsageSeries`], in GPU-hours per bucket.

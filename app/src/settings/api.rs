@@ -24,6 +24,7 @@ pub async fn update_settings(
     #[server(default)] auto_recover_nodes: Option<String>,
     #[server(default)] output_retention_days: Option<String>,
     #[server(default)] event_retention_days: Option<String>,
+    #[server(default)] fiscal_start_month: Option<String>,
     #[server(default)] reason: Option<String>,
 ) -> Result<SettingsView, AppError> {
     use crate::{backend::*, settings::SettingsForm};
@@ -36,6 +37,7 @@ pub async fn update_settings(
         auto_recover_nodes: auto_recover_nodes.is_some(),
         output_retention_days,
         event_retention_days,
+        fiscal_start_month,
         reason,
     };
     with_status(async { backend()?.update_settings(&require_user()?, form).await }.await)

@@ -15,6 +15,9 @@ pub struct SettingsView {
     /// Days a finished workload keeps its output, then its events (preemptions stay).
     pub output_retention_days: u32,
     pub event_retention_days: u32,
+    /// The month the fiscal year starts in (1 = January): the Reports page's quarters.
+    #[serde(default = "crate::calendar::january")]
+    pub fiscal_start_month: u32,
     pub history: Vec<SettingChange>,
     pub can_edit: bool,
 }
@@ -55,6 +58,7 @@ pub fn in_form_units(key: &str, stored: &str) -> (&'static str, String) {
         "grace_s" => ("Preemption grace period (seconds)", stored.to_string()),
         "output_retention_days" => ("Keep output for (days)", stored.to_string()),
         "event_retention_days" => ("Keep timelines for (days)", stored.to_string()),
+        "fiscal_start_month" => ("Fiscal year starts in (month)", stored.to_string()),
         "auto_recover_nodes" => (
             "Return recovered nodes to service",
             match stored {
@@ -78,6 +82,9 @@ pub struct SettingsForm {
     /// Retention fields; a client that leaves them out keeps the current values.
     pub output_retention_days: Option<String>,
     pub event_retention_days: Option<String>,
+    /// 1–12; a client that leaves it out keeps the current value.
+    #[serde(default)]
+    pub fiscal_start_month: Option<String>,
     /// The checkbox: a node its agent reported unhealthy returns to service by itself.
     pub auto_recover_nodes: bool,
     /// Why, recorded with each change (optional).

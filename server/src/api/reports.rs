@@ -14,15 +14,38 @@ use axum::{
 };
 use serde::Deserialize;
 
+/// A fiscal quarter (1–4) of a fiscal year (the Settings' start month); without both, this one.
 #[derive(Deserialize)]
 pub struct QuarterQuery {
-    year: i32,
-    quarter: u32,
+    year: Option<i32>,
+    quarter: Option<u32>,
 }
 
 /// The review of the quarter asked for, or why there is none.
 async fn review_of(state: &AppState, q: &QuarterQuery) -> Result<Review, ServerError> {
-    review::quarter(&state.pool, q.year, q.quarter, state.runtime.now()).await
+    let year_quarter = match (q.year, q.quarter) {
+        (Some(year), Some(quarter)) => Some((year, quarter)),
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(ServerError::invalid(
+                "year",
+                "year: name the fiscal year of the quarter (2026).",
+            ))
+        }
+        (Some(_), None) => {
+            return Err(ServerError::invalid(
+                "quarter",
+                "quarter: name the quarter of the year (1, 2, 3 or 4).",
+            ))
+        }
+    };
+    review::quarter(
+        &state.pool,
+        state.runtime.config().fiscal(),
+        year_quarter,
+        state.runtime.now(),
+    )
+    .await
 }
 
 /// A CSV body sent as a download named `filename`.
@@ -56,7 +79,7 @@ pub async fn quarter_csv(
 ) -> Result<impl IntoResponse, ServerError> {
     let r = review_of(&state, &q).await?;
     Ok(csv_download(
-        format!("hourglass-Q{}-{}.csv", q.quarter, q.year),
+        format!("hourglass-{}.csv", r.label.replace(' ', "-")),
         review::csv(&r),
     ))
 }
@@ -83,7 +106,14 @@ async fn range_review(state: &AppState, q: &RangeQuery) -> Result<Review, Server
             "to: the day after the period's last is required (2027-01-01 or epoch seconds).",
         )
     })?;
-    review::period(&state.pool, from, to, state.runtime.now()).await
+    review::period(
+        &state.pool,
+        state.runtime.config().fiscal(),
+        from,
+        to,
+        state.runtime.now(),
+    )
+    .await
 }
 
 /// `GET /api/v1/reports/review?from=…&to=…`: the review of any period.

@@ -190,9 +190,10 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
         "Each tree node's usage over its share (1 is exactly its share; DESIGN §4.3)",
         usage_ratio,
     );
-    let (year, quarter) = app::calendar::quarter_of(now);
+    let fiscal = state.runtime.config().fiscal();
+    let (year, quarter) = fiscal.quarter_of(now);
     let delivered = Ratio::default();
-    if let Some((from, to)) = app::calendar::quarter(year, quarter) {
+    if let Some((from, to)) = fiscal.quarter(year, quarter) {
         let r = review::review(&state.pool, from, to, String::new(), now).await?;
         for row in r.rows {
             if let Some(ratio) = row.delivered_over_owed {

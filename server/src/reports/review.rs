@@ -7,21 +7,30 @@ use super::{
     waits,
 };
 use crate::{budget::snapshot as tree_snapshot, ServerError};
-use app::reports::{Headline, Review, ReviewRow};
+use app::{
+    calendar::Fiscal,
+    reports::{Headline, Review, ReviewRow},
+};
 use scheduler::{sim::WaitStats, BudgetId, HOUR};
 use sqlx::AnyPool;
 use std::collections::HashMap;
 
-/// The review of calendar quarter `quarter` (1–4) of `year`, labelled `Q4 2026`.
+/// The review of quarter `quarter` (1–4) of fiscal year `year` in `fiscal`'s calendar, labelled
+/// `Q4 2026` (or `Q1 FY2027`); without them, the quarter `now` falls in.
 pub async fn quarter(
     pool: &AnyPool,
-    year: i32,
-    quarter: u32,
+    fiscal: Fiscal,
+    year_quarter: Option<(i32, u32)>,
     now: i64,
 ) -> Result<Review, ServerError> {
-    let (from, to) = app::calendar::quarter(year, quarter)
+    let (year, quarter) = year_quarter.unwrap_or_else(|| fiscal.quarter_of(now));
+    let (from, to) = fiscal
+        .quarter(year, quarter)
         .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
-    review(pool, from, to, format!("Q{quarter} {year}"), now).await
+    let mut review = review(pool, from, to, fiscal.quarter_label(year, quarter), now).await?;
+    review.fiscal_start_month = fiscal.start_month();
+    review.quarter = Some((year, quarter));
+    Ok(review)
 }
 
 /// The longest period one review covers.
@@ -29,7 +38,13 @@ pub const MAX_PERIOD_DAYS: i64 = 3 * 366;
 
 /// The review of any period `[from, to)` people ask for, labelled by its days; `to` must come
 /// after `from` and the period last at most [`MAX_PERIOD_DAYS`].
-pub async fn period(pool: &AnyPool, from: i64, to: i64, now: i64) -> Result<Review, ServerError> {
+pub async fn period(
+    pool: &AnyPool,
+    fiscal: Fiscal,
+    from: i64,
+    to: i64,
+    now: i64,
+) -> Result<Review, ServerError> {
     if to <= from {
         return Err(ServerError::invalid(
             "to",
@@ -42,7 +57,9 @@ pub async fn period(pool: &AnyPool, from: i64, to: i64, now: i64) -> Result<Revi
             format!("to: a review covers at most {MAX_PERIOD_DAYS} days."),
         ));
     }
-    review(pool, from, to, app::calendar::period_label(from, to), now).await
+    let mut review = review(pool, from, to, app::calendar::period_label(from, to), now).await?;
+    review.fiscal_start_month = fiscal.start_month();
+    Ok(review)
 }
 
 /// The review of `[from, to)`.
@@ -63,6 +80,8 @@ pub async fn review(
             headline: headline(&[], 0.0, 0.0, 0.0, 0.0, None),
             rows: Vec::new(),
             data_since,
+            quarter: None,
+            fiscal_start_month: 1,
         });
     };
     let capacity = repo::capacity(&mut *db, from, to).await?;
@@ -189,6 +208,8 @@ pub async fn review(
         headline,
         rows,
         data_since,
+        quarter: None,
+        fiscal_start_month: 1,
     })
 }
 

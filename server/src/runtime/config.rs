@@ -21,6 +21,15 @@ pub struct RuntimeConfig {
     pub auto_recover_nodes: bool,
     /// How long finished workloads keep their output and events.
     pub retention: crate::workloads::retention::Retention,
+    /// The month the organisation's fiscal year starts in (1 = January: calendar quarters).
+    pub fiscal_start_month: u32,
+}
+
+impl RuntimeConfig {
+    /// The organisation's fiscal calendar (a stored month outside 1–12 reads as January).
+    pub fn fiscal(&self) -> app::calendar::Fiscal {
+        app::calendar::Fiscal::starting(self.fiscal_start_month).unwrap_or_default()
+    }
 }
 
 impl Default for RuntimeConfig {
@@ -34,6 +43,7 @@ impl Default for RuntimeConfig {
             safety_tick_ms: 5_000,
             auto_recover_nodes: false,
             retention: Default::default(),
+            fiscal_start_month: 1,
         }
     }
 }

@@ -45,6 +45,13 @@ pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeCo
             "event_retention_days" => {
                 config.retention.event_days = value.parse().unwrap_or(config.retention.event_days)
             }
+            "fiscal_start_month" => {
+                config.fiscal_start_month = value
+                    .parse()
+                    .ok()
+                    .filter(|m| (1..=12).contains(m))
+                    .unwrap_or(config.fiscal_start_month)
+            }
             crate::demo::MARKER => {}
             _ => tracing::warn!(%key, "unknown setting ignored"),
         }
@@ -68,6 +75,7 @@ pub async fn view(
         auto_recover_nodes: config.auto_recover_nodes,
         output_retention_days: config.retention.output_days,
         event_retention_days: config.retention.event_days,
+        fiscal_start_month: config.fiscal_start_month,
         history: history
             .into_iter()
             .map(|c| {
@@ -208,6 +216,16 @@ pub async fn update(
                 old.retention.event_days,
             )?,
         },
+        fiscal_start_month: match form.fiscal_start_month.as_deref() {
+            None => old.fiscal_start_month,
+            Some(raw) => number(
+                "fiscal_start_month",
+                raw,
+                "month the fiscal year starts in",
+                1.0,
+                12.0,
+            )? as u32,
+        },
         ..old
     };
     let changes = [
@@ -242,6 +260,11 @@ pub async fn update(
             "event_retention_days",
             old.retention.event_days.to_string(),
             new.retention.event_days.to_string(),
+        ),
+        (
+            "fiscal_start_month",
+            old.fiscal_start_month.to_string(),
+            new.fiscal_start_month.to_string(),
         ),
     ];
     let reason = reason(form.reason.as_deref())?;

@@ -789,3 +789,28 @@ async fn two_readers_rolling_up_the_same_days_at_once_both_succeed_with_the_same
     rb.unwrap();
     assert_eq!(count("select count(*) from node_day").await, before);
 }
+
+#[tokio::test]
+async fn without_a_year_and_quarter_the_review_is_this_quarter_and_half_a_pair_is_refused() {
+    let (app, token, _) = fixture().await;
+    let review = get(&app, &token, "/api/v1/reports/quarter").await;
+    assert_eq!(review.status, 200, "{}", review.body);
+    let review = review.json();
+    let (year, quarter) = app::calendar::quarter_of(app.runtime.now());
+    assert_eq!(review["quarter"], serde_json::json!([year, quarter]));
+    assert_eq!(review["label"], format!("Q{quarter} {year}"));
+    assert_eq!(review["fiscal_start_month"], 1);
+    for (query, field) in [("year=2026", "quarter"), ("quarter=2", "year")] {
+        let refused = get(&app, &token, &format!("/api/v1/reports/quarter?{query}")).await;
+        assert_eq!(refused.status, 422, "{query}: {}", refused.body);
+        assert_eq!(refused.json()["field"], field, "{query}");
+    }
+    let period = get(
+        &app,
+        &token,
+        "/api/v1/reports/review?from=2026-01-01&to=2026-02-01",
+    )
+    .await
+    .json();
+    assert_eq!(period["quarter"], serde_json::Value::Null, "not a quarter");
+}

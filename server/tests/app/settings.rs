@@ -145,3 +145,89 @@ async fn the_history_reads_in_the_forms_units_with_the_reason_given_and_a_long_r
         .unwrap();
     assert_eq!(cap["new_value"], "4");
 }
+
+#[tokio::test]
+async fn a_fiscal_year_starting_in_october_names_and_bounds_the_reviews_quarters() {
+    let app = TestApp::new().await;
+    app.create_user("root", "admin", "long enough 1").await;
+    let admin = app.sign_in("root", "long enough 1").await;
+    let mut form = FORM.to_vec();
+    form.push(("fiscal_start_month", "13"));
+    let refused = app
+        .post_form("/api/settings/update", &form, Some(&admin))
+        .await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refused.body
+    );
+    assert!(
+        refused.body.contains("fiscal_start_month"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(
+        app.runtime.config().fiscal_start_month,
+        1,
+        "nothing changed"
+    );
+
+    form.pop();
+    form.push(("fiscal_start_month", "10"));
+    let saved = app
+        .post_form("/api/settings/update", &form, Some(&admin))
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+    assert_eq!(app.runtime.config().fiscal_start_month, 10);
+    let review = app
+        .post_form(
+            "/api/reports/quarter",
+            &[("year", "2027"), ("quarter", "1")],
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(review.status, StatusCode::OK, "{}", review.body);
+    let review: serde_json::Value = serde_json::from_str(&review.body).unwrap();
+    assert_eq!(review["label"], "Q1 FY2027");
+    assert_eq!(review["quarter"], serde_json::json!([2027, 1]));
+    assert_eq!(
+        review["fiscal_start_month"], 10,
+        "the page offers fiscal quarters"
+    );
+    let this = app
+        .post_form("/api/reports/quarter", &[], Some(&admin))
+        .await
+        .json();
+    let now = app::calendar::Fiscal::starting(10)
+        .unwrap()
+        .quarter_of(app.runtime.now());
+    assert_eq!(
+        this["quarter"],
+        serde_json::json!([now.0, now.1]),
+        "without a quarter, this fiscal quarter"
+    );
+    assert_eq!(
+        (review["from"].as_i64(), review["to"].as_i64()),
+        (
+            app::calendar::epoch_of(2026, 10, 1),
+            app::calendar::epoch_of(2027, 1, 1)
+        )
+    );
+    let this = app
+        .post_form("/api/reports/quarter", &[], Some(&admin))
+        .await
+        .json();
+    let now = app::calendar::Fiscal::starting(10)
+        .unwrap()
+        .quarter_of(app.runtime.now());
+    assert_eq!(
+        this["quarter"],
+        serde_json::json!([now.0, now.1]),
+        "without a quarter, this fiscal quarter"
+    );
+    let reloaded = server::settings::load(&app.pool, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(reloaded.fiscal_start_month, 10, "it survives a restart");
+}
