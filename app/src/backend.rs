@@ -124,6 +124,13 @@ mod ssr {
             year: Option<i32>,
             quarter: Option<u32>,
         ) -> Result<crate::reports::Review, AppError>;
+        /// The last quarters up to fiscal `year` quarter `quarter` (this one without them).
+        async fn trend(
+            &self,
+            actor: &CurrentUser,
+            year: Option<i32>,
+            quarter: Option<u32>,
+        ) -> Result<crate::reports::Trend, AppError>;
         /// Who used `path`'s GPUs over `[from, to)`.
         async fn people_usage(
             &self,

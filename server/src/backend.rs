@@ -145,11 +145,15 @@ impl Backend for ServerBackend {
         state: Option<String>,
     ) -> Result<Vec<WorkloadView>, AppError> {
         let state = crate::workloads::domain::state_filter(state.as_deref())?;
-        Ok(
-            workload_repo::list_workloads(&self.pool, mine.then_some(actor.id), state, 500)
-                .await
-                .map_err(ServerError::from)?,
+        Ok(workload_repo::list_workloads(
+            &self.pool,
+            mine.then_some(actor.id),
+            state,
+            500,
+            self.runtime.now(),
         )
+        .await
+        .map_err(ServerError::from)?)
     }
 
     async fn workload_detail(
@@ -300,6 +304,22 @@ impl Backend for ServerBackend {
             &self.pool,
             self.runtime.config().fiscal(),
             year.zip(quarter),
+            self.runtime.now(),
+        )
+        .await?)
+    }
+
+    async fn trend(
+        &self,
+        _actor: &CurrentUser,
+        year: Option<i32>,
+        quarter: Option<u32>,
+    ) -> Result<app::reports::Trend, AppError> {
+        Ok(crate::reports::trend::trend(
+            &self.pool,
+            self.runtime.config().fiscal(),
+            year.zip(quarter),
+            crate::reports::trend::QUARTERS,
             self.runtime.now(),
         )
         .await?)

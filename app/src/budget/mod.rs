@@ -68,6 +68,10 @@ pub struct TreeNodeView {
     pub usage_gpu_h: f64,
     pub allocated_gpu_h: f64,
     pub ratio: Option<f64>,
+    /// Mean GPU utilization of its subtree's sampled GPU time over the lookback window (0–1;
+    /// `None`: nothing sampled).
+    #[serde(default)]
+    pub utilization: Option<f64>,
     /// Whether the signed-in person may propose a change to this node's children.
     pub can_propose: bool,
     pub children_version: i64,

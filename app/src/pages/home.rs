@@ -117,8 +117,19 @@ fn MyWorkloads() -> impl IntoView {
                             let count = |s: WorkloadState| list.iter().filter(|w| w.state == s).count();
                             let (running, queued) = (count(WorkloadState::Running), count(WorkloadState::Queued));
                             let recent: Vec<_> = list.iter().take(5).cloned().collect();
+                            let idle: Vec<_> = list.iter().filter(|w| w.squatting()).cloned().collect();
                             view! {
                                 <p>{format!("{running} running, {queued} waiting.")}</p>
+                                {(!idle.is_empty()).then(|| view! {
+                                    <div class="callout" role="status">
+                                        <p>"These hold GPUs they have barely used (under 5%) for over an hour; others may be waiting for them:"</p>
+                                        <ul class="plain">
+                                            {idle.into_iter().map(|w| view! {
+                                                <li><a href=format!("/workloads/{}", w.id)>{w.name}</a>{format!(" · {} GPU{}", w.gpus, if w.gpus == 1 { "" } else { "s" })}</li>
+                                            }).collect_view()}
+                                        </ul>
+                                    </div>
+                                })}
                                 <ul class="plain">
                                     {recent.into_iter().map(|w| view! {
                                         <li>

@@ -7,7 +7,10 @@ use crate::{
     components::chart::{ActivityChart, AllocationChart, ChartScript, OverviewChart},
     components::tree_toggle::{Collapsed, TreeToggle},
     reports::{
-        api::{cluster_activity, people_usage, period_review, quarterly_review, usage_series},
+        api::{
+            cluster_activity, people_usage, period_review, quarter_trend, quarterly_review,
+            usage_series,
+        },
         explain::shortfalls,
         Review,
     },
@@ -433,7 +436,81 @@ fn ReviewView(
             " "
             <a class="button button-quiet" href=csv download="hourglass-usage.csv">"Export CSV (per day)"</a>
         </p>
+        {review.quarter.map(|(year, quarter)| view! { <QuarterTrend year quarter /> })}
         <People from=review.from to=review.to paths=people_paths />
+    }
+}
+
+/// `+4.1 pts` / `−2.0 pts` from `before` to `after`, or "—".
+fn change(before: Option<f64>, after: Option<f64>) -> String {
+    match (before, after) {
+        (Some(b), Some(a)) => {
+            let pts = (a - b) * 100.0;
+            if pts.abs() < 0.05 {
+                "no change".into()
+            } else {
+                format!("{}{:.1} pts", if pts > 0.0 { "+" } else { "−" }, pts.abs())
+            }
+        }
+        _ => "—".into(),
+    }
+}
+
+/// Each program's and project's delivered / owed over the last quarters up to this one.
+#[component]
+fn QuarterTrend(year: i32, quarter: u32) -> impl IntoView {
+    let trend = Resource::new(|| (), move |_| quarter_trend(Some(year), Some(quarter)));
+    view! {
+        <section class="card" aria-labelledby="trend-heading">
+            <h2 id="trend-heading">"Quarter over quarter"</h2>
+            <Transition fallback=|| view! { <p class="loading">"Comparing the last quarters…"</p> }>
+                {move || Suspend::new(async move {
+                    match trend.await {
+                        Ok(t) if t.quarters.len() < 2 => view! {
+                            <p class="empty">"Nothing was recorded before this quarter, so there is no trend yet."</p>
+                        }.into_any(),
+                        Ok(t) => {
+                            let last = t.quarters.len() - 1;
+                            view! {
+                                <div class="table-wrap">
+                                <table class="table compact trend">
+                                    <caption>"Delivered / owed per quarter, with the GPU-hours delivered and owed; the last column is the change since the quarter before."</caption>
+                                    <thead><tr>
+                                        <th scope="col">"Node"</th>
+                                        {t.quarters.iter().map(|q| view! { <th scope="col" class="num">{q.label.clone()}</th> }).collect_view()}
+                                        <th scope="col" class="num">"Change"</th>
+                                    </tr></thead>
+                                    <tbody>
+                                        <tr class="trend-total">
+                                            <th scope="row">"Whole cluster"</th>
+                                            {t.quarters.iter().map(|q| view! { <td class="num">{pct(q.delivered_over_owed)}</td> }).collect_view()}
+                                            <td class="num">{change(t.quarters[last - 1].delivered_over_owed, t.quarters[last].delivered_over_owed)}</td>
+                                        </tr>
+                                        {t.rows.into_iter().map(|r| view! {
+                                            <tr>
+                                                <th scope="row" style=format!("padding-left: {}rem", r.depth as f64 * 1.25 - 0.75)>{r.path.clone()}</th>
+                                                {r.cells.iter().map(|c| view! {
+                                                    <td class="num">
+                                                        {pct(c.delivered_over_owed)}
+                                                        <span class="hint">{format!(" ({} / {} GPU-h)", gpu_h(c.delivered_gpu_h), gpu_h(c.owed_gpu_h))}</span>
+                                                    </td>
+                                                }).collect_view()}
+                                                <td class="num">{change(r.cells[last - 1].delivered_over_owed, r.cells[last].delivered_over_owed)}</td>
+                                            </tr>
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                                </div>
+                                <p class="no-print actions">
+                                    <a class="button button-quiet" href=format!("/api/v1/reports/trend.csv?year={year}&quarter={quarter}")>"Export the trend (CSV)"</a>
+                                </p>
+                            }.into_any()
+                        }
+                        Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
     }
 }
 

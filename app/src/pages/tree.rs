@@ -48,7 +48,8 @@ pub fn TreePage() -> impl IntoView {
         <p class="lede">
             "Each node's share is its weight among its siblings; its effective share of the cluster is the product "
             "along its path. The usage ratio compares GPU time used with GPU time funded over the lookback window: "
-            "below 1 is under-served (its work goes first), above 1 over-served."
+            "below 1 is under-served (its work goes first), above 1 over-served. GPU utilization is how much of "
+            "the GPUs its work held it actually used, as the agents sampled them over the same window."
         </p>
         // Where the tree's top is, so the outcome of a proposal is seen where the page starts.
         <p class="notice" role="status" node_ref=submitted hidden=move || !matches!(propose.value().get(), Some(Ok(_)))>
@@ -77,6 +78,7 @@ pub fn TreePage() -> impl IntoView {
                                             <th scope="col" class="num">"Of the cluster"</th>
                                             <th scope="col">"Owners"</th>
                                             <th scope="col" class="num">"Usage ratio"</th>
+                                            <th scope="col" class="num">"GPU utilization"</th>
                                             <th scope="col"><span class="visually-hidden">"Actions"</span></th>
                                         </tr>
                                     </thead>
@@ -174,6 +176,9 @@ fn TreeRow(
             <td class="num">
                 <span class=ratio_class(node.ratio)>{crate::workloads::sentences::ratio_or_dash(node.ratio)}</span>
                 {node.ratio.map(|r| view! { <span class="visually-hidden">{if r < 1.0 { " (under-served)" } else { " (over-served)" }}</span> })}
+            </td>
+            <td class="num" title=format!("Of the {:.0} GPU-hours used over the lookback window, as the agents sampled them", node.usage_gpu_h)>
+                {crate::pages::reports::pct(node.utilization)}
             </td>
             <td class="actions">
                 {node.can_propose.then(|| view! {

@@ -28,6 +28,16 @@ pub async fn period_review(from: String, to: String) -> Result<Review, AppError>
     with_status(async { backend()?.period_review(&require_user()?, from, to).await }.await)
 }
 
+/// The quarters up to fiscal `year` quarter `quarter` (without them, this one), side by side.
+#[server(name = GetTrend, prefix = "/api", endpoint = "reports/trend")]
+pub async fn quarter_trend(
+    #[server(default)] year: Option<i32>,
+    #[server(default)] quarter: Option<u32>,
+) -> Result<super::Trend, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.trend(&require_user()?, year, quarter).await }.await)
+}
+
 /// Who used `path`'s GPUs over `[from, to)`, most GPU-hours first.
 #[server(name = GetPeopleUsage, prefix = "/api", endpoint = "reports/people")]
 pub async fn people_usage(

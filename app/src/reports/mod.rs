@@ -116,6 +116,43 @@ pub struct Review {
     pub fiscal_start_month: u32,
 }
 
+/// Each program's and project's quarters side by side, oldest first: the quarter-over-quarter
+/// trend leadership reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trend {
+    pub quarters: Vec<TrendQuarter>,
+    /// Tree order (the latest quarter's), one cell per quarter.
+    pub rows: Vec<TrendRow>,
+}
+
+/// One fiscal quarter of a [`Trend`] and its headline ratio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrendQuarter {
+    pub year: i32,
+    pub quarter: u32,
+    pub label: String,
+    pub from: i64,
+    pub to: i64,
+    pub delivered_over_owed: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrendRow {
+    pub path: String,
+    pub depth: usize,
+    pub leaf: bool,
+    pub cells: Vec<TrendCell>,
+}
+
+/// A node's quarter: zeros and `None` where the node did not exist yet.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrendCell {
+    pub owed_gpu_h: f64,
+    pub delivered_gpu_h: f64,
+    pub delivered_over_owed: Option<f64>,
+    pub utilization: Option<f64>,
+}
+
 /// One tree node's series over the buckets of a [`UsageSeries`], in GPU-hours per bucket.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageLine {

@@ -81,11 +81,20 @@ pub struct WorkloadView {
     pub exit_code: Option<i64>,
     pub run_count: i64,
     pub progress_s: i64,
+    /// Running with its GPUs nearly idle this long (see [`Utilization::idle_for`]); set on
+    /// lists, so an owner sees it where they look.
+    #[serde(default)]
+    pub idle_for_s: Option<i64>,
     #[serde(skip)]
     pub user_id: i64,
 }
 
 impl WorkloadView {
+    /// Holding GPUs it has not used for [`IDLE_FLAG_S`] or more.
+    pub fn squatting(&self) -> bool {
+        self.idle_for_s.is_some_and(|s| s >= IDLE_FLAG_S)
+    }
+
     pub fn is_active(&self) -> bool {
         self.state.is_active()
     }

@@ -37,6 +37,8 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/reports/review", get(reports::range))
         .route("/api/v1/reports/review.csv", get(reports::range_csv))
         .route("/api/v1/reports/people", get(reports::people))
+        .route("/api/v1/reports/trend", get(reports::trend))
+        .route("/api/v1/reports/trend.csv", get(reports::trend_csv))
         .route("/api/v1/tree", get(tree::tree))
         .route(
             "/api/v1/change-requests",

@@ -2,7 +2,7 @@
 
 use super::auth::ApiUser;
 use crate::{
-    reports::{calendar, review, usage},
+    reports::{calendar, review, trend, usage},
     AppState, ServerError,
 };
 use app::reports::Review;
@@ -21,31 +21,76 @@ pub struct QuarterQuery {
     quarter: Option<u32>,
 }
 
+/// The fiscal quarter asked for: both or neither (this quarter).
+fn year_quarter(
+    year: Option<i32>,
+    quarter: Option<u32>,
+) -> Result<Option<(i32, u32)>, ServerError> {
+    match (year, quarter) {
+        (Some(year), Some(quarter)) => Ok(Some((year, quarter))),
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(ServerError::invalid(
+            "year",
+            "year: name the fiscal year of the quarter (2026).",
+        )),
+        (Some(_), None) => Err(ServerError::invalid(
+            "quarter",
+            "quarter: name the quarter of the year (1, 2, 3 or 4).",
+        )),
+    }
+}
+
 /// The review of the quarter asked for, or why there is none.
 async fn review_of(state: &AppState, q: &QuarterQuery) -> Result<Review, ServerError> {
-    let year_quarter = match (q.year, q.quarter) {
-        (Some(year), Some(quarter)) => Some((year, quarter)),
-        (None, None) => None,
-        (None, Some(_)) => {
-            return Err(ServerError::invalid(
-                "year",
-                "year: name the fiscal year of the quarter (2026).",
-            ))
-        }
-        (Some(_), None) => {
-            return Err(ServerError::invalid(
-                "quarter",
-                "quarter: name the quarter of the year (1, 2, 3 or 4).",
-            ))
-        }
-    };
     review::quarter(
         &state.pool,
         state.runtime.config().fiscal(),
-        year_quarter,
+        year_quarter(q.year, q.quarter)?,
         state.runtime.now(),
     )
     .await
+}
+
+/// The last `quarters` (default 4) fiscal quarters up to `year`/`quarter` (default: this one).
+#[derive(Deserialize)]
+pub struct TrendQuery {
+    year: Option<i32>,
+    quarter: Option<u32>,
+    quarters: Option<u32>,
+}
+
+async fn trend_of(state: &AppState, q: &TrendQuery) -> Result<app::reports::Trend, ServerError> {
+    trend::trend(
+        &state.pool,
+        state.runtime.config().fiscal(),
+        year_quarter(q.year, q.quarter)?,
+        q.quarters.unwrap_or(trend::QUARTERS),
+        state.runtime.now(),
+    )
+    .await
+}
+
+/// `GET /api/v1/reports/trend?year=…&quarter=…&quarters=4`: each node's quarters side by side.
+pub async fn trend(
+    State(state): State<AppState>,
+    ApiUser(_user): ApiUser,
+    Query(q): Query<TrendQuery>,
+) -> Result<Json<app::reports::Trend>, ServerError> {
+    Ok(Json(trend_of(&state, &q).await?))
+}
+
+/// `GET /api/v1/reports/trend.csv?…`: the same, one line per node and quarter.
+pub async fn trend_csv(
+    State(state): State<AppState>,
+    ApiUser(_user): ApiUser,
+    Query(q): Query<TrendQuery>,
+) -> Result<impl IntoResponse, ServerError> {
+    let t = trend_of(&state, &q).await?;
+    let last = t.quarters.last().map(|q| q.label.replace(' ', "-"));
+    Ok(csv_download(
+        format!("hourglass-trend-{}.csv", last.unwrap_or_default()),
+        trend::csv(&t),
+    ))
 }
 
 /// A CSV body sent as a download named `filename`.

@@ -43,7 +43,7 @@ pub async fn list(
     let limit = query.limit.unwrap_or(500).clamp(1, 5000);
     let owner = query.mine.then_some(user.id);
     Ok(Json(
-        repo::list_workloads(&state.pool, owner, filter, limit).await?,
+        repo::list_workloads(&state.pool, owner, filter, limit, state.runtime.now()).await?,
     ))
 }
 

@@ -33,9 +33,19 @@ pub async fn tree_view(
     let owner_ids = changes_repo::owners(&mut *db).await?;
     let member_paths = changes_repo::member_paths(&mut *db, actor.id).await?;
     let tree = &snap.tree.tree;
+    // GPU-seconds sampled and the same weighted by utilization over the lookback window, each
+    // node's subtree's (children are added to their parent, deepest first).
+    let mut sampled = vec![(0.0, 0.0); tree.len()];
+    let window_start = now - runtime.config().window;
+    for (node, s, u) in crate::reports::repo::utilization(&mut *db, window_start, now).await? {
+        if let Some(id) = snap.tree.engine_id(node) {
+            sampled[id.0 as usize] = (s, u);
+        }
+    }
     let standings = snap.engine.standings(now);
     let shares = tree.version_at(now);
     let mut out = Vec::with_capacity(tree.len());
+    let mut order = Vec::with_capacity(tree.len());
     let mut stack = vec![(scheduler::BudgetId::ROOT, 0usize)];
     while let Some((id, depth)) = stack.pop() {
         let path = tree.path(id).to_string();
@@ -62,6 +72,7 @@ pub async fn tree_view(
             usage_gpu_h: standings.usage(id) / 3600.0,
             allocated_gpu_h: standings.allocated(id) / 3600.0,
             ratio: Some(standings.ratio(id)).filter(|r| r.is_finite()),
+            utilization: None,
             can_propose: !tree.is_leaf(id)
                 && policy::may_propose(&owner_ids, &member_paths, actor, &path),
             children_version: versions.get(&path).copied().unwrap_or(0),
@@ -70,6 +81,18 @@ pub async fn tree_view(
         let mut kids: Vec<_> = tree.children(id).to_vec();
         kids.sort_by(|a, b| tree.name(*b).cmp(tree.name(*a)));
         stack.extend(kids.into_iter().map(|k| (k, depth + 1)));
+        order.push(id);
+    }
+    for &id in order.iter().rev() {
+        let (s, u) = sampled[id.0 as usize];
+        if let Some(parent) = tree.parent(id) {
+            let p = &mut sampled[parent.0 as usize];
+            *p = (p.0 + s, p.1 + u);
+        }
+    }
+    for (view, id) in out.iter_mut().zip(&order) {
+        let (s, u) = sampled[id.0 as usize];
+        view.utilization = (s > 0.0).then(|| u / s);
     }
     Ok(out)
 }

@@ -8,5 +8,6 @@ pub mod people;
 pub mod repo;
 pub mod review;
 pub mod rollup;
+pub mod trend;
 pub mod usage;
 pub mod waits;

@@ -3,6 +3,7 @@
 use crate::db::Flag;
 use app::workloads::{reasons::Event, EventView, WorkloadState, WorkloadView};
 use sqlx::{AnyExecutor, FromRow};
+use std::collections::HashMap;
 
 const SELECT: &str = "select w.workload_id, w.name, b.path as project, u.username as owner, w.command, w.gpus,
         w.min_runtime_s, w.resumable, w.priority, w.state, w.submitted_at, w.first_started_at, w.started_at,
@@ -56,6 +57,7 @@ impl From<WorkloadRow> for WorkloadView {
             exit_code: row.exit_code,
             run_count: row.run_count,
             progress_s: row.progress_s,
+            idle_for_s: None,
             user_id: row.user_id,
         }
     }
@@ -104,12 +106,16 @@ pub async fn find_workload(
 }
 
 /// Workloads, newest first, optionally of one user and/or in one state.
+/// The newest `limit` workloads (of `user_id`, in `state`), each running one with how long it
+/// has held its GPUs nearly idle as of `now`.
 pub async fn list_workloads(
-    db: impl AnyExecutor<'_>,
+    pool: &sqlx::AnyPool,
     user_id: Option<i64>,
     state: Option<WorkloadState>,
     limit: i64,
+    now: i64,
 ) -> Result<Vec<WorkloadView>, sqlx::Error> {
+    let mut db = pool.acquire().await?;
     let rows: Vec<WorkloadRow> = sqlx::query_as(&format!(
         "{SELECT} where ($1 is null or w.user_id = $1) and ($2 is null or w.state = $2)
          order by w.workload_id desc limit $3"
@@ -117,9 +123,51 @@ pub async fn list_workloads(
     .bind(user_id)
     .bind(state.map(WorkloadState::as_str))
     .bind(limit)
-    .fetch_all(db)
+    .fetch_all(&mut *db)
     .await?;
-    Ok(rows.into_iter().map(WorkloadView::from).collect())
+    let mut list: Vec<WorkloadView> = rows.into_iter().map(WorkloadView::from).collect();
+    flag_idle(&mut db, &mut list, now).await?;
+    Ok(list)
+}
+
+/// Sets how long each running workload of `list` has held its GPUs nearly idle, as far back as
+/// the flag needs (an hour and a bucket).
+async fn flag_idle(
+    db: &mut sqlx::AnyConnection,
+    list: &mut [WorkloadView],
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    let bucket_s = crate::agent::utilization::BUCKET_S;
+    let since = now - app::workloads::IDLE_FLAG_S - 2 * bucket_s;
+    let running: Vec<i64> = list
+        .iter()
+        .filter(|w| w.state == WorkloadState::Running)
+        .map(|w| w.id)
+        .collect();
+    let mut series: HashMap<i64, Vec<(i64, f64)>> = HashMap::new();
+    for chunk in running.chunks(crate::db::ID_CHUNK) {
+        let rows: Vec<(i64, i64, f64, i64)> = sqlx::query_as(&format!(
+            "select workload_id, bucket, util_sum, samples from utilization_bucket
+             where workload_id in ({}) and bucket >= $1 and samples > 0
+             order by workload_id, bucket",
+            crate::db::id_list(chunk)
+        ))
+        .bind(since)
+        .fetch_all(&mut *db)
+        .await?;
+        for (id, bucket, sum, n) in rows {
+            series
+                .entry(id)
+                .or_default()
+                .push((bucket, sum / n as f64 / 100.0));
+        }
+    }
+    for w in list.iter_mut() {
+        if let Some(s) = series.get(&w.id) {
+            w.idle_for_s = app::workloads::Utilization::idle_for(s, now, bucket_s);
+        }
+    }
+    Ok(())
 }
 
 /// These workloads (any that exist), in no particular order.

@@ -814,3 +814,73 @@ async fn without_a_year_and_quarter_the_review_is_this_quarter_and_half_a_pair_i
     .json();
     assert_eq!(period["quarter"], serde_json::Value::Null, "not a quarter");
 }
+
+#[tokio::test]
+async fn the_trend_puts_each_nodes_quarters_side_by_side_from_the_first_with_data() {
+    let (app, token, _) = fixture().await;
+    let trend = get(
+        &app,
+        &token,
+        "/api/v1/reports/trend?year=2026&quarter=3&quarters=8",
+    )
+    .await;
+    assert_eq!(trend.status, 200, "{}", trend.body);
+    let trend = trend.json();
+    let labels: Vec<&str> = trend["quarters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        ["Q1 2026", "Q2 2026", "Q3 2026"],
+        "nothing was recorded before 2026"
+    );
+    assert_eq!(trend["quarters"][0]["delivered_over_owed"], 0.8);
+    let olmo = trend["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "ai/olmo")
+        .unwrap();
+    assert_eq!(olmo["cells"][0]["delivered_gpu_h"], 5.0);
+    assert_eq!(olmo["cells"][0]["owed_gpu_h"], 4.0);
+    assert_eq!(olmo["cells"][1]["delivered_gpu_h"], 0.0, "nothing in Q2");
+
+    let csv = get(
+        &app,
+        &token,
+        "/api/v1/reports/trend.csv?year=2026&quarter=2&quarters=2",
+    )
+    .await;
+    assert_eq!(csv.status, 200, "{}", csv.body);
+    assert!(
+        csv.headers["content-disposition"]
+            .to_str()
+            .unwrap()
+            .contains("hourglass-trend-Q2-2026.csv"),
+        "{:?}",
+        csv.headers
+    );
+    let lines: Vec<&str> = csv.body.lines().collect();
+    assert_eq!(lines[0], server::reports::trend::CSV_HEADER);
+    assert!(
+        lines.contains(&"ai/olmo,Q1 2026,2026-01-01,4.0000,5.0000,1.2500,"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"ai/olmo,Q2 2026,2026-04-01,0.0000,0.0000,,"),
+        "{lines:?}"
+    );
+
+    for (query, field) in [
+        ("quarters=9", "quarters"),
+        ("quarters=0", "quarters"),
+        ("year=2026", "quarter"),
+    ] {
+        let refused = get(&app, &token, &format!("/api/v1/reports/trend?{query}")).await;
+        assert_eq!(refused.status, 422, "{query}: {}", refused.body);
+        assert_eq!(refused.json()["field"], field, "{query}");
+    }
+}

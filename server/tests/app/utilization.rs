@@ -5,26 +5,27 @@ use crate::live::{job, AgentProcess, Live, METRICS_TOKEN};
 use server::nodes::service as node_service;
 use std::{path::Path, time::Duration};
 
-/// A fake `nvidia-smi` with two H200s, both 41% busy.
-fn fake_nvidia_smi(dir: &Path) {
-    let script = r#"#!/bin/sh
+/// A fake `nvidia-smi` with two H200s, both `busy`% busy.
+fn fake_nvidia_smi(dir: &Path, busy: u32) {
+    let script = format!(
+        r#"#!/bin/sh
 case "$*" in
   *index,name,uuid*) printf '0, NVIDIA H200, GPU-0\n1, NVIDIA H200, GPU-1\n' ;;
-  *utilization.gpu*) printf '0, 41, 30000, 81559, 250.5\n1, 41, 28000, 81559, [N/A]\n' ;;
+  *utilization.gpu*) printf '0, {busy}, 30000, 81559, 250.5\n1, {busy}, 28000, 81559, [N/A]\n' ;;
   *) printf '0, GPU-0, 0\n1, GPU-1, 0\n' ;;
 esac
-"#;
+"#
+    );
     let path = dir.join("nvidia-smi");
     std::fs::write(&path, script).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-#[tokio::test]
-async fn sampled_utilization_reaches_the_workload_page_the_usage_csv_and_the_metrics() {
-    let live = Live::start().await;
+/// Node `n1` registered and its agent started, sampling every second the fake GPUs at `busy`%.
+async fn agent_with_fake_gpus(live: &Live, busy: u32) -> (tempfile::TempDir, AgentProcess) {
     let fake = tempfile::tempdir().unwrap();
-    fake_nvidia_smi(fake.path());
+    fake_nvidia_smi(fake.path(), busy);
     let path = format!(
         "{}:{}",
         fake.path().display(),
@@ -45,7 +46,84 @@ async fn sampled_utilization_reaches_the_workload_page_the_usage_csv_and_the_met
         "--sample-every-s",
         "1",
     ];
-    let _agent = AgentProcess::spawn_with_env(&args, None, &[("PATH", path)]);
+    let agent = AgentProcess::spawn_with_env(&args, None, &[("PATH", path)]);
+    (fake, agent)
+}
+
+#[tokio::test]
+async fn a_workload_holding_idle_gpus_for_an_hour_is_flagged_on_its_owners_lists() {
+    let live = Live::start().await;
+    let (_fake, _agent) = agent_with_fake_gpus(&live, 0).await;
+    live.wait_for_node("n1", "healthy").await;
+    let idle = live
+        .submit("ada", job("ai/olmo", "stuck", "sleep 60", 1, 900, true))
+        .await;
+    let busy_enough = live
+        .submit("ada", job("ai/olmo", "fresh", "sleep 60", 1, 900, true))
+        .await;
+    live.wait_for_state(idle, "running").await;
+    live.wait_for_state(busy_enough, "running").await;
+    // The first has been sampled idle for the past hour (the agent adds this bucket's zeros);
+    // the second only since it started.
+    let bucket_s = server::agent::utilization::BUCKET_S;
+    let now = crate::support::now();
+    let current = now.div_euclid(bucket_s) * bucket_s;
+    let mut bucket = current - 3600 - bucket_s;
+    while bucket < current {
+        sqlx::query(
+            "insert into utilization_bucket (workload_id, bucket, util_sum, samples) values ($1, $2, 0, 30)",
+        )
+        .bind(idle)
+        .bind(bucket)
+        .execute(&live.app.pool)
+        .await
+        .unwrap();
+        bucket += bucket_s;
+    }
+    let flagged = |list: &serde_json::Value, id: i64| {
+        let w = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["id"] == id)
+            .unwrap()
+            .clone();
+        w["idle_for_s"].as_i64()
+    };
+    let mut list = serde_json::Value::Null;
+    for _ in 0..100 {
+        list = live.get("ada", "/api/v1/workloads?mine=true").await.1;
+        if flagged(&list, busy_enough).is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        flagged(&list, idle).is_some_and(|s| s >= app::workloads::IDLE_FLAG_S),
+        "{list}"
+    );
+    assert!(
+        flagged(&list, busy_enough).is_some_and(|s| s < app::workloads::IDLE_FLAG_S),
+        "idle, but not for an hour yet: {list}"
+    );
+
+    // The list and the overview say it where the owner looks.
+    let cookie = live.app.sign_in("ada", "long enough 1").await;
+    let page = live.app.get("/workloads", Some(&cookie)).await;
+    assert_eq!(page.body.matches(">idle GPUs<").count(), 1, "{}", page.body);
+    let home = live.app.get("/", Some(&cookie)).await;
+    assert!(
+        home.body
+            .contains("barely used (under 5%) for over an hour"),
+        "{}",
+        home.body
+    );
+}
+
+#[tokio::test]
+async fn sampled_utilization_reaches_the_workload_page_the_usage_csv_and_the_metrics() {
+    let live = Live::start().await;
+    let (_fake, _agent) = agent_with_fake_gpus(&live, 41).await;
     live.wait_for_node("n1", "healthy").await;
     let began = crate::support::now();
     let id = live
@@ -165,6 +243,27 @@ async fn sampled_utilization_reaches_the_workload_page_the_usage_csv_and_the_met
         .find(|r| r["path"] == "ai/molmo")
         .unwrap();
     assert!(molmo["utilization"].is_null(), "{molmo}");
+
+    // The budget tree: the team and its program at 41% over the lookback window.
+    let (status, tree) = live.get("pat", "/api/v1/tree").await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{tree}");
+    let node = |path: &str| {
+        tree["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["path"] == path)
+            .unwrap()
+            .clone()
+    };
+    for path in ["ai/olmo", "ai"] {
+        let n = node(path);
+        assert!(
+            (n["utilization"].as_f64().unwrap() - 0.41).abs() < 1e-9,
+            "{n}"
+        );
+    }
+    assert!(node("ai/molmo")["utilization"].is_null());
 
     // Who used the program's time: ada, at 41%.
     let (status, people) = live

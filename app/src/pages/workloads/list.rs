@@ -95,7 +95,14 @@ fn WorkloadTable(list: Vec<WorkloadView>) -> impl IntoView {
                         view! {
                             <tr>
                                 <td><a href=href>{w.name.clone()}</a></td>
-                                <td><StateBadge state=w.state /></td>
+                                <td>
+                                    <StateBadge state=w.state />
+                                    {w.squatting().then(|| view! {
+                                        <span class="state state-idle" title=format!("Its GPUs have been nearly idle (under 5%) for {}", duration(w.idle_for_s.unwrap_or_default()))>
+                                            "idle GPUs"
+                                        </span>
+                                    })}
+                                </td>
                                 <td>{w.project.clone()}</td>
                                 <td>{w.owner.clone()}</td>
                                 <td class="num">{w.gpus}</td>
