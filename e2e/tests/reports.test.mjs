@@ -34,6 +34,9 @@ describe('reports', () => {
       assert.match(await olmo.textContent(), /75\.0%/);
       // A server started minutes ago has too little funded time to explain any shortfall.
       assert.equal(await page.getByRole('heading', { name: /received less than their share/ }).count(), 0);
+      // The trend needs an earlier quarter with data; this server started today.
+      await page.getByRole('region', { name: 'Quarter over quarter' })
+        .getByText('Nothing was recorded before this quarter, so there is no trend yet.').waitFor();
       await page.getByRole('button', { name: 'Expand or collapse ai' }).click();
       await olmo.waitFor({ state: 'hidden' });
       // Only years with data are offered (this server started today; the review has loaded, so

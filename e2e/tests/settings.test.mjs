@@ -63,4 +63,34 @@ describe('settings', () => {
       assert.equal(await page.getByLabel('Keep timelines for (days)').inputValue(), '90');
     });
   });
+
+  test('an admin starts the fiscal year in October and the review names fiscal quarters', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'root', 'root-password-1');
+      await page.goto(`${server.url}/settings`);
+      await waitForHydration(page);
+      await page.getByLabel('Fiscal year starts in').selectOption({ label: 'October' });
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await page.getByRole('status').getByText(/Saved/).waitFor();
+
+      // October–December is Q1 of the next year's FY, and so on.
+      const now = new Date();
+      const month = now.getUTCMonth() + 1;
+      const fiscalYear = month >= 10 ? now.getUTCFullYear() + 1 : now.getUTCFullYear();
+      const quarter = Math.floor(((month + 12 - 10) % 12) / 3) + 1;
+      await page.goto(`${server.url}/reports`);
+      await page.getByRole('heading', { name: `Quarterly review: Q${quarter} FY${fiscalYear}` }).waitFor();
+      await waitForHydration(page);
+      const years = page.getByLabel('Fiscal year', { exact: true }).locator('option');
+      assert.deepEqual(await years.allTextContents(), [`FY${fiscalYear}`]);
+      for (let q = 1; q <= 4; q++) {
+        const option = page.getByLabel('Quarter', { exact: true }).locator(`option[value="${q}"]`);
+        assert.equal(await option.isDisabled(), q > quarter, `Q${q}`);
+      }
+      assert.equal(
+        await page.getByRole('link', { name: 'Export this table (CSV)' }).getAttribute('href'),
+        `/api/v1/reports/quarter.csv?year=${fiscalYear}&quarter=${quarter}`,
+      );
+    });
+  });
 });
