@@ -67,16 +67,25 @@ pub fn spawn(every_s: u32, now: fn() -> i64) -> mpsc::Receiver<Vec<GpuSample>> {
     rx
 }
 
+/// A simulated workload's own utilization level in percent: 35–95 from a multiplicative hash of
+/// its id, or 1 for the one in seven that sits nearly idle.
+pub fn simulated_level(workload: i64) -> f64 {
+    let mix = (workload as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    if workload % 7 == 3 {
+        1.0
+    } else {
+        35.0 + (mix % 61) as f64
+    }
+}
+
 /// Plausible samples for simulated GPUs (the demo's nodes, which have no `nvidia-smi`): each
 /// workload keeps a level of its own between 35% and 95% that drifts over a few minutes, and
 /// about one in seven sits nearly idle, as stuck jobs do. `runs` are `(workload, GPUs)`.
 pub fn simulated(runs: &[(i64, Vec<u32>)], at: i64, every_s: u32) -> Vec<GpuSample> {
     runs.iter()
         .flat_map(|(workload, gpus)| {
-            // A fixed level per workload (a multiplicative hash of its id), drifting ±5 points.
-            let mix = (*workload as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-            let idle = workload % 7 == 3;
-            let level = if idle { 1.0 } else { 35.0 + (mix % 61) as f64 };
+            let level = simulated_level(*workload);
+            let idle = level < 5.0;
             gpus.iter().map(move |&gpu| {
                 let phase = (at as f64 / 240.0) + f64::from(gpu);
                 let utilization = if idle {

@@ -56,15 +56,16 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
     );
     let start = now.div_euclid(HOUR) * HOUR - horizon;
 
-    // Per (leaf path, hour): charged, unallocated and demanded GPU-seconds.
-    let mut usage: BTreeMap<(String, i64), [f64; 3]> = BTreeMap::new();
+    // Per (leaf path, hour): charged, unallocated, demanded, sampled and utilized GPU-seconds
+    // (the simulated nodes' utilization, as their agents would have sampled it).
+    let mut usage: BTreeMap<(String, i64), [f64; 5]> = BTreeMap::new();
     let mut add = |path: &str, column: usize, gpus: f64, from: i64, to: i64| {
         let mut t = from.max(0);
         let to = to.min(horizon);
         while t < to {
             let hour = t.div_euclid(HOUR) * HOUR;
             let edge = (hour + HOUR).min(to);
-            usage.entry((path.to_string(), hour)).or_insert([0.0; 3])[column] +=
+            usage.entry((path.to_string(), hour)).or_insert([0.0; 5])[column] +=
                 gpus * (edge - t) as f64;
             t = edge;
         }
@@ -72,13 +73,11 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
     let mut ended: BTreeMap<u32, i64> = BTreeMap::new();
     for s in &output.segments {
         let path = input.tree.path(s.leaf);
-        add(
-            path,
-            if s.allocated { 0 } else { 1 },
-            f64::from(s.gpus.count()),
-            s.start,
-            s.end,
-        );
+        let gpus = f64::from(s.gpus.count());
+        add(path, if s.allocated { 0 } else { 1 }, gpus, s.start, s.end);
+        let level = crate::agent::sampling::simulated_level(i64::from(s.row)) / 100.0;
+        add(path, 3, gpus, s.start, s.end);
+        add(path, 4, gpus * level, s.start, s.end);
         if matches!(s.end_kind, SegmentEnd::Completed | SegmentEnd::Killed) {
             ended.insert(s.row, s.end);
         }
@@ -123,14 +122,20 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
     for (hour, gpu_s) in &capacity {
         repo::insert_capacity(&mut *tx, start + hour, *gpu_s).await?;
     }
-    for ((path, hour), [charged, free, demand]) in usage {
+    for ((path, hour), [charged, free, demand, sampled, utilized]) in usage {
         let Some(&leaf) = ids.get(&path) else {
             continue;
         };
         let owed = (fractions.get(&path).copied().unwrap_or(0.0)
             * capacity.get(&hour).copied().unwrap_or(0.0))
         .min(demand);
-        repo::insert_usage(&mut *tx, leaf, start + hour, [charged, free, demand, owed]).await?;
+        repo::insert_usage(
+            &mut *tx,
+            leaf,
+            start + hour,
+            [charged, free, demand, owed, sampled, utilized],
+        )
+        .await?;
     }
     // Roll the month up now, so the first report a visitor opens is instant.
     if let Some(tree) = crate::budget::snapshot::load(&mut tx).await? {

@@ -42,16 +42,18 @@ pub async fn insert_capacity(
     Ok(())
 }
 
-/// A leaf's hour of usage: `[charged, unallocated, demand, owed]` GPU-seconds, unless there.
+/// A leaf's hour of usage: `[charged, unallocated, demand, owed, sampled, utilized]`
+/// GPU-seconds, unless there.
 pub async fn insert_usage(
     db: impl AnyExecutor<'_>,
     leaf: i64,
     hour: i64,
-    [charged, free, demand, owed]: [f64; 4],
+    [charged, free, demand, owed, sampled, utilized]: [f64; 6],
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "insert into usage_hour (budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s)
-         values ($1, $2, $3, $4, $5, $6) on conflict (budget_node_id, hour) do nothing",
+        "insert into usage_hour (budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s,
+                                 sampled_gpu_s, utilized_gpu_s)
+         values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (budget_node_id, hour) do nothing",
     )
     .bind(leaf)
     .bind(hour)
@@ -59,6 +61,8 @@ pub async fn insert_usage(
     .bind(free)
     .bind(demand)
     .bind(owed)
+    .bind(sampled)
+    .bind(utilized)
     .execute(db)
     .await?;
     Ok(())

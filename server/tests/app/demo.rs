@@ -120,6 +120,27 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
         "days of charged GPU time: {charged}"
     );
 
+    // With the simulated nodes' utilization, as their agents would have sampled it: every run
+    // GPU-second sampled, used between the idle 1% and the busiest 95%.
+    let (sampled, utilized): (f64, f64) = sqlx::query_as(
+        "select coalesce(sum(sampled_gpu_s), 0.0), coalesce(sum(utilized_gpu_s), 0.0) from usage_hour
+         where hour < $1",
+    )
+    .bind(began - 3600)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let busy: f64 = sqlx::query_scalar(
+        "select coalesce(sum(charged_gpu_s + unallocated_gpu_s), 0.0) from usage_hour where hour < $1",
+    )
+    .bind(began - 3600)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!((sampled - busy).abs() < 1e-6 * busy, "{sampled} of {busy}");
+    let mean = utilized / sampled;
+    assert!((0.3..0.9).contains(&mean), "mean utilization {mean}");
+
     // The month's workloads are there too, ended, on the demo's nodes: the same history as the
     // ledger (less the work still running at the month's end, left out).
     let (workloads, run_gpu_s): (i64, i64) = sqlx::query_as(
