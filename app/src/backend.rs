@@ -86,6 +86,21 @@ mod ssr {
         ) -> Result<SettingsView, AppError>;
 
         async fn tree(&self, actor: &CurrentUser) -> Result<Vec<TreeNodeView>, AppError>;
+        /// A tree node's owners, members and their history.
+        async fn node_people(
+            &self,
+            actor: &CurrentUser,
+            path: String,
+        ) -> Result<crate::budget::people::NodePeople, AppError>;
+        /// Adds or removes `username` as a member or owner of `path`.
+        async fn change_grant(
+            &self,
+            actor: &CurrentUser,
+            kind: crate::budget::people::GrantKind,
+            path: String,
+            username: String,
+            add: bool,
+        ) -> Result<crate::budget::people::NodePeople, AppError>;
         async fn propose_change(
             &self,
             actor: &CurrentUser,

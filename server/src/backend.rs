@@ -294,6 +294,34 @@ impl Backend for ServerBackend {
         Ok(budget::impact::impact(&self.pool, actor, id, self.runtime.now()).await?)
     }
 
+    async fn node_people(
+        &self,
+        actor: &CurrentUser,
+        path: String,
+    ) -> Result<app::budget::people::NodePeople, AppError> {
+        Ok(budget::people::people(&self.pool, actor, &path).await?)
+    }
+
+    async fn change_grant(
+        &self,
+        actor: &CurrentUser,
+        kind: app::budget::people::GrantKind,
+        path: String,
+        username: String,
+        add: bool,
+    ) -> Result<app::budget::people::NodePeople, AppError> {
+        Ok(budget::people::change(
+            &self.pool,
+            actor,
+            kind,
+            &path,
+            &username,
+            add,
+            self.runtime.now(),
+        )
+        .await?)
+    }
+
     async fn quarterly_review(
         &self,
         _actor: &CurrentUser,

@@ -46,6 +46,8 @@ impl ChangeState {
     }
 }
 
+pub mod people;
+
 crate::named!(ChangeState, "change request state",
     Pending => "pending", Scheduled => "scheduled", Applied => "applied", Rejected => "rejected",
     Stale => "stale", Withdrawn => "withdrawn");

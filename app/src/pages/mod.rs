@@ -9,5 +9,6 @@ pub mod reports;
 pub mod settings;
 pub mod tokens;
 pub mod tree;
+pub mod tree_people;
 pub mod users;
 pub mod workloads;

@@ -30,7 +30,13 @@ pub fn TreePage() -> impl IntoView {
             .map(|r| r.id)
             .or_else(|| last.cloned().flatten())
     });
-    let tree = Resource::new(move || accepted.get(), |_| get_tree());
+    // The people panel's node, and a count of its accepted changes (owners show in the tree).
+    let (people_of, set_people_of) = signal(None::<String>);
+    let (people_changed, set_people_changed) = signal(0u32);
+    let tree = Resource::new(
+        move || (accepted.get(), people_changed.get()),
+        |_| get_tree(),
+    );
     let collapsed = Collapsed::new();
     let (editing, set_editing) = signal(None::<String>);
     let submitted = NodeRef::<leptos::html::P>::new();
@@ -83,7 +89,7 @@ pub fn TreePage() -> impl IntoView {
                                         </tr>
                                     </thead>
                                     <tbody>
-                                        {nodes.into_iter().map(|node| view! { <TreeRow node collapsed set_editing /> }).collect_view()}
+                                        {nodes.into_iter().map(|node| view! { <TreeRow node collapsed set_editing set_people_of /> }).collect_view()}
                                     </tbody>
                                 </table>
                             </div>
@@ -102,6 +108,9 @@ pub fn TreePage() -> impl IntoView {
                 }
             })}
         </Transition>
+        {move || people_of.get().map(|path| view! {
+            <crate::pages::tree_people::PeoplePanel path close=set_people_of changed=set_people_changed />
+        })}
     }
 }
 
@@ -152,8 +161,10 @@ fn TreeRow(
     node: TreeNodeView,
     collapsed: Collapsed,
     set_editing: WriteSignal<Option<String>>,
+    set_people_of: WriteSignal<Option<String>>,
 ) -> impl IntoView {
     let path = node.path.clone();
+    let people_path = path.clone();
     let hidden = {
         let path = path.clone();
         move || collapsed.hides(&path)
@@ -181,6 +192,11 @@ fn TreeRow(
                 {crate::pages::reports::pct(node.utilization)}
             </td>
             <td class="actions">
+                <button type="button" class="button-quiet"
+                    aria-label=format!("People of {}", if people_path.is_empty() { "the cluster" } else { &people_path })
+                    on:click=move |_| set_people_of.set(Some(people_path.clone()))>
+                    "People"
+                </button>
                 {node.can_propose.then(|| view! {
                     <button type="button" class="button-quiet"
                         aria-label=format!("Propose a change to {}", if edit_path.is_empty() { "the cluster".to_string() } else { edit_path.clone() })

@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod body;
 pub mod changes;
+pub mod people;
 pub mod reports;
 pub mod stream;
 pub mod tree;
@@ -40,6 +41,15 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/reports/trend", get(reports::trend))
         .route("/api/v1/reports/trend.csv", get(reports::trend_csv))
         .route("/api/v1/tree", get(tree::tree))
+        .route("/api/v1/tree/people", get(people::people))
+        .route(
+            "/api/v1/tree/members",
+            post(people::add_member).delete(people::remove_member),
+        )
+        .route(
+            "/api/v1/tree/owners",
+            post(people::add_owner).delete(people::remove_owner),
+        )
         .route(
             "/api/v1/change-requests",
             post(changes::propose).get(changes::list),

@@ -5,6 +5,7 @@ use super::{
     repo::{self, Grant},
 };
 use crate::ServerError;
+use app::budget::people::GrantKind;
 use sqlx::AnyPool;
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -61,9 +62,9 @@ pub async fn import_org(
             }
         }
     }
-    for (grant, table, field) in [
-        (Grant::Owner, &org.owners, "owners"),
-        (Grant::Member, &org.members, "members"),
+    for (grant, kind, table, field) in [
+        (Grant::Owner, GrantKind::Owner, &org.owners, "owners"),
+        (Grant::Member, GrantKind::Member, &org.members, "members"),
     ] {
         for (path, usernames) in table {
             let node_id = repo::find_node_by_path(&mut tx, path)
@@ -83,7 +84,13 @@ pub async fn import_org(
             }
             user_ids.sort_unstable();
             user_ids.dedup();
-            repo::replace_grants(&mut tx, grant, node_id, &user_ids).await?;
+            // Kept in the node's people history as an admin's import (no one named).
+            let (added, removed) = repo::replace_grants(&mut tx, grant, node_id, &user_ids).await?;
+            for (users, add) in [(added, true), (removed, false)] {
+                for user in users {
+                    super::people::record(&mut tx, node_id, kind, add, user, None, now).await?;
+                }
+            }
         }
     }
     tx.commit().await?;

@@ -4,6 +4,7 @@ pub mod changes;
 pub mod impact;
 pub mod import;
 pub mod org_file;
+pub mod people;
 pub mod repo;
 pub mod snapshot;
 pub mod view;

@@ -107,13 +107,30 @@ pub async fn set_share(
     Ok(())
 }
 
+/// Makes `user_ids` the node's grants of this kind; returns `(added, removed)`.
 pub async fn replace_grants(
     tx: &mut Transaction<'_, Any>,
     table: Grant,
     node_id: i64,
     user_ids: &[i64],
-) -> Result<(), sqlx::Error> {
+) -> Result<(Vec<i64>, Vec<i64>), sqlx::Error> {
     let table = table.table();
+    let before: Vec<i64> = sqlx::query_scalar(&format!(
+        "select user_id from {table} where budget_node_id = $1"
+    ))
+    .bind(node_id)
+    .fetch_all(&mut **tx)
+    .await?;
+    let added = user_ids
+        .iter()
+        .filter(|u| !before.contains(u))
+        .copied()
+        .collect();
+    let removed = before
+        .iter()
+        .filter(|u| !user_ids.contains(u))
+        .copied()
+        .collect();
     sqlx::query(&format!("delete from {table} where budget_node_id = $1"))
         .bind(node_id)
         .execute(&mut **tx)
@@ -127,7 +144,7 @@ pub async fn replace_grants(
         .execute(&mut **tx)
         .await?;
     }
-    Ok(())
+    Ok((added, removed))
 }
 
 /// Which grant table: owners decide on a node's children; members charge work to a leaf.
@@ -138,7 +155,7 @@ pub enum Grant {
 }
 
 impl Grant {
-    fn table(self) -> &'static str {
+    pub fn table(self) -> &'static str {
         match self {
             Grant::Owner => "budget_owner",
             Grant::Member => "budget_member",

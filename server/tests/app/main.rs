@@ -15,6 +15,7 @@ mod live;
 mod load;
 mod logs;
 mod metrics;
+mod people;
 mod pool;
 mod render;
 mod replicas;

@@ -64,7 +64,7 @@ impl Owners {
         chain
     }
 
-    fn owns_at_or_above(&self, path: &str, user: i64) -> bool {
+    pub fn owns_at_or_above(&self, path: &str, user: i64) -> bool {
         self.chain(path)
             .iter()
             .any(|(_, owners)| owners.contains(&user))
