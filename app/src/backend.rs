@@ -37,6 +37,12 @@ mod ssr {
             user_id: i64,
             disabled: bool,
         ) -> Result<UserSummary, AppError>;
+        async fn set_user_role(
+            &self,
+            actor: &CurrentUser,
+            user_id: i64,
+            role: String,
+        ) -> Result<UserSummary, AppError>;
 
         async fn submit_choices(&self, actor: &CurrentUser) -> Result<SubmitOptions, AppError>;
         async fn submit_workload(

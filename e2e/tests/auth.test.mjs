@@ -52,6 +52,30 @@ describe('signing in and managing users', () => {
     });
   });
 
+  test("an admin changes a user's role, then disables and re-enables them", async (t) => {
+    server.createUser('sam', 'researcher', 'sam-password-1');
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'admin', 'admin-password-1');
+      await page.goto(`${server.url}/users`);
+      await waitForHydration(page);
+      // Their own role is not theirs to change.
+      assert.equal(await page.getByLabel('Role of admin', { exact: true }).count(), 0);
+      await page.getByLabel('Role of sam', { exact: true }).selectOption('leadership');
+      await page.getByRole('button', { name: 'Change the role of sam' }).click();
+      await page.waitForFunction(() => document.querySelector('select[aria-label="Role of sam"]')?.value === 'leadership');
+      await page.reload();
+      await waitForHydration(page);
+      assert.equal(await page.getByLabel('Role of sam', { exact: true }).inputValue(), 'leadership');
+      await page.getByRole('button', { name: 'Disable sam' }).click();
+      await page.getByRole('button', { name: 'Enable sam' }).click();
+      await page.getByRole('button', { name: 'Disable sam' }).waitFor();
+    });
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'sam', 'sam-password-1');
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Reports' }).waitFor();
+    });
+  });
+
   test('a wrong password shows one generic error and keeps the username', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'admin', 'not-the-password');

@@ -39,6 +39,10 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
                 user.username
             );
         }
+        AdminCommand::SetRole { username, role } => {
+            let user = service::set_role_by_username(&pool, &username, &role, now).await?;
+            println!("{} is now {}.", user.username, user.role.label());
+        }
         AdminCommand::EnableUser { username } => {
             let user = service::set_disabled_by_username(&pool, &username, false, now).await?;
             println!("Enabled {}.", user.username);

@@ -122,6 +122,17 @@ impl Backend for ServerBackend {
         Ok(user)
     }
 
+    async fn set_user_role(
+        &self,
+        actor: &CurrentUser,
+        user_id: i64,
+        role: String,
+    ) -> Result<UserSummary, AppError> {
+        let user = service::set_role(&self.pool, actor, user_id, &role, self.runtime.now()).await?;
+        tracing::info!(actor = %actor.username, user = %user.username, role = %user.role.as_str(), "user role changed");
+        Ok(user)
+    }
+
     async fn submit_choices(&self, actor: &CurrentUser) -> Result<SubmitOptions, AppError> {
         Ok(SubmitOptions {
             projects: workloads::my_projects(&self.pool, actor).await?,

@@ -195,6 +195,13 @@ pub enum AdminCommand {
         #[arg(long)]
         username: String,
     },
+    /// Give a user another role (researcher, leadership or admin).
+    SetRole {
+        #[arg(long)]
+        username: String,
+        #[arg(long)]
+        role: String,
+    },
     /// Enable a disabled user again.
     EnableUser {
         #[arg(long)]

@@ -437,7 +437,8 @@ fn ReviewView(
             <a class="button button-quiet" href=csv download="hourglass-usage.csv">"Export CSV (per day)"</a>
         </p>
         {review.quarter.map(|(year, quarter)| view! { <QuarterTrend year quarter /> })}
-        <People from=review.from to=review.to paths=people_paths />
+        // Without a tree there is nobody's time to split.
+        {(!people_paths.is_empty()).then(|| view! { <People from=review.from to=review.to paths=people_paths /> })}
     }
 }
 

@@ -1,11 +1,11 @@
-//! Users page (admin): list, create, disable and re-enable accounts.
+//! Users page (admin): list, create, change roles, disable and re-enable accounts.
 
 use crate::{
     calendar::format_date,
     components::field::{FieldError, FormError},
     error::AppError,
     model::{Role, UserSummary},
-    users::api::{list_users, CreateUser, SetUserDisabled},
+    users::api::{list_users, CreateUser, SetUserDisabled, SetUserRole},
 };
 use leptos::{html, prelude::*};
 use leptos_meta::Title;
@@ -14,20 +14,30 @@ use leptos_meta::Title;
 pub fn UsersPage() -> impl IntoView {
     let create = ServerAction::<CreateUser>::new();
     let toggle = ServerAction::<SetUserDisabled>::new();
+    let role = ServerAction::<SetUserRole>::new();
     let users = Resource::new(
-        move || (create.version().get(), toggle.version().get()),
+        move || {
+            (
+                create.version().get(),
+                toggle.version().get(),
+                role.version().get(),
+            )
+        },
         |_| list_users(),
     );
+    // The signed-in admin's own row offers no role change (another admin makes it).
+    let me = crate::session::use_current_user();
 
     view! {
         <Title text="Users" />
         <h1>"Users"</h1>
         <Transition fallback=|| view! { <p class="loading">"Loading users…"</p> }>
             {move || Suspend::new(async move {
+                let me = me.await.ok().flatten().map(|u| u.id);
                 match users.await {
                     Ok(list) => view! {
                         <div class="columns">
-                            <UserTable users=list toggle />
+                            <UserTable users=list toggle role me />
                             <CreateUserForm create />
                         </div>
                     }.into_any(),
@@ -47,12 +57,19 @@ pub fn UsersPage() -> impl IntoView {
 }
 
 #[component]
-fn UserTable(users: Vec<UserSummary>, toggle: ServerAction<SetUserDisabled>) -> impl IntoView {
+fn UserTable(
+    users: Vec<UserSummary>,
+    toggle: ServerAction<SetUserDisabled>,
+    role: ServerAction<SetUserRole>,
+    me: Option<i64>,
+) -> impl IntoView {
     let error = Signal::derive(move || toggle.value().get().and_then(Result::err));
+    let role_error = Signal::derive(move || role.value().get().and_then(Result::err));
     view! {
         <section class="card grow">
             <h2>"Accounts"</h2>
             <FormError error />
+            <FormError error=role_error />
             <div class="table-scroll">
             <table class="table">
                 <caption class="visually-hidden">"All user accounts"</caption>
@@ -66,7 +83,10 @@ fn UserTable(users: Vec<UserSummary>, toggle: ServerAction<SetUserDisabled>) -> 
                     </tr>
                 </thead>
                 <tbody>
-                    {users.into_iter().map(|user| view! { <UserRow user toggle /> }).collect_view()}
+                    {users.into_iter().map(|user| {
+                        let own = me == Some(user.id);
+                        view! { <UserRow user toggle role own /> }
+                    }).collect_view()}
                 </tbody>
             </table>
             </div>
@@ -75,7 +95,13 @@ fn UserTable(users: Vec<UserSummary>, toggle: ServerAction<SetUserDisabled>) -> 
 }
 
 #[component]
-fn UserRow(user: UserSummary, toggle: ServerAction<SetUserDisabled>) -> impl IntoView {
+fn UserRow(
+    user: UserSummary,
+    toggle: ServerAction<SetUserDisabled>,
+    role: ServerAction<SetUserRole>,
+    /// The signed-in admin's own account.
+    own: bool,
+) -> impl IntoView {
     let (status, action_label) = if user.disabled {
         ("Disabled", "Enable")
     } else {
@@ -85,7 +111,24 @@ fn UserRow(user: UserSummary, toggle: ServerAction<SetUserDisabled>) -> impl Int
     view! {
         <tr class:muted=user.disabled>
             <td>{user.username.clone()}</td>
-            <td>{user.role.label()}</td>
+            <td>
+                {if own {
+                    view! { {user.role.label()}<span class="hint">" (you)"</span> }.into_any()
+                } else {
+                    let current = user.role;
+                    view! {
+                        <ActionForm action=role attr:class="inline-form">
+                            <input type="hidden" name="user_id" value=user.id />
+                            <select name="role" aria-label=format!("Role of {}", user.username)>
+                                {Role::ALL.iter().map(|r| view! {
+                                    <option value=r.as_str() selected=*r == current>{r.label()}</option>
+                                }).collect_view()}
+                            </select>
+                            <button type="submit" class="button-quiet" aria-label=format!("Change the role of {}", user.username)>"Change"</button>
+                        </ActionForm>
+                    }.into_any()
+                }}
+            </td>
             <td><span class="status" class:status-off=user.disabled>{status}</span></td>
             <td><time>{format_date(user.created_at)}</time></td>
             <td class="actions">

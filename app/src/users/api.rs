@@ -24,6 +24,20 @@ pub async fn create_user(
     with_status(async { backend()?.create_user(&require_user()?, input).await }.await)
 }
 
+/// Gives user `user_id` another role (`researcher`, `leadership` or `admin`).
+#[server(prefix = "/api", endpoint = "users/set-role")]
+pub async fn set_user_role(user_id: i64, role: String) -> Result<UserSummary, AppError> {
+    use crate::backend::*;
+    with_status(
+        async {
+            backend()?
+                .set_user_role(&require_user()?, user_id, role)
+                .await
+        }
+        .await,
+    )
+}
+
 #[server(prefix = "/api", endpoint = "users/set-disabled")]
 pub async fn set_user_disabled(user_id: i64, disabled: bool) -> Result<UserSummary, AppError> {
     use crate::backend::*;

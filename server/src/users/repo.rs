@@ -107,6 +107,22 @@ pub async fn set_user_disabled(
     .await
 }
 
+pub async fn set_user_role(
+    pool: &AnyPool,
+    user_id: i64,
+    role: Role,
+    now: i64,
+) -> Result<Option<UserRecord>, sqlx::Error> {
+    sqlx::query_as::<_, UserRecord>(&format!(
+        "update \"user\" set role = $2, updated_at = $3 where user_id = $1 returning {COLUMNS}"
+    ))
+    .bind(user_id)
+    .bind(role.as_str())
+    .bind(now)
+    .fetch_optional(pool)
+    .await
+}
+
 pub async fn set_password_hash(
     pool: &AnyPool,
     user_id: i64,

@@ -100,6 +100,44 @@ pub async fn set_disabled(
         .ok_or_else(|| ServerError::NotFound(format!("There is no user with id {user_id}.")))
 }
 
+/// Gives an account another role on behalf of `actor` (an admin, never their own: another admin
+/// does that, so the last admin cannot lock everyone out). Effective on its next request.
+pub async fn set_role(
+    pool: &AnyPool,
+    actor: &CurrentUser,
+    user_id: i64,
+    role: &str,
+    now: i64,
+) -> Result<UserSummary, ServerError> {
+    require_admin(actor)?;
+    let role = parse_role(role)?;
+    if actor.id == user_id {
+        return Err(ServerError::conflict(
+            "role",
+            "You cannot change your own role; another admin can.",
+        ));
+    }
+    repo::set_user_role(pool, user_id, role, now)
+        .await?
+        .map(|r| r.summary())
+        .ok_or_else(|| ServerError::NotFound(format!("There is no user with id {user_id}.")))
+}
+
+/// Gives an account another role by name (the admin CLI).
+pub async fn set_role_by_username(
+    pool: &AnyPool,
+    username: &str,
+    role: &str,
+    now: i64,
+) -> Result<UserSummary, ServerError> {
+    let role = parse_role(role)?;
+    let record = find_by_username(pool, username).await?;
+    repo::set_user_role(pool, record.user_id, role, now)
+        .await?
+        .map(|r| r.summary())
+        .ok_or_else(|| ServerError::NotFound(format!("There is no user named \"{username}\".")))
+}
+
 /// Disables or re-enables an account by name (the admin CLI, which acts with the machine's authority).
 pub async fn set_disabled_by_username(
     pool: &AnyPool,

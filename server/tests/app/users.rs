@@ -180,3 +180,88 @@ async fn the_users_page_renders_for_admins_and_refuses_others() {
     );
     assert!(!refused.body.contains("Create a user"));
 }
+
+#[tokio::test]
+async fn an_admin_changes_a_role_which_applies_on_the_next_request_and_others_are_refused() {
+    let (app, admin, leader, researcher) = app_with_people().await;
+    let id = |name: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("select user_id from \"user\" where username = $1")
+                .bind(name)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+                .to_string()
+        }
+    };
+    let (ada, root) = (id("ada").await, id("root").await);
+    let role_of = |name: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>("select role from \"user\" where username = $1")
+                .bind(name)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    // Not an admin: refused, whoever the target.
+    for cookie in [&leader, &researcher] {
+        let refused = app
+            .post_form(
+                "/api/users/set-role",
+                &[("user_id", &ada), ("role", "admin")],
+                Some(cookie),
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    }
+    // A role that does not exist, and the admin's own role: named, nothing changes.
+    let bad = app
+        .post_form(
+            "/api/users/set-role",
+            &[("user_id", &ada), ("role", "owner")],
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.body);
+    assert!(bad.body.contains("Unknown role"), "{}", bad.body);
+    let own = app
+        .post_form(
+            "/api/users/set-role",
+            &[("user_id", &root), ("role", "researcher")],
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(own.status, StatusCode::CONFLICT, "{}", own.body);
+    assert_eq!(
+        (role_of("ada").await, role_of("root").await),
+        ("researcher".to_string(), "admin".to_string())
+    );
+
+    let done = app
+        .post_form(
+            "/api/users/set-role",
+            &[("user_id", &ada), ("role", "leadership")],
+            Some(&admin),
+        )
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    assert_eq!(done.json()["role"], "leadership");
+    // ada's open session carries the new role: the Reports page is hers now.
+    let page = app.get("/reports", Some(&researcher)).await;
+    assert_eq!(
+        page.status,
+        StatusCode::OK,
+        "{}",
+        page.body
+            .split("role=\"alert\"")
+            .nth(1)
+            .unwrap_or("")
+            .chars()
+            .take(300)
+            .collect::<String>()
+    );
+    assert!(!page.body.contains("Not available to you"), "{}", page.body);
+}
