@@ -25,7 +25,7 @@ pub mod tokens;
 pub mod users;
 pub mod workloads;
 
-use components::shell::{Footer, Header};
+use components::shell::{DemoBanner, Footer, Header};
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::{
@@ -90,6 +90,7 @@ pub fn App() -> impl IntoView {
         } />
         <Router>
             <a class="skip-link" href="#main">"Skip to content"</a>
+            <DemoBanner />
             <Header />
             <main id="main" class="page">
                 <Routes fallback=pages::not_found::NotFound>

@@ -305,6 +305,13 @@ impl Backend for ServerBackend {
         Ok(budget::impact::impact(&self.pool, actor, id, self.runtime.now()).await?)
     }
 
+    async fn demo_mode(&self) -> Result<bool, AppError> {
+        let marked = crate::settings::repo::value(&self.pool, crate::demo::MARKER)
+            .await
+            .map_err(ServerError::from)?;
+        Ok(marked.is_some())
+    }
+
     async fn node_people(
         &self,
         actor: &CurrentUser,

@@ -29,6 +29,24 @@ pub fn Header() -> impl IntoView {
     }
 }
 
+/// On the demo's database, a line on every page saying what is made up.
+#[component]
+pub fn DemoBanner() -> impl IntoView {
+    let demo = Resource::new(|| (), |_| crate::settings::api::demo_mode());
+    view! {
+        <Transition fallback=|| ()>
+            {move || Suspend::new(async move {
+                matches!(demo.await, Ok(true)).then(|| view! {
+                    <p class="demo-banner" role="note">
+                        <strong>"Demo"</strong>
+                        " — the GPU nodes, their utilization and the history before today are simulated; the people and the budget tree are examples."
+                    </p>
+                })
+            })}
+        </Transition>
+    }
+}
+
 /// The sections a person can open. Sections that do not exist yet are not listed.
 #[component]
 fn MainNav(user: CurrentUser) -> impl IntoView {

@@ -7,6 +7,13 @@ use super::SettingsView;
 use crate::error::AppError;
 use leptos::prelude::*;
 
+/// Whether this database is the demo's (`serve --demo`): every page says so.
+#[server(prefix = "/api", endpoint = "settings/demo")]
+pub async fn demo_mode() -> Result<bool, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.demo_mode().await }.await)
+}
+
 #[server(prefix = "/api", endpoint = "settings/get")]
 pub async fn get_settings() -> Result<SettingsView, AppError> {
     use crate::backend::*;

@@ -212,6 +212,17 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
         "{impact}"
     );
 
+    // Every page says it is the demo, the sign-in page included.
+    let login = http
+        .get(format!("{url}/login"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(login.contains("class=\"demo-banner\""), "{login}");
+
     server.start_kill().unwrap();
     let mut stdout = String::new();
     server

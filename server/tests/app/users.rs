@@ -170,6 +170,10 @@ async fn the_users_page_renders_for_admins_and_refuses_others() {
     let page = app.get("/users", Some(&admin)).await;
     assert_eq!(page.status, StatusCode::OK);
     assert!(page.body.contains("Create a user"), "{}", page.body);
+    assert!(
+        !page.body.contains("demo-banner"),
+        "a real cluster is not called a demo"
+    );
     let refused = app.get("/users", Some(&researcher)).await;
     assert!(
         refused
