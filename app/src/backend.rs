@@ -92,6 +92,8 @@ mod ssr {
         ) -> Result<SettingsView, AppError>;
 
         async fn tree(&self, actor: &CurrentUser) -> Result<Vec<TreeNodeView>, AppError>;
+        /// How many change requests wait for `actor`'s decision.
+        async fn awaiting_count(&self, actor: &CurrentUser) -> Result<usize, AppError>;
         /// Whether the database is the demo's (anyone may ask, signed in or not).
         async fn demo_mode(&self) -> Result<bool, AppError>;
         /// A tree node's owners, members and their history.

@@ -84,6 +84,7 @@ object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 pub fn App() -> impl IntoView {
     provide_meta_context();
     session::provide_current_user();
+    provide_context(components::shell::AwaitingChanged(RwSignal::new(0)));
     view! {
         <Title formatter=|page: String| {
             if page.is_empty() { "Hourglass".to_string() } else { format!("{page} · Hourglass") }

@@ -73,7 +73,10 @@ describe('budget governance', () => {
       await page.getByRole('button', { name: 'Sign out' }).click();
       await signIn(page, server.url, 'pat', 'pat-password-1');
       await page.getByRole('heading', { name: 'Welcome, pat' }).waitFor();
-      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Approvals' }).click();
+      // The navigation says a request waits for pat, on every page.
+      const nav = page.getByRole('navigation', { name: 'Main' });
+      await nav.getByRole('link', { name: /^Approvals.*1 waiting for you$/ }).waitFor();
+      await nav.getByRole('link', { name: /^Approvals/ }).click();
       const card = page.getByRole('article', { name: /proposed by bob/ });
       await card.waitFor();
       assert.match(await card.textContent(), /Robotics season starts/);
@@ -88,6 +91,8 @@ describe('budget governance', () => {
       await card.getByLabel('Comment').fill('Agreed for this quarter.');
       await card.getByRole('button', { name: 'Approve' }).click();
       await page.getByText('Nothing awaits your decision.').waitFor();
+      // Deciding clears the count, without a reload.
+      await nav.getByRole('link', { name: 'Approvals', exact: true }).waitFor();
       const history = page.getByRole('region', { name: 'History' });
       await history.getByRole('cell', { name: 'applied' }).waitFor();
       assert.match(await history.textContent(), /Agreed for this quarter/);

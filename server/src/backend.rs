@@ -305,6 +305,17 @@ impl Backend for ServerBackend {
         Ok(budget::impact::impact(&self.pool, actor, id, self.runtime.now()).await?)
     }
 
+    async fn awaiting_count(&self, actor: &CurrentUser) -> Result<usize, AppError> {
+        let pending = changes::list(
+            &self.pool,
+            actor,
+            Some(app::budget::ChangeState::Pending),
+            None,
+        )
+        .await?;
+        Ok(pending.iter().filter(|r| r.can_decide).count())
+    }
+
     async fn demo_mode(&self) -> Result<bool, AppError> {
         let marked = crate::settings::repo::value(&self.pool, crate::demo::MARKER)
             .await

@@ -7,6 +7,7 @@ use leptos_router::components::A;
 #[component]
 pub fn Header() -> impl IntoView {
     let user = use_current_user();
+    let awaiting = awaiting_count_resource();
     view! {
         <header class="topbar">
             <a class="brand" href="/">
@@ -20,13 +21,41 @@ pub fn Header() -> impl IntoView {
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
                     match user.await {
-                        Ok(Some(user)) => view! { <MainNav user=user.clone() /> <UserMenu user /> }.into_any(),
+                        Ok(Some(user)) => {
+                            let awaiting = awaiting.await.unwrap_or(0);
+                            view! { <MainNav user=user.clone() awaiting /> <UserMenu user /> }.into_any()
+                        }
                         _ => ().into_any(),
                     }
                 })}
             </Transition>
         </header>
     }
+}
+
+/// Bumped by pages that decide change requests, so the navigation's count follows.
+#[derive(Clone, Copy)]
+pub struct AwaitingChanged(pub RwSignal<u32>);
+
+/// The number of change requests waiting for the signed-in person (0 signed out). Created with
+/// the header, never inside a suspended view: resources are matched to their server-side values
+/// by the order they are created in.
+fn awaiting_count_resource() -> Resource<Result<usize, crate::error::AppError>> {
+    let changed = use_context::<AwaitingChanged>().map(|c| c.0);
+    Resource::new(
+        move || changed.map(|c| c.get()),
+        |_| crate::budget::api::awaiting_count(),
+    )
+}
+
+/// That number beside "Approvals" (nothing for none).
+fn awaiting_badge(n: usize) -> impl IntoView {
+    (n > 0).then(|| {
+        view! {
+            <span class="count-badge" aria-hidden="true">{n}</span>
+            <span class="visually-hidden">{format!(", {n} waiting for you")}</span>
+        }
+    })
 }
 
 /// On the demo's database, a line on every page saying what is made up.
@@ -49,7 +78,7 @@ pub fn DemoBanner() -> impl IntoView {
 
 /// The sections a person can open. Sections that do not exist yet are not listed.
 #[component]
-fn MainNav(user: CurrentUser) -> impl IntoView {
+fn MainNav(user: CurrentUser, awaiting: usize) -> impl IntoView {
     view! {
         <nav class="mainnav" aria-label="Main">
             <A href="/" exact=true>"Overview"</A>
@@ -57,7 +86,7 @@ fn MainNav(user: CurrentUser) -> impl IntoView {
             <A href="/queue">"Queue"</A>
             <A href="/nodes">"Nodes"</A>
             <A href="/tree">"Budget tree"</A>
-            <A href="/approvals">"Approvals"</A>
+            <A href="/approvals">"Approvals"{awaiting_badge(awaiting)}</A>
             <A href="/reports">"Reports"</A>
             {(user.role != crate::model::Role::Researcher).then(|| view! { <A href="/lab">"Lab"</A> })}
             {user.is_admin().then(|| view! { <A href="/users">"Users"</A> <A href="/settings">"Settings"</A> })}

@@ -37,6 +37,15 @@ pub fn ApprovalsPage() -> impl IntoView {
         )
     };
     let awaiting = Resource::new(changed, |_| list_change_requests("awaiting".into(), None));
+    // A decision, withdrawal or rebase changes what waits: the navigation's count follows.
+    if let Some(nav) = use_context::<crate::components::shell::AwaitingChanged>() {
+        Effect::new(move |first: Option<()>| {
+            changed();
+            if first.is_some() {
+                nav.0.update(|n| *n += 1);
+            }
+        });
+    }
     let all = Resource::new(changed, |_| list_change_requests("all".into(), None));
     let opened = move || {
         use_query_map()

@@ -372,3 +372,27 @@ async fn a_stale_request_is_rebased_by_its_proposer_onto_todays_shares_and_the_o
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(fraction(&live, "ai/olmo").await, 0.25);
 }
+
+#[tokio::test]
+async fn the_navigation_counts_the_requests_waiting_for_each_person_and_nobody_signed_out() {
+    let live = Live::start().await;
+    let count = |cookie: Option<String>| {
+        let app = &live.app;
+        async move {
+            let response = app
+                .post_form("/api/budget/awaiting-count", &[], cookie.as_deref())
+                .await;
+            assert_eq!(response.status, 200, "{}", response.body);
+            response.json().as_u64().unwrap()
+        }
+    };
+    let id = propose(&live, "ada", proposal(1.0, 1.0)).await;
+    let pat = live.app.sign_in("pat", "long enough 1").await;
+    let ada = live.app.sign_in("ada", "long enough 1").await;
+    assert_eq!(count(Some(pat.clone())).await, 1, "pat owns ai");
+    assert_eq!(count(Some(ada)).await, 0, "the proposer does not decide");
+    assert_eq!(count(None).await, 0, "the sign-in page asks too");
+    let (status, _) = approve_as(&live, "pat", id, json!({ "comment": "ok" })).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(count(Some(pat)).await, 0, "decided");
+}
