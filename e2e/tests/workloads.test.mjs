@@ -151,14 +151,14 @@ describe('workloads in the browser', () => {
       await estimate.waitFor({ timeout: 15_000 });
       assert.match(
         await estimate.textContent(),
-        /^Estimated start: about \d\d:\d\d:\d\d UTC \(in 1[45] min( \d+ s)?\), estimated by running the scheduler forward/,
+        /^Estimated start: about (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC \(in 1[45] min( \d+ s)?\), estimated by running the scheduler forward/,
       );
 
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Queue' }).click();
       await page.getByRole('heading', { name: 'Queue' }).waitFor();
       await page.getByRole('columnheader', { name: 'Estimated start' }).waitFor();
       const row = page.getByRole('row', { name: /waiter/ });
-      assert.match(await row.textContent(), /~\d\d:\d\d:\d\d UTC \(in 1[45] min( \d+ s)?\)/);
+      assert.match(await row.textContent(), /~(\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC \(in 1[45] min( \d+ s)?\)/);
 
       for (const url of [waiter, holder]) {
         await page.goto(url);
@@ -253,14 +253,14 @@ describe('workloads in the browser', () => {
         await node.getByRole('button', { name: 'Yes, drain n1' }).click();
         await node.locator('.health', { hasText: 'draining' }).waitFor();
         const note = node.getByRole('note', { name: 'Drain of n1' });
-        await note.getByText(/^Draining: empty by \d\d:\d\d:\d\d UTC/).waitFor();
-        assert.match(await note.textContent(), /The last protected workload to leave is long-train \(ai\/olmo, ada's\), at \d\d:\d\d:\d\d UTC/);
+        await note.getByText(/^Draining: empty by (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC/).waitFor();
+        assert.match(await note.textContent(), /The last protected workload to leave is long-train \(ai\/olmo, ada's\), at (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC/);
 
         // The owner reads it on the workload's page: when it stops, and what happens then.
         await page.goto(workloadUrl);
         const told = page.getByRole('note', { name: 'Its node is being drained' });
         await told.getByText('Its node n1 is being drained.').waitFor();
-        assert.match(await told.textContent(), /taken out of service by an admin; this workload will be stopped at \d\d:\d\d:\d\d UTC when its minimum runtime ends, then it waits in the queue again/);
+        assert.match(await told.textContent(), /taken out of service by an admin; this workload will be stopped at (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC when its minimum runtime ends, then it waits in the queue again/);
         if (process.env.HOURGLASS_SHOTS) {
           await adminPage.screenshot({ path: `${process.env.HOURGLASS_SHOTS}/nodes-draining.png`, fullPage: true });
           await page.screenshot({ path: `${process.env.HOURGLASS_SHOTS}/workload-draining.png`, fullPage: true });
