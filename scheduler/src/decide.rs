@@ -166,25 +166,36 @@ impl Pass<'_> {
                     reach: None,
                     noted: false,
                 };
-                let watched_here = self.watch.is_some_and(|w| {
-                    queue
-                        .group(rank)
-                        .iter()
-                        .any(|&q| self.queued[q as usize].id == w)
-                });
                 let min_gpus = queue.min_gpus(rank);
                 // Nothing of this group can start now; only its gangs may still reserve (and,
-                // holding a reservation, take work behind them).
-                let hopeless = !watched_here
-                    && !self.pool.idle_could_fit(min_gpus)
-                    && self.reachable(&mut group) < min_gpus;
+                // holding a reservation, take work behind them). Explaining a workload of the
+                // group changes nothing of this: its reason is worked out on the side.
+                let hopeless =
+                    !self.pool.idle_could_fit(min_gpus) && self.reachable(&mut group) < min_gpus;
                 if hopeless {
+                    let members = queue.group(rank);
+                    // Debug work the lane started, and work started before a rescan, waits no more.
+                    if members.iter().all(|&q| self.started[q as usize]) {
+                        continue;
+                    }
+                    let watched = self.watch.and_then(|id| {
+                        members.iter().copied().find(|&q| {
+                            !self.started[q as usize] && self.queued[q as usize].id == id
+                        })
+                    });
+                    if watched.is_some() {
+                        self.watched = None;
+                    }
                     self.note_blocked(&group.eligible);
                     group.noted = true;
                     if queue.max_gpus(rank) > self.pool.node_size
                         && self.attempts < self.max_reservations
                     {
                         self.scan_gangs(queue.group(rank), &mut group);
+                    }
+                    if let Some(q) = watched.filter(|_| self.watched.is_none()) {
+                        let w = self.queued[q as usize];
+                        self.explain_blocked(&w, QueueKey::fair_share(&w, group.rank), &group);
                     }
                     continue;
                 }

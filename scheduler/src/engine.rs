@@ -161,6 +161,19 @@ impl Engine {
         Ok(priority::baseline_walk(self, state, now, None, priority::Walk::Full).0)
     }
 
+    /// The decision of the pass that explains `watch`: the property tests hold it equal to
+    /// [`Engine::decide`]'s (feature `full-walk`, tests only).
+    #[cfg(feature = "full-walk")]
+    pub fn decide_watching(
+        &self,
+        state: &ClusterState<'_>,
+        now: Time,
+        watch: WorkloadId,
+    ) -> Result<Decision, SnapshotError> {
+        state.validate(&self.tree)?;
+        Ok(self.run_pass(state, now, Some(watch)).0)
+    }
+
     pub(crate) fn run_pass(
         &self,
         state: &ClusterState<'_>,

@@ -422,6 +422,18 @@ proptest! {
     }
 
     #[test]
+    fn explaining_a_workload_never_changes_the_pass_that_explains_it(case in case()) {
+        for policy in [Policy::FairShare, Policy::Priority] {
+            let b = build(&case, policy, case.reservations);
+            let plain = b.engine.decide(&b.state(), 0).expect("valid snapshot");
+            for q in &b.queued {
+                let watched = b.engine.decide_watching(&b.state(), 0, q.id).expect("valid snapshot");
+                prop_assert_eq!(&plain, &watched, "watching {:?}", q.id);
+            }
+        }
+    }
+
+    #[test]
     fn charged_time_is_conserved_up_the_tree(
         case in case(),
         ops in prop::collection::vec((any::<u8>(), 0u8..3, 1u32..16, 0i64..20_000), 1..60),
