@@ -229,6 +229,11 @@ fn decide(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("steady", &label), |b| {
             b.iter(|| black_box(s.engine.decide(black_box(&state), later).unwrap()))
         });
+        // Why a workload waits, as its page asks: the pass that explains one of them.
+        let watched = s.queued[s.queued.len() / 2].id;
+        group.bench_function(BenchmarkId::new("explain", &label), |b| {
+            b.iter(|| black_box(s.engine.explain(black_box(&state), later, watched).unwrap()))
+        });
         // The pages' start projection from that snapshot, bounded as the server bounds it.
         let limits = Limits::for_workloads(s.running.len() + s.queued.len());
         let projection = project(&s.engine, &state, later, |_| 2 * HOUR, limits).unwrap();
