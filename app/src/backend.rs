@@ -92,8 +92,30 @@ mod ssr {
         ) -> Result<SettingsView, AppError>;
 
         async fn tree(&self, actor: &CurrentUser) -> Result<Vec<TreeNodeView>, AppError>;
-        /// How many change requests wait for `actor`'s decision.
-        async fn awaiting_count(&self, actor: &CurrentUser) -> Result<usize, AppError>;
+        /// What the navigation counts for `actor`: requests waiting for them, unread notifications.
+        async fn nav_counts(
+            &self,
+            actor: &CurrentUser,
+        ) -> Result<crate::inbox::NavCounts, AppError>;
+        /// The outgoing webhook (admins only).
+        async fn webhook(
+            &self,
+            actor: &CurrentUser,
+        ) -> Result<crate::settings::webhook::WebhookView, AppError>;
+        async fn set_webhook(
+            &self,
+            actor: &CurrentUser,
+            url: String,
+            reason: Option<String>,
+        ) -> Result<crate::settings::webhook::WebhookView, AppError>;
+        async fn test_webhook(
+            &self,
+            actor: &CurrentUser,
+        ) -> Result<crate::settings::webhook::WebhookView, AppError>;
+        /// `actor`'s notifications.
+        async fn inbox(&self, actor: &CurrentUser) -> Result<crate::inbox::Inbox, AppError>;
+        /// Marks `actor`'s notifications so far as read.
+        async fn mark_inbox_read(&self, actor: &CurrentUser) -> Result<(), AppError>;
         /// Whether the database is the demo's (anyone may ask, signed in or not).
         async fn demo_mode(&self) -> Result<bool, AppError>;
         /// A tree node's owners, members and their history.

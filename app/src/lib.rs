@@ -11,6 +11,7 @@ pub mod calendar;
 pub mod clock;
 pub mod components;
 pub mod error;
+pub mod inbox;
 pub mod lab;
 pub mod live;
 pub mod model;
@@ -84,7 +85,7 @@ object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'";
 pub fn App() -> impl IntoView {
     provide_meta_context();
     session::provide_current_user();
-    provide_context(components::shell::AwaitingChanged(RwSignal::new(0)));
+    provide_context(components::shell::NavCountsChanged(RwSignal::new(0)));
     view! {
         <Title formatter=|page: String| {
             if page.is_empty() { "Hourglass".to_string() } else { format!("{page} · Hourglass") }
@@ -107,6 +108,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/settings") view={Lazy::<routes::SettingsPageRoute>::new()} />
                     <Route path=path!("/tree") view={Lazy::<routes::TreePageRoute>::new()} />
                     <Route path=path!("/approvals") view={Lazy::<routes::ApprovalsPageRoute>::new()} />
+                    <Route path=path!("/inbox") view={Lazy::<routes::InboxPageRoute>::new()} />
                     <Route path=path!("/reports") view={Lazy::<routes::ReportsPageRoute>::new()} />
                     <Route path=path!("/lab") view={Lazy::<routes::LabPageRoute>::new()} />
                     <Route path=path!("/lab/:id") view={Lazy::<routes::LabRunPageRoute>::new()} />

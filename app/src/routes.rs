@@ -42,6 +42,7 @@ lazy_page!(TokensPageRoute, crate::pages::tokens::TokensPage);
 lazy_page!(SettingsPageRoute, crate::pages::settings::SettingsPage);
 lazy_page!(TreePageRoute, crate::pages::tree::TreePage);
 lazy_page!(ApprovalsPageRoute, crate::pages::approvals::ApprovalsPage);
+lazy_page!(InboxPageRoute, crate::pages::inbox::InboxPage);
 lazy_page!(ReportsPageRoute, crate::pages::reports::ReportsPage);
 lazy_page!(LabPageRoute, crate::pages::lab::LabPage);
 lazy_page!(LabRunPageRoute, crate::pages::lab::LabRunPage);

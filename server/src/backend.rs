@@ -305,15 +305,40 @@ impl Backend for ServerBackend {
         Ok(budget::impact::impact(&self.pool, actor, id, self.runtime.now()).await?)
     }
 
-    async fn awaiting_count(&self, actor: &CurrentUser) -> Result<usize, AppError> {
-        let pending = changes::list(
-            &self.pool,
-            actor,
-            Some(app::budget::ChangeState::Pending),
-            None,
-        )
-        .await?;
-        Ok(pending.iter().filter(|r| r.can_decide).count())
+    async fn nav_counts(&self, actor: &CurrentUser) -> Result<app::inbox::NavCounts, AppError> {
+        Ok(crate::inbox::nav_counts(&self.pool, actor, self.runtime.now()).await?)
+    }
+
+    async fn webhook(
+        &self,
+        actor: &CurrentUser,
+    ) -> Result<app::settings::webhook::WebhookView, AppError> {
+        Ok(crate::webhook::view(&self.pool, actor).await?)
+    }
+
+    async fn set_webhook(
+        &self,
+        actor: &CurrentUser,
+        url: String,
+        reason: Option<String>,
+    ) -> Result<app::settings::webhook::WebhookView, AppError> {
+        let now = self.runtime.now();
+        Ok(crate::webhook::set(&self.pool, actor, &url, reason.as_deref(), now).await?)
+    }
+
+    async fn test_webhook(
+        &self,
+        actor: &CurrentUser,
+    ) -> Result<app::settings::webhook::WebhookView, AppError> {
+        Ok(crate::webhook::test(&self.pool, actor, self.runtime.now()).await?)
+    }
+
+    async fn inbox(&self, actor: &CurrentUser) -> Result<app::inbox::Inbox, AppError> {
+        Ok(crate::inbox::inbox(&self.pool, actor, self.runtime.now()).await?)
+    }
+
+    async fn mark_inbox_read(&self, actor: &CurrentUser) -> Result<(), AppError> {
+        Ok(crate::inbox::mark_read(&self.pool, actor, self.runtime.now()).await?)
     }
 
     async fn demo_mode(&self) -> Result<bool, AppError> {

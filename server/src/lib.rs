@@ -20,6 +20,7 @@ pub mod demo;
 pub mod error;
 pub mod guard;
 pub mod http;
+pub mod inbox;
 pub mod lab;
 pub mod loadtest;
 pub mod metrics;
@@ -34,6 +35,7 @@ pub mod site;
 pub mod state;
 pub mod tokens;
 pub mod users;
+pub mod webhook;
 pub mod workloads;
 
 pub use error::ServerError;

@@ -42,6 +42,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         metrics_token: args.metrics_token.clone().filter(|t| !t.is_empty()),
     };
     let scheduler = runtime.spawn();
+    crate::webhook::deliver::spawn(pool.clone(), runtime.clone(), Duration::from_secs(5));
 
     tokio::spawn(async move {
         if let Err(error) = sessions

@@ -17,17 +17,6 @@ pub async fn propose_change(input: ProposalInput) -> Result<ChangeRequestView, A
     with_status(async { backend()?.propose_change(&require_user()?, input).await }.await)
 }
 
-/// How many change requests wait for the signed-in person's decision (the navigation's count).
-#[server(prefix = "/api", endpoint = "budget/awaiting-count")]
-pub async fn awaiting_count() -> Result<usize, AppError> {
-    use crate::backend::*;
-    // Asked by every page's header, the sign-in page's too: nobody signed in awaits nothing.
-    let Ok(user) = require_user() else {
-        return Ok(0);
-    };
-    with_status(async { backend()?.awaiting_count(&user).await }.await)
-}
-
 /// `scope`: `awaiting` (requests the signed-in person may decide) or `all`.
 #[server(prefix = "/api", endpoint = "budget/requests")]
 pub async fn list_change_requests(

@@ -7,7 +7,7 @@ use leptos_router::components::A;
 #[component]
 pub fn Header() -> impl IntoView {
     let user = use_current_user();
-    let awaiting = awaiting_count_resource();
+    let counts = nav_counts_resource();
     view! {
         <header class="topbar">
             <a class="brand" href="/">
@@ -22,8 +22,8 @@ pub fn Header() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match user.await {
                         Ok(Some(user)) => {
-                            let awaiting = awaiting.await.unwrap_or(0);
-                            view! { <MainNav user=user.clone() awaiting /> <UserMenu user /> }.into_any()
+                            let counts = counts.await.unwrap_or_default();
+                            view! { <MainNav user=user.clone() awaiting=counts.awaiting /> <UserMenu user unread=counts.unread /> }.into_any()
                         }
                         _ => ().into_any(),
                     }
@@ -33,27 +33,28 @@ pub fn Header() -> impl IntoView {
     }
 }
 
-/// Bumped by pages that decide change requests, so the navigation's count follows.
+/// Bumped by pages that change what the navigation counts (deciding requests, reading the
+/// inbox), so its counts follow without a reload.
 #[derive(Clone, Copy)]
-pub struct AwaitingChanged(pub RwSignal<u32>);
+pub struct NavCountsChanged(pub RwSignal<u32>);
 
-/// The number of change requests waiting for the signed-in person (0 signed out). Created with
-/// the header, never inside a suspended view: resources are matched to their server-side values
-/// by the order they are created in.
-fn awaiting_count_resource() -> Resource<Result<usize, crate::error::AppError>> {
-    let changed = use_context::<AwaitingChanged>().map(|c| c.0);
+/// What the navigation counts for the signed-in person (nothing signed out). Created with the
+/// header, never inside a suspended view: resources are matched to their server-side values by
+/// the order they are created in.
+fn nav_counts_resource() -> Resource<Result<crate::inbox::NavCounts, crate::error::AppError>> {
+    let changed = use_context::<NavCountsChanged>().map(|c| c.0);
     Resource::new(
         move || changed.map(|c| c.get()),
-        |_| crate::budget::api::awaiting_count(),
+        |_| crate::inbox::api::nav_counts(),
     )
 }
 
-/// That number beside "Approvals" (nothing for none).
-fn awaiting_badge(n: usize) -> impl IntoView {
+/// A count beside a link (nothing for none); `what` completes its accessible name.
+fn count_badge(n: usize, what: &'static str) -> impl IntoView {
     (n > 0).then(|| {
         view! {
             <span class="count-badge" aria-hidden="true">{n}</span>
-            <span class="visually-hidden">{format!(", {n} waiting for you")}</span>
+            <span class="visually-hidden">{format!(", {n} {what}")}</span>
         }
     })
 }
@@ -86,7 +87,7 @@ fn MainNav(user: CurrentUser, awaiting: usize) -> impl IntoView {
             <A href="/queue">"Queue"</A>
             <A href="/nodes">"Nodes"</A>
             <A href="/tree">"Budget tree"</A>
-            <A href="/approvals">"Approvals"{awaiting_badge(awaiting)}</A>
+            <A href="/approvals">"Approvals"{count_badge(awaiting, "waiting for you")}</A>
             <A href="/reports">"Reports"</A>
             {(user.role != crate::model::Role::Researcher).then(|| view! { <A href="/lab">"Lab"</A> })}
             {user.is_admin().then(|| view! { <A href="/users">"Users"</A> <A href="/settings">"Settings"</A> })}
@@ -95,13 +96,14 @@ fn MainNav(user: CurrentUser, awaiting: usize) -> impl IntoView {
 }
 
 #[component]
-fn UserMenu(user: CurrentUser) -> impl IntoView {
+fn UserMenu(user: CurrentUser, unread: usize) -> impl IntoView {
     view! {
         <div class="usermenu">
             <span class="whoami">
                 <span class="username">{user.username.clone()}</span>
                 <span class="role-badge">{user.role.label()}</span>
             </span>
+            <A href="/inbox" attr:class="button-quiet button">"Inbox"{count_badge(unread, "unread")}</A>
             <a href="/tokens" class="button-quiet button">"API tokens"</a>
             // A plain form: signing out reloads the whole page so no state of the old session stays.
             <form method="post" action="/logout">

@@ -38,7 +38,7 @@ pub fn ApprovalsPage() -> impl IntoView {
     };
     let awaiting = Resource::new(changed, |_| list_change_requests("awaiting".into(), None));
     // A decision, withdrawal or rebase changes what waits: the navigation's count follows.
-    if let Some(nav) = use_context::<crate::components::shell::AwaitingChanged>() {
+    if let Some(nav) = use_context::<crate::components::shell::NavCountsChanged>() {
         Effect::new(move |first: Option<()>| {
             changed();
             if first.is_some() {

@@ -1,5 +1,6 @@
 pub mod approvals;
 pub mod home;
+pub mod inbox;
 pub mod lab;
 pub mod login;
 pub mod nodes;

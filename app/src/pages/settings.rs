@@ -8,6 +8,7 @@ use crate::{
     },
     settings::{
         api::{get_settings, UpdateSettings},
+        webhook::{get_webhook, SetWebhook, TestWebhook, WebhookView},
         SettingsView,
     },
 };
@@ -34,13 +35,31 @@ const MONTHS: [&str; 12] = [
 pub fn SettingsPage() -> impl IntoView {
     let update = ServerAction::<UpdateSettings>::new();
     let settings = Resource::new(move || update.version().get(), |_| get_settings());
+    let set = ServerAction::<SetWebhook>::new();
+    let test = ServerAction::<TestWebhook>::new();
+    let webhook = Resource::new(
+        move || (set.version().get(), test.version().get()),
+        |_| get_webhook(),
+    );
     view! {
         <Title text="Settings" />
         <h1>"Scheduler settings"</h1>
         <Transition fallback=|| view! { <p class="loading">"Loading settings…"</p> }>
             {move || Suspend::new(async move {
                 match settings.await {
-                    Ok(view) => view! { <SettingsForm view update /> }.into_any(),
+                    Ok(view) => {
+                        let admin = view.can_edit;
+                        view! {
+                            <SettingsForm view update />
+                            {admin.then(|| view! {
+                                <Transition fallback=|| ()>
+                                    {move || Suspend::new(async move {
+                                        webhook.await.ok().map(|view| view! { <Webhook view set test /> })
+                                    })}
+                                </Transition>
+                            })}
+                        }.into_any()
+                    }
                     Err(error) => view! { <p class="form-error" role="alert">{error.to_string()}</p> }.into_any(),
                 }
             })}
@@ -143,5 +162,66 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                 }}
             </section>
         </div>
+    }
+}
+
+/// Where notifications go besides the inbox, and how the latest deliveries went.
+#[component]
+fn Webhook(
+    view: WebhookView,
+    set: ServerAction<SetWebhook>,
+    test: ServerAction<TestWebhook>,
+) -> impl IntoView {
+    let error = Signal::derive(move || {
+        set.value()
+            .get()
+            .and_then(Result::err)
+            .or_else(|| test.value().get().and_then(Result::err))
+    });
+    let describe = move || {
+        error
+            .get()
+            .and_then(|e| e.for_field("url"))
+            .map(|_| "webhook-url-error")
+    };
+    let now = now_s();
+    let has_url = view.url.is_some();
+    view! {
+        <section class="card" aria-labelledby="webhook-title">
+            <h2 id="webhook-title">"Webhook"</h2>
+            <p class="hint">"The inbox's notifications are also POSTed here as Slack-compatible JSON, retried with backoff."</p>
+            <p>"Now: " {view.url.unwrap_or_else(|| "none".into())}</p>
+            <ActionForm action=set attr:class="stack">
+                <FormError error />
+                <label for="webhook-url">"Webhook URL"</label>
+                <input id="webhook-url" name="url" type="text" inputmode="url" autocomplete="off" placeholder="https://hooks.slack.com/services/…" aria-describedby=describe />
+                <FieldError id="webhook-url-error" field="url" error />
+                <label for="webhook-reason">"Reason (optional)"</label>
+                <input id="webhook-reason" name="reason" type="text" maxlength="500" />
+                <button type="submit" class="button" disabled=move || set.pending().get()>
+                    {if has_url { "Replace (empty removes it)" } else { "Save webhook" }}
+                </button>
+            </ActionForm>
+            {has_url.then(|| view! {
+                <ActionForm action=test>
+                    <button type="submit" class="button-quiet" disabled=move || test.pending().get()>"Send a test message"</button>
+                </ActionForm>
+            })}
+            {(!view.deliveries.is_empty()).then(|| view! {
+                <table class="table compact" aria-label="Deliveries">
+                    <thead><tr><th scope="col">"When"</th><th scope="col">"Message"</th><th scope="col">"State"</th><th scope="col">"Error"</th></tr></thead>
+                    <tbody>
+                        {view.deliveries.into_iter().map(|d| view! {
+                            <tr>
+                                <td><Moment at=d.at now /></td>
+                                <td>{d.summary}</td>
+                                <td>{format!("{} ({}×)", d.state.label(), d.attempts)}</td>
+                                <td>{d.error.unwrap_or_default()}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            })}
+        </section>
     }
 }

@@ -1,6 +1,7 @@
 //! The scheduler's settings page: DTOs and server functions (admin only to change).
 
 pub mod api;
+pub mod webhook;
 
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +60,7 @@ pub fn in_form_units(key: &str, stored: &str) -> (&'static str, String) {
         "output_retention_days" => ("Keep output for (days)", stored.to_string()),
         "event_retention_days" => ("Keep timelines for (days)", stored.to_string()),
         "fiscal_start_month" => ("Fiscal year starts in (month)", stored.to_string()),
+        "webhook_url" => ("Webhook URL", stored.to_string()),
         "auto_recover_nodes" => (
             "Return recovered nodes to service",
             match stored {

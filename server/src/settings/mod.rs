@@ -52,7 +52,7 @@ pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeCo
                     .filter(|m| (1..=12).contains(m))
                     .unwrap_or(config.fiscal_start_month)
             }
-            crate::demo::MARKER => {}
+            crate::demo::MARKER | crate::webhook::URL_KEY => {}
             _ => tracing::warn!(%key, "unknown setting ignored"),
         }
     }

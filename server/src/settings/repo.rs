@@ -49,17 +49,43 @@ pub async fn change(
     by: i64,
     now: i64,
 ) -> Result<(), sqlx::Error> {
+    store(&mut *db, key, after, by, now).await?;
+    audit(db, key, before, after, reason, by, now).await
+}
+
+/// Sets `key` to `value`, unaudited: [`audit`] records what people may read of it.
+pub async fn store(
+    db: &mut AnyConnection,
+    key: &str,
+    value: &str,
+    by: i64,
+    now: i64,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "insert into setting (key, value, updated_at, updated_by) values ($1, $2, $3, $4)
          on conflict (key) do update set value = excluded.value, updated_at = excluded.updated_at,
          updated_by = excluded.updated_by",
     )
     .bind(key)
-    .bind(after)
+    .bind(value)
     .bind(now)
     .bind(by)
     .execute(&mut *db)
     .await?;
+    Ok(())
+}
+
+/// Records a change in the audit trail as `before` → `after`.
+#[allow(clippy::too_many_arguments)]
+pub async fn audit(
+    db: &mut AnyConnection,
+    key: &str,
+    before: &str,
+    after: &str,
+    reason: Option<&str>,
+    by: i64,
+    now: i64,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "insert into setting_change (key, old_value, new_value, reason, changed_at, changed_by)
          values ($1, $2, $3, $4, $5, $6)",

@@ -380,10 +380,10 @@ async fn the_navigation_counts_the_requests_waiting_for_each_person_and_nobody_s
         let app = &live.app;
         async move {
             let response = app
-                .post_form("/api/budget/awaiting-count", &[], cookie.as_deref())
+                .post_form("/api/nav/counts", &[], cookie.as_deref())
                 .await;
             assert_eq!(response.status, 200, "{}", response.body);
-            response.json().as_u64().unwrap()
+            response.json()["awaiting"].as_u64().unwrap()
         }
     };
     let id = propose(&live, "ada", proposal(1.0, 1.0)).await;
