@@ -97,6 +97,12 @@ mod ssr {
             &self,
             actor: &CurrentUser,
         ) -> Result<crate::inbox::NavCounts, AppError>;
+        /// A tree node's share history.
+        async fn share_history(
+            &self,
+            actor: &CurrentUser,
+            path: String,
+        ) -> Result<crate::budget::shares::ShareHistory, AppError>;
         /// The outgoing webhook (admins only).
         async fn webhook(
             &self,

@@ -102,6 +102,26 @@ describe('budget governance', () => {
     });
   });
 
+  test("the proposer finds the decision in the inbox, and reading it clears the header's count", async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'bob', 'bob-password-1');
+      await page.getByRole('heading', { name: 'Welcome, bob' }).waitFor();
+      const inbox = page.getByRole('link', { name: /^Inbox.*1 unread$/ });
+      await inbox.waitFor();
+      await inbox.click();
+      await page.getByRole('heading', { name: 'Inbox' }).waitFor();
+      const item = page.getByRole('listitem', { name: /^Change request #\d+ on ai \(unread\)$/ });
+      await item.waitFor();
+      assert.match(await item.textContent(), /pat approved it; the new shares are in effect\. Their comment: “Agreed for this quarter\.”/);
+      await waitForHydration(page);
+      await page.getByRole('button', { name: 'Mark all as read' }).click();
+      await page.getByText('All read.').waitFor();
+      // The header follows without a reload.
+      await page.getByRole('link', { name: 'Inbox', exact: true }).waitFor();
+      await page.getByRole('listitem', { name: /^Change request #\d+ on ai$/ }).waitFor();
+    });
+  });
+
   test('a proposal with no justification is refused before it is sent', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'ada', 'ada-password-1');

@@ -2,6 +2,7 @@
 // out of range is refused with the field named and nothing changes.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { TestServer } from '../support/server.mjs';
 import { launchBrowser, signIn, waitForHydration, withPage } from '../support/browser.mjs';
 
@@ -92,5 +93,47 @@ describe('settings', () => {
         `/api/v1/reports/quarter.csv?year=${fiscalYear}&quarter=${quarter}`,
       );
     });
+  });
+
+  test('an admin sets the webhook after a refused URL, sees only its host, and a test message arrives', async (t) => {
+    const received = [];
+    const hook = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk) => { body += chunk; });
+      req.on('end', () => {
+        received.push(JSON.parse(body));
+        res.end('ok');
+      });
+    });
+    await new Promise((resolve) => hook.listen(0, '127.0.0.1', resolve));
+    const port = hook.address().port;
+    try {
+      await withPage(browser, t, async (page) => {
+        await signIn(page, server.url, 'root', 'root-password-1');
+        await page.goto(`${server.url}/settings`);
+        await waitForHydration(page);
+        const card = page.getByRole('region', { name: 'Webhook' });
+        await card.getByText('Now: none').waitFor();
+        await card.getByLabel('Webhook URL').fill('hooks.example.com/x');
+        await card.getByRole('button', { name: 'Save webhook' }).click();
+        await card.getByText(/"hooks\.example\.com\/x" is not a URL/).first().waitFor();
+        await card.getByText('Now: none').waitFor();
+
+        await card.getByLabel('Webhook URL').fill(`http://127.0.0.1:${port}/services/T1/B2/very-secret`);
+        await card.getByLabel('Reason (optional)').fill('the lab channel');
+        await card.getByRole('button', { name: 'Save webhook' }).click();
+        await card.getByText(`Now: http://127.0.0.1:${port}/…`).waitFor();
+        // The history says it changed, never its secret path.
+        const history = page.getByRole('table', { name: 'Change history' });
+        await history.getByRole('cell', { name: 'Webhook URL', exact: true }).waitFor();
+        assert.doesNotMatch(await history.textContent(), /very-secret/);
+
+        await card.getByRole('button', { name: 'Send a test message' }).click();
+        await card.getByRole('table', { name: 'Deliveries' }).getByRole('cell', { name: 'sent (1×)' }).waitFor();
+        assert.deepEqual(received, [{ text: 'Hourglass: a test message from root.' }]);
+      });
+    } finally {
+      hook.close();
+    }
   });
 });

@@ -309,6 +309,14 @@ impl Backend for ServerBackend {
         Ok(crate::inbox::nav_counts(&self.pool, actor, self.runtime.now()).await?)
     }
 
+    async fn share_history(
+        &self,
+        _actor: &CurrentUser,
+        path: String,
+    ) -> Result<app::budget::shares::ShareHistory, AppError> {
+        Ok(crate::budget::shares::history(&self.pool, &path).await?)
+    }
+
     async fn webhook(
         &self,
         actor: &CurrentUser,

@@ -47,6 +47,7 @@ impl ChangeState {
 }
 
 pub mod people;
+pub mod shares;
 
 crate::named!(ChangeState, "change request state",
     Pending => "pending", Scheduled => "scheduled", Applied => "applied", Rejected => "rejected",

@@ -11,5 +11,6 @@ pub mod settings;
 pub mod tokens;
 pub mod tree;
 pub mod tree_people;
+pub mod tree_shares;
 pub mod users;
 pub mod workloads;

@@ -34,11 +34,21 @@ const MONTHS: [&str; 12] = [
 #[component]
 pub fn SettingsPage() -> impl IntoView {
     let update = ServerAction::<UpdateSettings>::new();
-    let settings = Resource::new(move || update.version().get(), |_| get_settings());
     let set = ServerAction::<SetWebhook>::new();
+    // A saved webhook adds a line to the history (a refused one keeps what was typed).
+    let saved = RwSignal::new(0u32);
+    Effect::new(move || {
+        if matches!(set.value().get(), Some(Ok(_))) {
+            saved.update(|n| *n += 1);
+        }
+    });
+    let settings = Resource::new(
+        move || (update.version().get(), saved.get()),
+        |_| get_settings(),
+    );
     let test = ServerAction::<TestWebhook>::new();
     let webhook = Resource::new(
-        move || (set.version().get(), test.version().get()),
+        move || (saved.get(), test.version().get()),
         |_| get_webhook(),
     );
     view! {
@@ -143,7 +153,7 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                     view! { <p class="empty">"No changes yet: the built-in defaults are in force."</p> }.into_any()
                 } else {
                     view! {
-                        <table class="table compact">
+                        <table class="table compact" aria-label="Change history">
                             <thead><tr><th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"Setting"</th><th scope="col">"From"</th><th scope="col">"To"</th><th scope="col">"Reason"</th></tr></thead>
                             <tbody>
                                 {view.history.iter().map(|c| view! {

@@ -33,6 +33,8 @@ pub fn TreePage() -> impl IntoView {
     // The people panel's node, and a count of its accepted changes (owners show in the tree).
     let (people_of, set_people_of) = signal(None::<String>);
     let (people_changed, set_people_changed) = signal(0u32);
+    // The share-history panel's node.
+    let (shares_of, set_shares_of) = signal(None::<String>);
     let tree = Resource::new(
         move || (accepted.get(), people_changed.get()),
         |_| get_tree(),
@@ -89,7 +91,7 @@ pub fn TreePage() -> impl IntoView {
                                         </tr>
                                     </thead>
                                     <tbody>
-                                        {nodes.into_iter().map(|node| view! { <TreeRow node collapsed set_editing set_people_of /> }).collect_view()}
+                                        {nodes.into_iter().map(|node| view! { <TreeRow node collapsed set_editing set_people_of set_shares_of /> }).collect_view()}
                                     </tbody>
                                 </table>
                             </div>
@@ -110,6 +112,9 @@ pub fn TreePage() -> impl IntoView {
         </Transition>
         {move || people_of.get().map(|path| view! {
             <crate::pages::tree_people::PeoplePanel path close=set_people_of changed=set_people_changed />
+        })}
+        {move || shares_of.get().map(|path| view! {
+            <crate::pages::tree_shares::SharePanel path close=set_shares_of />
         })}
     }
 }
@@ -162,9 +167,11 @@ fn TreeRow(
     collapsed: Collapsed,
     set_editing: WriteSignal<Option<String>>,
     set_people_of: WriteSignal<Option<String>>,
+    set_shares_of: WriteSignal<Option<String>>,
 ) -> impl IntoView {
     let path = node.path.clone();
     let people_path = path.clone();
+    let shares_path = path.clone();
     let hidden = {
         let path = path.clone();
         move || collapsed.hides(&path)
@@ -197,6 +204,13 @@ fn TreeRow(
                     on:click=move |_| set_people_of.set(Some(people_path.clone()))>
                     "People"
                 </button>
+                {(!shares_path.is_empty()).then(|| view! {
+                    <button type="button" class="button-quiet"
+                        aria-label=format!("Share history of {shares_path}")
+                        on:click=move |_| set_shares_of.set(Some(shares_path.clone()))>
+                        "History"
+                    </button>
+                })}
                 {node.can_propose.then(|| view! {
                     <button type="button" class="button-quiet"
                         aria-label=format!("Propose a change to {}", if edit_path.is_empty() { "the cluster".to_string() } else { edit_path.clone() })

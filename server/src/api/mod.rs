@@ -42,6 +42,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/reports/trend.csv", get(reports::trend_csv))
         .route("/api/v1/tree", get(tree::tree))
         .route("/api/v1/tree/people", get(people::people))
+        .route("/api/v1/tree/shares", get(people::shares))
         .route(
             "/api/v1/tree/members",
             post(people::add_member).delete(people::remove_member),

@@ -91,3 +91,14 @@ pub async fn people(
 ) -> Result<Json<NodePeople>, ServerError> {
     Ok(Json(people::people(&state.pool, &user, &q.path).await?))
 }
+
+/// `GET /api/v1/tree/shares?path=…`: the node's share versions and its effective share over time.
+pub async fn shares(
+    State(state): State<AppState>,
+    ApiUser(_user): ApiUser,
+    Query(q): Query<PathQuery>,
+) -> Result<Json<app::budget::shares::ShareHistory>, ServerError> {
+    Ok(Json(
+        crate::budget::shares::history(&state.pool, &q.path).await?,
+    ))
+}

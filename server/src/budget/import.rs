@@ -2,7 +2,7 @@
 
 use super::{
     org_file::OrgFile,
-    repo::{self, Grant},
+    repo::{self, Grant, ShareOrigin},
 };
 use crate::ServerError;
 use app::budget::people::GrantKind;
@@ -29,7 +29,7 @@ pub async fn import_org(
         Some(id) => id,
         None => {
             let id = repo::insert_budget_node(&mut *tx, None, "cluster", "", now).await?;
-            repo::set_share(&mut tx, id, 1.0, now).await?;
+            repo::set_share(&mut tx, id, 1.0, now, ShareOrigin::Created).await?;
             id
         }
     };
@@ -50,14 +50,14 @@ pub async fn import_org(
                 };
                 summary.created += 1;
                 let id = repo::insert_budget_node(&mut *tx, Some(parent), name, path, now).await?;
-                repo::set_share(&mut tx, id, *share, now).await?;
+                repo::set_share(&mut tx, id, *share, now, ShareOrigin::Import).await?;
                 continue;
             }
         };
         match repo::current_share(&mut tx, node_id).await? {
             Some(current) if (current - share).abs() < 1e-12 => summary.unchanged += 1,
             _ => {
-                repo::set_share(&mut tx, node_id, *share, now).await?;
+                repo::set_share(&mut tx, node_id, *share, now, ShareOrigin::Import).await?;
                 summary.reshared += 1;
             }
         }

@@ -6,5 +6,6 @@ pub mod import;
 pub mod org_file;
 pub mod people;
 pub mod repo;
+pub mod shares;
 pub mod snapshot;
 pub mod view;

@@ -85,11 +85,40 @@ pub async fn current_share(
 }
 
 /// Closes the version in force and opens a new one at `at`.
+/// Where a share version came from (the Budget tree's share history says it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareOrigin {
+    /// The node was created with it.
+    Created,
+    /// An approved change request set it.
+    Request(i64),
+    /// An admin imported the tree file.
+    Import,
+}
+
+impl ShareOrigin {
+    fn source(self) -> &'static str {
+        match self {
+            ShareOrigin::Created => "created",
+            ShareOrigin::Request(_) => "request",
+            ShareOrigin::Import => "import",
+        }
+    }
+
+    fn request(self) -> Option<i64> {
+        match self {
+            ShareOrigin::Request(id) => Some(id),
+            _ => None,
+        }
+    }
+}
+
 pub async fn set_share(
     db: &mut AnyConnection,
     node_id: i64,
     share: f64,
     at: i64,
+    origin: ShareOrigin,
 ) -> Result<(), sqlx::Error> {
     sqlx::query("update share_version set effective_to = $2 where budget_node_id = $1 and effective_to is null")
         .bind(node_id)
@@ -97,11 +126,14 @@ pub async fn set_share(
         .execute(&mut *db)
         .await?;
     sqlx::query(
-        "insert into share_version (budget_node_id, share, effective_from) values ($1, $2, $3)",
+        "insert into share_version (budget_node_id, share, effective_from, source, change_request_id)
+         values ($1, $2, $3, $4, $5)",
     )
     .bind(node_id)
     .bind(share)
     .bind(at)
+    .bind(origin.source())
+    .bind(origin.request())
     .execute(&mut *db)
     .await?;
     Ok(())

@@ -26,6 +26,7 @@ mod retention;
 mod runtime;
 mod security;
 mod settings;
+mod shares;
 mod snapshot;
 mod storage;
 mod support;

@@ -2,7 +2,10 @@
 //! applying them to the tree.
 
 use super::policy::{Child, Owners};
-use crate::{budget::repo::set_share, ServerError};
+use crate::{
+    budget::repo::{set_share, ShareOrigin},
+    ServerError,
+};
 use app::budget::{ChangeAction, ChangeItem, ChangeState};
 use sqlx::{AnyConnection, AnyExecutor, FromRow};
 use std::collections::{BTreeMap, HashMap};
@@ -345,7 +348,14 @@ pub async fn apply(
                     at,
                 )
                 .await?;
-                set_share(db, id, item.new_share.unwrap_or(0.0), at).await?;
+                set_share(
+                    db,
+                    id,
+                    item.new_share.unwrap_or(0.0),
+                    at,
+                    ShareOrigin::Request(request_id),
+                )
+                .await?;
             }
             (ChangeAction::Remove, Some(id)) => {
                 sqlx::query("update share_version set effective_to = $2 where budget_node_id = $1 and effective_to is null")
@@ -361,7 +371,7 @@ pub async fn apply(
             }
             (_, Some(id)) => {
                 if let Some(share) = item.new_share {
-                    set_share(db, id, share, at).await?;
+                    set_share(db, id, share, at, ShareOrigin::Request(request_id)).await?;
                 }
                 if let Some(new_name) = item.new_name.filter(|n| *n != name) {
                     let new_path = format!("{prefix}{new_name}");
