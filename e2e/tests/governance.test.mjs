@@ -122,6 +122,25 @@ describe('budget governance', () => {
     });
   });
 
+  test('the share history names the request that changed a share, and the effective share it gave', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      await page.goto(`${server.url}/tree`);
+      await waitForHydration(page);
+      await page.getByRole('button', { name: 'Share history of ai/molmo' }).click();
+      const panel = page.getByRole('region', { name: 'Share history of ai/molmo' });
+      const versions = panel.getByRole('table', { name: 'Share versions' });
+      const latest = versions.getByRole('row').nth(1);
+      await latest.waitFor();
+      assert.match(await latest.textContent(), /in force\s*3\s*request #\d+, proposed by bob, approved by pat: “Robotics season starts; molmo needs half\.”/);
+      assert.match(await versions.getByRole('row').nth(2).textContent(), /imported from the tree file by an admin/);
+      await panel.getByRole('img', { name: 'Its effective share of the cluster went from 25.0% to 50.0% in one change.' }).waitFor();
+      await panel.getByRole('button', { name: 'Close' }).click();
+      await panel.waitFor({ state: 'detached' });
+    });
+  });
+
   test('a proposal with no justification is refused before it is sent', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'ada', 'ada-password-1');

@@ -43,10 +43,13 @@ fn Versions(history: ShareHistory) -> impl IntoView {
     let pct = |f: f64| format!("{:.1}%", f * 100.0);
     let summary = match (history.fraction.first(), history.fraction.last()) {
         (Some(first), Some(last)) if history.fraction.len() > 1 => format!(
-            "Its effective share of the cluster went from {} to {} over {} changes.",
+            "Its effective share of the cluster went from {} to {} in {}.",
             pct(first.1),
             pct(last.1),
-            history.fraction.len() - 1
+            match history.fraction.len() - 1 {
+                1 => "one change".to_string(),
+                n => format!("{n} changes"),
+            }
         ),
         (_, Some(last)) => format!(
             "Its effective share of the cluster has been {} throughout.",
