@@ -81,13 +81,13 @@ fn FractionSteps(fraction: Vec<(i64, f64)>, now: i64, summary: String) -> impl I
     const W: f64 = 320.0;
     const H: f64 = 48.0;
     let start = fraction.first().map_or(now, |f| f.0);
-    let span = (now - start).max(1) as f64;
+    let span = now.saturating_sub(start).max(1) as f64;
     let top = fraction
         .iter()
         .map(|f| f.1)
         .fold(0.0_f64, f64::max)
         .max(1e-9);
-    let x = |t: i64| ((t - start) as f64 / span * W).clamp(0.0, W);
+    let x = |t: i64| (t.saturating_sub(start) as f64 / span * W).clamp(0.0, W);
     let y = |f: f64| H - f / top * (H - 4.0);
     let mut points = Vec::new();
     for (i, &(t, f)) in fraction.iter().enumerate() {

@@ -50,7 +50,7 @@ pub async fn history(pool: &AnyPool, path: &str) -> Result<ShareHistory, ServerE
     .bind(node)
     .fetch_all(&mut *db)
     .await?;
-    let versions = rows
+    let versions: Vec<ShareVersionView> = rows
         .into_iter()
         .map(|r| ShareVersionView {
             from: r.effective_from,
@@ -68,16 +68,19 @@ pub async fn history(pool: &AnyPool, path: &str) -> Result<ShareHistory, ServerE
             },
         })
         .collect();
+    // The tree's first version also covers all time before it: the node's history starts with
+    // its own first share.
+    let since = versions.first().map_or(0, |v: &ShareVersionView| v.from);
     let mut fraction: Vec<(i64, f64)> = Vec::new();
     if let Some(snapshot) = super::snapshot::load(&mut db).await? {
         if let Some(id) = snapshot.engine_id(node) {
             for version in snapshot.tree.versions() {
                 let f = version.fraction(id);
-                if fraction
-                    .last()
-                    .is_none_or(|&(_, last)| (last - f).abs() > 1e-12)
-                {
-                    fraction.push((version.effective_from, f));
+                let at = version.effective_from.max(since);
+                match fraction.last_mut() {
+                    Some(last) if last.0 == at => last.1 = f,
+                    Some(last) if (last.1 - f).abs() <= 1e-12 => {}
+                    _ => fraction.push((at, f)),
                 }
             }
         }

@@ -50,7 +50,7 @@ async fn a_nodes_share_history_names_who_proposed_and_approved_each_share_and_it
         .map(|p| (p[0].as_i64().unwrap(), p[1].as_f64().unwrap()))
         .collect();
     assert_eq!(fraction.len(), 2, "{history}");
-    assert_eq!(fraction[0].1, 0.75);
+    assert_eq!(fraction[0], (versions[0]["from"].as_i64().unwrap(), 0.75));
     assert_eq!(fraction[1], (at, 0.5));
 
     // The page's server function gives the same.
