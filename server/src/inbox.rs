@@ -104,7 +104,7 @@ pub async fn inbox(pool: &AnyPool, actor: &CurrentUser, now: i64) -> Result<Inbo
             unread: false,
         });
     }
-    items.sort_by(|a, b| b.at.cmp(&a.at));
+    items.sort_by_key(|i| std::cmp::Reverse(i.at));
     items.truncate(MAX_ITEMS);
     for item in &mut items {
         item.unread = seen.is_none_or(|seen| item.at > seen);
