@@ -175,6 +175,17 @@ pub struct UsageSeries {
     /// Each bucket's start (epoch seconds).
     pub buckets: Vec<i64>,
     pub lines: Vec<UsageLine>,
+    /// The moments in the period when the share of the node or of one of its children changed.
+    #[serde(default)]
+    pub share_changes: Vec<ShareMark>,
+}
+
+/// A share that changed: which node, when, and to what.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShareMark {
+    pub at: i64,
+    pub path: String,
+    pub share: f64,
 }
 
 /// Percentiles of the waits of the workloads that first started in each bucket.

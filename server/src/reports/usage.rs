@@ -3,7 +3,7 @@
 
 use super::{csv_out, repo, rollup};
 use crate::{budget::snapshot as tree_snapshot, ServerError};
-use app::reports::{UsageLine, UsageSeries};
+use app::reports::{ShareMark, UsageLine, UsageSeries};
 use scheduler::{BudgetId, DAY, HOUR};
 use sqlx::AnyPool;
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,6 +65,7 @@ pub async fn usage_series(
 ) -> Result<UsageSeries, ServerError> {
     let cells = series(pool, &node, from, to, granularity, now).await?;
     let (buckets, lines) = pivot(&cells);
+    let share_changes = share_changes(pool, &node, from, to).await?;
     Ok(UsageSeries {
         node,
         from,
@@ -72,7 +73,34 @@ pub async fn usage_series(
         granularity,
         buckets,
         lines,
+        share_changes,
     })
+}
+
+/// Share versions of `node` and its children that took effect in `[from, to)`.
+async fn share_changes(
+    pool: &AnyPool,
+    node: &str,
+    from: i64,
+    to: i64,
+) -> Result<Vec<ShareMark>, ServerError> {
+    let rows: Vec<(i64, String, f64)> = sqlx::query_as(
+        "select v.effective_from, b.path, v.share from share_version v
+         join budget_node b on b.budget_node_id = v.budget_node_id
+         where b.path <> '' and v.effective_from >= $2 and v.effective_from < $3
+           and (b.path = $1 or b.parent_id = (select budget_node_id from budget_node
+                                              where path = $1 and removed_at is null))
+         order by v.effective_from, b.path",
+    )
+    .bind(node)
+    .bind(from)
+    .bind(to)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(at, path, share)| ShareMark { at, path, share })
+        .collect())
 }
 
 /// Cells by `(bucket, path)` into the buckets and one line per path: the node itself (the

@@ -61,6 +61,30 @@ async fn a_nodes_share_history_names_who_proposed_and_approved_each_share_and_it
         .await;
     assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(response.json(), history);
+
+    // The usage chart of ai marks the moment its children's shares changed.
+    let (from, to) = ((at - 3_600).to_string(), (at + 3_600).to_string());
+    let response = live
+        .app
+        .post_form(
+            "/api/reports/series",
+            &[
+                ("node", "ai"),
+                ("from", &from),
+                ("to", &to),
+                ("granularity", "hour"),
+            ],
+            Some(&cookie),
+        )
+        .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(
+        response.json()["share_changes"],
+        json!([
+            { "at": at, "path": "ai/molmo", "share": 1.0 },
+            { "at": at, "path": "ai/olmo", "share": 1.0 },
+        ])
+    );
 }
 
 #[tokio::test]

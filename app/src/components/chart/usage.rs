@@ -61,6 +61,21 @@ pub(super) fn chart(
                         .data(node.funded.iter().map(round).collect()),
                 )
                 .series(
+                    // A diamond on the funded line in each bucket where a share changed.
+                    Line::new()
+                        .name("Share changed")
+                        .symbol(charming::element::Symbol::Diamond)
+                        .symbol_size(12)
+                        .line_style(LineStyle::new().width(0))
+                        .item_style(ItemStyle::new().color(ink.alert))
+                        .data(
+                            share_marks(series)
+                                .iter()
+                                .map(|v| v.map(|v| round(&v)))
+                                .collect(),
+                        ),
+                )
+                .series(
                     Line::new()
                         .name("Owed")
                         .show_symbol(false)
@@ -99,6 +114,22 @@ pub(super) fn chart(
                 )
         }
     }
+}
+
+/// Per bucket: the node's funded GPU-hours where a share changed in it, else nothing.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+fn share_marks(series: &UsageSeries) -> Vec<Option<f64>> {
+    let Some(node) = series.lines.first() else {
+        return Vec::new();
+    };
+    let mut marks = vec![None; series.buckets.len()];
+    for change in &series.share_changes {
+        let i = series.buckets.partition_point(|&b| b <= change.at);
+        if let Some(i) = i.checked_sub(1) {
+            marks[i] = node.funded.get(i).copied();
+        }
+    }
+    marks
 }
 
 /// Per bucket of the node's line: occupancy (busy over funded — at the root, healthy capacity)
@@ -153,6 +184,21 @@ pub(super) fn allocation_summary(series: &UsageSeries) -> String {
     if !drawn.is_empty() {
         text.push_str(&format!(" Delivered by child: {}.", drawn.join(", ")));
     }
+    let changed: Vec<String> = series
+        .share_changes
+        .iter()
+        .map(|c| {
+            format!(
+                "{} to {} on {}",
+                short_name(&c.path),
+                c.share,
+                crate::calendar::format_date(c.at)
+            )
+        })
+        .collect();
+    if !changed.is_empty() {
+        text.push_str(&format!(" Shares changed: {}.", changed.join(", ")));
+    }
     text
 }
 
@@ -198,7 +244,7 @@ pub(super) fn overview_summary(series: &UsageSeries) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reports::{Granularity, UsageLine};
+    use crate::reports::{Granularity, ShareMark, UsageLine};
 
     fn series() -> UsageSeries {
         let line = |path: &str, delivered: Vec<f64>, free: Vec<f64>| UsageLine {
@@ -214,6 +260,11 @@ mod tests {
             to: 1_782_864_000 + 2 * 86_400,
             granularity: Granularity::Day,
             buckets: vec![1_782_864_000, 1_782_864_000 + 86_400],
+            share_changes: vec![ShareMark {
+                at: 1_782_864_000 + 86_400 + 3_600,
+                path: "ai/olmo".into(),
+                share: 2.0,
+            }],
             lines: vec![
                 line("", vec![12.0, 6.0], vec![6.0, 0.0]),
                 line("ai", vec![12.0, 6.0], vec![6.0, 0.0]),
@@ -238,6 +289,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("Delivered by child: ai 18.0."), "{text}");
+        assert!(
+            text.ends_with("Shares changed: olmo to 2 on 2026-07-02."),
+            "{text}"
+        );
+        assert_eq!(share_marks(&s), vec![None, Some(24.0)]);
         let text = overview_summary(&s);
         assert!(text.contains("50.0% of healthy GPU-hours busy"), "{text}");
         assert!(text.contains("from 25.0% to 75.0%"), "{text}");
