@@ -103,8 +103,15 @@ fn UserMenu(user: CurrentUser, unread: usize) -> impl IntoView {
                 <span class="username">{user.username.clone()}</span>
                 <span class="role-badge">{user.role.label()}</span>
             </span>
-            <A href="/inbox" attr:class="button-quiet button">"Inbox"{count_badge(unread, "unread")}</A>
-            <a href="/tokens" class="button-quiet button">"API tokens"</a>
+            <A href="/inbox" attr:class="button-quiet button bell" attr:title="Inbox">
+                <svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
+                    <path d="M8 1.8a4 4 0 0 0-4 4v2.8L2.6 11h10.8L12 8.6V5.8a4 4 0 0 0-4-4zM6.4 13a1.6 1.6 0 0 0 3.2 0"
+                        fill="none" stroke="currentColor" stroke-width="1.4" stroke-linejoin="round" />
+                </svg>
+                <span class="visually-hidden">"Inbox"</span>
+                {count_badge(unread, "unread")}
+            </A>
+            <a href="/tokens" class="button-quiet button" title="API tokens">"Tokens"</a>
             // A plain form: signing out reloads the whole page so no state of the old session stays.
             <form method="post" action="/logout">
                 <button type="submit" class="button-quiet">"Sign out"</button>
