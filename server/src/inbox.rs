@@ -38,7 +38,9 @@ struct DecisionRow {
     decision_comment: String,
 }
 
-/// The workload events owners are told about.
+/// The workload events owners are told about. A workload's events come no later than its end,
+/// so the queries skip the owner's workloads that ended before the period without reading their
+/// events.
 const TOLD: &str = "('preempted', 'drained', 'failed')";
 
 pub async fn inbox(pool: &AnyPool, actor: &CurrentUser, now: i64) -> Result<Inbox, ServerError> {
@@ -84,7 +86,8 @@ pub async fn inbox(pool: &AnyPool, actor: &CurrentUser, now: i64) -> Result<Inbo
     let events: Vec<EventRow> = sqlx::query_as(&format!(
         "select w.workload_id, w.name, e.at, e.kind, e.detail
          from workload w join workload_event e on e.workload_id = w.workload_id
-         where w.user_id = $1 and e.kind in {TOLD} and e.at >= $2
+         where w.user_id = $1 and (w.ended_at is null or w.ended_at >= $2)
+           and e.kind in {TOLD} and e.at >= $2
          order by e.at desc, e.workload_event_id desc limit 100"
     ))
     .bind(actor.id)
@@ -136,7 +139,8 @@ pub async fn nav_counts(
     .await?;
     let events: i64 = sqlx::query_scalar(&format!(
         "select count(*) from workload w join workload_event e on e.workload_id = w.workload_id
-         where w.user_id = $1 and e.kind in {TOLD} and e.at > $2"
+         where w.user_id = $1 and (w.ended_at is null or w.ended_at > $2)
+           and e.kind in {TOLD} and e.at > $2"
     ))
     .bind(actor.id)
     .bind(after)
