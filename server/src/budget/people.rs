@@ -199,17 +199,7 @@ pub async fn people(
     path: &str,
 ) -> Result<NodePeople, ServerError> {
     let mut db = pool.acquire().await?;
-    let node: Option<i64> = sqlx::query_scalar(
-        "select budget_node_id from budget_node where path = $1 and removed_at is null",
-    )
-    .bind(path)
-    .fetch_optional(&mut *db)
-    .await?;
-    let Some(node) = node else {
-        return Err(ServerError::NotFound(format!(
-            "There is no node {path:?} in the tree."
-        )));
-    };
+    let node = super::node_id(&mut db, path).await?;
     let names = |table: &'static str| {
         format!(
             "select u.username from {table} g join \"user\" u on u.user_id = g.user_id

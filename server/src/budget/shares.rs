@@ -27,17 +27,7 @@ pub async fn history(pool: &AnyPool, path: &str) -> Result<ShareHistory, ServerE
         ));
     }
     let mut db = pool.acquire().await?;
-    let node: Option<i64> = sqlx::query_scalar(
-        "select budget_node_id from budget_node where path = $1 and removed_at is null",
-    )
-    .bind(path)
-    .fetch_optional(&mut *db)
-    .await?;
-    let Some(node) = node else {
-        return Err(ServerError::NotFound(format!(
-            "There is no node {path:?} in the tree."
-        )));
-    };
+    let node = super::node_id(&mut db, path).await?;
     let rows: Vec<Row> = sqlx::query_as(
         "select v.effective_from, v.effective_to, v.share, v.source, v.change_request_id,
             p.username as proposer, d.username as decided_by, r.justification
