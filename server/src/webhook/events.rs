@@ -70,25 +70,29 @@ pub async fn collect(db: &mut AnyConnection, now: i64) -> Result<Option<String>,
     };
     let mut lines = Vec::new();
 
+    // The newest id first, then what lies between the cursor and it: an event committed while
+    // this runs is read on the next pass rather than skipped.
+    let last_event: i64 =
+        sqlx::query_scalar("select coalesce(max(workload_event_id), 0) from workload_event")
+            .fetch_one(&mut *db)
+            .await?;
     let events: Vec<(i64, String, String, i64, String, String)> = sqlx::query_as(
         "select e.workload_event_id, e.kind, e.detail, w.workload_id, w.name, u.username
          from workload_event e join workload w on w.workload_id = e.workload_id
          join \"user\" u on u.user_id = w.user_id
-         where e.workload_event_id > $1 and e.kind in ('preempted', 'drained', 'failed')
+         where e.workload_event_id > $1 and e.workload_event_id <= $2
+           and e.kind in ('preempted', 'drained', 'failed')
          order by e.workload_event_id limit 500",
     )
     .bind(at.event_id)
+    .bind(last_event)
     .fetch_all(&mut *db)
     .await?;
-    // Later events are read on the next pass; the cursor skips only what was read.
-    let last_event: Option<i64> =
-        sqlx::query_scalar("select max(workload_event_id) from workload_event")
-            .fetch_one(&mut *db)
-            .await?;
+    // Past 500, the rest are read on the next pass.
     at.event_id = if events.len() == 500 {
         events.last().map_or(at.event_id, |e| e.0)
     } else {
-        last_event.unwrap_or(at.event_id).max(at.event_id)
+        last_event.max(at.event_id)
     };
     for (_, kind, detail, id, name, owner) in events {
         let event = Event::from_parts(&kind, &detail)
@@ -100,20 +104,22 @@ pub async fn collect(db: &mut AnyConnection, now: i64) -> Result<Option<String>,
         ));
     }
 
+    let last_request: i64 =
+        sqlx::query_scalar("select coalesce(max(change_request_id), 0) from change_request")
+            .fetch_one(&mut *db)
+            .await?;
     let requests: Vec<(i64, String, String, String)> = sqlx::query_as(
         "select r.change_request_id, b.path, p.username, r.justification
          from change_request r join budget_node b on b.budget_node_id = r.budget_node_id
          join \"user\" p on p.user_id = r.proposer_id
-         where r.change_request_id > $1 and r.state = 'pending' order by r.change_request_id",
+         where r.change_request_id > $1 and r.change_request_id <= $2 and r.state = 'pending'
+         order by r.change_request_id",
     )
     .bind(at.request_id)
+    .bind(last_request)
     .fetch_all(&mut *db)
     .await?;
-    let last_request: Option<i64> =
-        sqlx::query_scalar("select max(change_request_id) from change_request")
-            .fetch_one(&mut *db)
-            .await?;
-    at.request_id = last_request.unwrap_or(at.request_id).max(at.request_id);
+    at.request_id = last_request.max(at.request_id);
     for (id, path, proposer, why) in requests {
         lines.push(format!(
             "Change request #{id} on {path} waits for a decision of its owners: {proposer} proposes new shares: \u{201c}{why}\u{201d}"

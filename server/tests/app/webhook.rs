@@ -2,7 +2,7 @@
 //! refused and nothing changes, messages arrive as `{"text": …}`, a failure is retried after a
 //! backoff, and the history never shows the URL's secret path.
 
-use crate::live::Live;
+use crate::live::{job, Live};
 use axum::{extract::State, http::StatusCode, routing::post, Json, Router};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -163,6 +163,23 @@ async fn events_reach_the_webhook_as_slack_text_and_a_failed_post_is_retried_aft
     let (status, _) = call(&live, "/api/settings/webhook/test", &[], "root").await;
     assert_eq!(status, 200);
     assert_eq!(texts(&target)[2], "Hourglass: a test message from root.");
+
+    // A workload that fails on a real agent is told to the channel, with its owner.
+    let mut live = live;
+    live.add_agent("n1", 2).await;
+    let failing = live
+        .submit("bob", job("ai/molmo", "broken", "exit 3", 1, 0, false))
+        .await;
+    live.wait_for_state(failing, "failed").await;
+    server::webhook::deliver::pass(&live.app.pool, &client, now + 120)
+        .await
+        .unwrap();
+    assert_eq!(
+        texts(&target)[3],
+        format!(
+            "Hourglass: Failed workload broken (#{failing}) of bob: It failed with exit code 3."
+        )
+    );
 }
 
 #[test]
