@@ -21,14 +21,7 @@ pub struct Cursor {
 
 /// Starts (or restarts) reading at now: what happened before is not sent.
 pub async fn start_from_now(db: &mut AnyConnection, now: i64) -> Result<(), sqlx::Error> {
-    let event_id: i64 =
-        sqlx::query_scalar("select coalesce(max(workload_event_id), 0) from workload_event")
-            .fetch_one(&mut *db)
-            .await?;
-    let request_id: i64 =
-        sqlx::query_scalar("select coalesce(max(change_request_id), 0) from change_request")
-            .fetch_one(&mut *db)
-            .await?;
+    let (event_id, request_id) = newest_ids(&mut *db).await?;
     sqlx::query(
         "insert into webhook_cursor (webhook_cursor_id, event_id, request_id, decided_at)
          values (1, $1, $2, $3)
@@ -41,6 +34,19 @@ pub async fn start_from_now(db: &mut AnyConnection, now: i64) -> Result<(), sqlx
     .execute(&mut *db)
     .await?;
     Ok(())
+}
+
+/// The newest workload event's and change request's ids (0 for none).
+async fn newest_ids(db: &mut AnyConnection) -> Result<(i64, i64), sqlx::Error> {
+    let event: i64 =
+        sqlx::query_scalar("select coalesce(max(workload_event_id), 0) from workload_event")
+            .fetch_one(&mut *db)
+            .await?;
+    let request: i64 =
+        sqlx::query_scalar("select coalesce(max(change_request_id), 0) from change_request")
+            .fetch_one(&mut *db)
+            .await?;
+    Ok((event, request))
 }
 
 pub async fn cursor(db: &mut AnyConnection) -> Result<Option<Cursor>, sqlx::Error> {
@@ -70,12 +76,9 @@ pub async fn collect(db: &mut AnyConnection, now: i64) -> Result<Option<String>,
     };
     let mut lines = Vec::new();
 
-    // The newest id first, then what lies between the cursor and it: an event committed while
-    // this runs is read on the next pass rather than skipped.
-    let last_event: i64 =
-        sqlx::query_scalar("select coalesce(max(workload_event_id), 0) from workload_event")
-            .fetch_one(&mut *db)
-            .await?;
+    // The newest ids first, then what lies between the cursor and them: an event or request
+    // committed while this runs is read on the next pass rather than skipped.
+    let (last_event, last_request) = newest_ids(&mut *db).await?;
     let events: Vec<(i64, String, String, i64, String, String)> = sqlx::query_as(
         "select e.workload_event_id, e.kind, e.detail, w.workload_id, w.name, u.username
          from workload_event e join workload w on w.workload_id = e.workload_id
@@ -104,10 +107,6 @@ pub async fn collect(db: &mut AnyConnection, now: i64) -> Result<Option<String>,
         ));
     }
 
-    let last_request: i64 =
-        sqlx::query_scalar("select coalesce(max(change_request_id), 0) from change_request")
-            .fetch_one(&mut *db)
-            .await?;
     let requests: Vec<(i64, String, String, String)> = sqlx::query_as(
         "select r.change_request_id, b.path, p.username, r.justification
          from change_request r join budget_node b on b.budget_node_id = r.budget_node_id
