@@ -66,7 +66,12 @@ mod ssr {
             actor: &CurrentUser,
             id: i64,
         ) -> Result<WorkloadView, AppError>;
-        async fn queue(&self, actor: &CurrentUser, limit: usize) -> Result<QueueView, AppError>;
+        async fn queue(
+            &self,
+            actor: &CurrentUser,
+            limit: usize,
+            cluster: String,
+        ) -> Result<QueueView, AppError>;
         async fn nodes(&self, actor: &CurrentUser) -> Result<Vec<NodeView>, AppError>;
         async fn node_action(
             &self,
@@ -78,7 +83,12 @@ mod ssr {
             &self,
             actor: &CurrentUser,
             name: String,
+            cluster: String,
         ) -> Result<RegisteredNode, AppError>;
+        async fn clusters(
+            &self,
+            actor: &CurrentUser,
+        ) -> Result<Vec<crate::nodes::ClusterSummary>, AppError>;
         async fn remove_node(&self, actor: &CurrentUser, name: String) -> Result<(), AppError>;
         async fn list_tokens(&self, actor: &CurrentUser) -> Result<Vec<TokenView>, AppError>;
         async fn create_token(&self, actor: &CurrentUser, name: String)
@@ -91,7 +101,11 @@ mod ssr {
             form: SettingsForm,
         ) -> Result<SettingsView, AppError>;
 
-        async fn tree(&self, actor: &CurrentUser) -> Result<Vec<TreeNodeView>, AppError>;
+        async fn tree(
+            &self,
+            actor: &CurrentUser,
+            cluster: String,
+        ) -> Result<Vec<TreeNodeView>, AppError>;
         /// What the navigation counts for `actor`: requests waiting for them, unread notifications.
         async fn nav_counts(
             &self,

@@ -100,6 +100,13 @@ pub struct Projection {
 }
 
 impl Projection {
+    /// Adds another cluster's projection from the same moment: a workload not started in either
+    /// horizon is said to start after the earlier one, which stays true of both.
+    pub fn merge(&mut self, other: Projection) {
+        self.until = self.until.min(other.until);
+        self.starts.extend(other.starts);
+    }
+
     pub fn start_of(&self, workload: WorkloadId) -> Estimate {
         match self.starts.get(&workload) {
             Some(Some(at)) => Estimate::At(*at),

@@ -61,12 +61,16 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
                 summary.unchanged
             );
         }
-        AdminCommand::RegisterNode { name } => {
-            let (node, token) = node_service::register_node(&pool, &name, now).await?;
-            println!("Registered node {}. Start its agent with:", node.name);
+        AdminCommand::RegisterNode { name, cluster } => {
+            let (node, token) =
+                node_service::register_node(&pool, &name, Some(cluster.as_str()), now).await?;
             println!(
-                "  hourglass agent --server URL --name {} --gpus auto --token TOKEN",
-                node.name
+                "Registered node {} in cluster {}. Start its agent with:",
+                node.name, node.cluster
+            );
+            println!(
+                "  hourglass agent --server URL --name {} --cluster {} --gpus auto --token TOKEN",
+                node.name, node.cluster
             );
             println!("The token (shown once):");
             println!("{token}");

@@ -134,9 +134,12 @@ impl Backend for ServerBackend {
     }
 
     async fn submit_choices(&self, actor: &CurrentUser) -> Result<SubmitOptions, AppError> {
+        let mut db = self.pool.acquire().await.map_err(ServerError::from)?;
+        let clusters = crate::clusters::in_use(&mut db).await?;
         Ok(SubmitOptions {
             projects: workloads::my_projects(&self.pool, actor).await?,
             max_min_runtime_s: self.runtime.config().max_min_runtime,
+            clusters: clusters.into_iter().map(|c| c.name).collect(),
         })
     }
 
@@ -160,6 +163,7 @@ impl Backend for ServerBackend {
             &self.pool,
             mine.then_some(actor.id),
             state,
+            None,
             500,
             self.runtime.now(),
         )
@@ -183,8 +187,14 @@ impl Backend for ServerBackend {
         Ok(workloads::cancel(&self.pool, &self.runtime, actor, id).await?)
     }
 
-    async fn queue(&self, _actor: &CurrentUser, limit: usize) -> Result<QueueView, AppError> {
-        let (rows, total) = workloads::queue(&self.pool, &self.runtime, limit).await?;
+    async fn queue(
+        &self,
+        _actor: &CurrentUser,
+        limit: usize,
+        cluster: String,
+    ) -> Result<QueueView, AppError> {
+        let (rows, total) =
+            workloads::queue(&self.pool, &self.runtime, limit, Some(cluster.as_str())).await?;
         Ok(QueueView { rows, total })
     }
 
@@ -210,13 +220,29 @@ impl Backend for ServerBackend {
         &self,
         actor: &CurrentUser,
         name: String,
+        cluster: String,
     ) -> Result<RegisteredNode, AppError> {
-        let (node, token) =
-            node_service::register_by(&self.pool, actor, &name, self.runtime.now()).await?;
+        let (node, token) = node_service::register_by(
+            &self.pool,
+            actor,
+            &name,
+            Some(cluster.as_str()),
+            self.runtime.now(),
+        )
+        .await?;
         Ok(RegisteredNode {
             name: node.name,
             token,
+            cluster: node.cluster,
         })
+    }
+
+    async fn clusters(
+        &self,
+        _actor: &CurrentUser,
+    ) -> Result<Vec<app::nodes::ClusterSummary>, AppError> {
+        let mut db = self.pool.acquire().await.map_err(ServerError::from)?;
+        Ok(crate::clusters::in_use(&mut db).await?)
     }
 
     async fn list_tokens(&self, actor: &CurrentUser) -> Result<Vec<TokenView>, AppError> {
@@ -243,8 +269,13 @@ impl Backend for ServerBackend {
         Ok(settings::update(&self.pool, &self.runtime, actor, form).await?)
     }
 
-    async fn tree(&self, actor: &CurrentUser) -> Result<Vec<TreeNodeView>, AppError> {
-        Ok(budget::view::tree_view(&self.pool, &self.runtime, actor).await?)
+    async fn tree(
+        &self,
+        actor: &CurrentUser,
+        cluster: String,
+    ) -> Result<Vec<TreeNodeView>, AppError> {
+        let cluster = Some(cluster.as_str());
+        Ok(budget::view::tree_view_of(&self.pool, &self.runtime, actor, cluster).await?)
     }
 
     async fn propose_change(
@@ -395,6 +426,7 @@ impl Backend for ServerBackend {
             self.runtime.config().fiscal(),
             year.zip(quarter),
             self.runtime.now(),
+            None,
         )
         .await?)
     }
@@ -448,6 +480,7 @@ impl Backend for ServerBackend {
             from,
             to,
             self.runtime.now(),
+            None,
         )
         .await?)
     }

@@ -26,6 +26,7 @@ pub fn main() -> ExitCode {
                     server: args.server,
                     token: args.token,
                     name: args.name,
+                    cluster: args.cluster,
                     gpus: args.gpus,
                     poll_s: 20,
                     health_cmd: args.health_cmd,

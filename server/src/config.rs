@@ -63,6 +63,9 @@ pub struct AgentArgs {
     /// The node's registered name (checked against the token).
     #[arg(long)]
     pub name: Option<String>,
+    /// The cluster the node was registered in (checked against the token).
+    #[arg(long)]
+    pub cluster: Option<String>,
     /// How many GPUs to offer, or `auto` to read them from nvidia-smi (and check them there).
     #[arg(long, default_value = "auto")]
     pub gpus: String,
@@ -216,6 +219,9 @@ pub enum AdminCommand {
     RegisterNode {
         #[arg(long)]
         name: String,
+        /// The cluster it belongs to (created when new).
+        #[arg(long, default_value = "default")]
+        cluster: String,
     },
     /// Create a personal API token for a user; prints it once, alone on the last line.
     CreateToken {

@@ -14,6 +14,7 @@ pub mod budget;
 pub mod bulk_insert;
 pub mod cli;
 pub mod clock;
+pub mod clusters;
 pub mod config;
 pub mod db;
 pub mod demo;

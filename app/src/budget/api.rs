@@ -6,9 +6,9 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 #[server(prefix = "/api", endpoint = "budget/tree")]
-pub async fn get_tree() -> Result<Vec<TreeNodeView>, AppError> {
+pub async fn get_tree(#[server(default)] cluster: String) -> Result<Vec<TreeNodeView>, AppError> {
     use crate::backend::*;
-    with_status(async { backend()?.tree(&require_user()?).await }.await)
+    with_status(async { backend()?.tree(&require_user()?, cluster).await }.await)
 }
 
 #[server(prefix = "/api", endpoint = "budget/propose", input = Json)]

@@ -1,5 +1,6 @@
 pub mod badge;
 pub mod chart;
+pub mod cluster_filter;
 pub mod copy;
 pub mod field;
 pub mod gantt;

@@ -16,11 +16,29 @@ pub async fn node_action(name: String, action: String) -> Result<(), AppError> {
     with_status(async { backend()?.node_action(&require_user()?, name, action).await }.await)
 }
 
-/// Registers a node; returns its name and agent token (shown once).
+/// Registers a node in a cluster (blank: the default one, created when new); returns its name and
+/// agent token (shown once).
 #[server(prefix = "/api", endpoint = "nodes/register")]
-pub async fn register_node(name: String) -> Result<RegisteredNode, AppError> {
+pub async fn register_node(
+    name: String,
+    #[server(default)] cluster: String,
+) -> Result<RegisteredNode, AppError> {
     use crate::backend::*;
-    with_status(async { backend()?.register_node(&require_user()?, name).await }.await)
+    with_status(
+        async {
+            backend()?
+                .register_node(&require_user()?, name, cluster)
+                .await
+        }
+        .await,
+    )
+}
+
+/// The clusters with registered nodes (the default one while there are none), by name.
+#[server(name = GetClusters, prefix = "/api", endpoint = "clusters")]
+pub async fn clusters() -> Result<Vec<super::ClusterSummary>, AppError> {
+    use crate::backend::*;
+    with_status(async { backend()?.clusters(&require_user()?).await }.await)
 }
 
 /// Removes a node whose agent never connected (registered by mistake).

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub struct RegisteredNode {
     pub name: String,
     pub token: String,
+    #[serde(default)]
+    pub cluster: String,
 }
 
 /// A node's health as the scheduler sees it: down beats unhealthy beats cordoned.
@@ -131,10 +133,25 @@ impl std::str::FromStr for NodeAction {
     }
 }
 
+/// A cluster: a named pool of nodes (`GET /api/v1/clusters`, the clusters menus).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSummary {
+    pub name: String,
+    /// Registered nodes.
+    pub nodes: i64,
+    /// Their GPUs.
+    pub gpus: i64,
+    /// GPUs of nodes that are connected and take new work.
+    pub healthy_gpus: i64,
+}
+
 /// A GPU node with what holds each of its GPUs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodeView {
     pub name: String,
+    /// The cluster it belongs to.
+    #[serde(default)]
+    pub cluster: String,
     pub gpu_model: String,
     pub gpus: i64,
     pub state: NodeHealth,

@@ -25,7 +25,7 @@ type TreeResource = Resource<Result<Vec<crate::budget::TreeNodeView>, crate::err
 pub fn HomePage() -> impl IntoView {
     let user = use_current_user();
     // One read of the tree (its ratios cost a snapshot of the scheduler) for every card.
-    let tree: TreeResource = Resource::new(|| (), |_| get_tree());
+    let tree: TreeResource = Resource::new(|| (), |_| get_tree(String::new()));
     view! {
         <Title text="Overview" />
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>

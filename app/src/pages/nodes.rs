@@ -3,6 +3,7 @@
 use crate::{
     clock::now_s,
     components::{
+        cluster_filter::{cluster_from_query, use_clusters, ClusterFilter},
         copy::CopyButton,
         field::{FieldError, FormError},
     },
@@ -35,6 +36,8 @@ pub fn NodesPage() -> impl IntoView {
         |_| list_nodes(),
     );
     let user = use_current_user();
+    let cluster = cluster_from_query();
+    let clusters = use_clusters();
     let act_error = Signal::derive(move || {
         act.value()
             .get()
@@ -45,10 +48,14 @@ pub fn NodesPage() -> impl IntoView {
         <Title text="Nodes" />
         <h1>"Nodes"</h1>
         <FormError error=act_error />
+        <ClusterFilter clusters selected=cluster />
         <Transition fallback=|| view! { <p class="loading">"Loading nodes…"</p> }>
             {move || Suspend::new(async move {
                 let admin = user.await.ok().flatten().is_some_and(|u| u.is_admin());
-                match nodes.await {
+                let only = cluster.get();
+                match nodes.await.map(|list| {
+                    list.into_iter().filter(|n| only.is_empty() || n.cluster == only).collect::<Vec<_>>()
+                }) {
                     Ok(list) => view! {
                         {list.is_empty().then(|| view! {
                             <section class="card empty"><p>"No GPU nodes are registered yet."</p></section>
@@ -133,7 +140,7 @@ fn NodeCard(
                     {node.draining.is_some().then(|| view! { " " <span class="health health-draining">"draining"</span> })}
                 </span>
             </header>
-            <p class="hint">{format!("{} × {} · {}", node.gpus, if node.gpu_model.is_empty() { "GPU" } else { &node.gpu_model }, heartbeat)}</p>
+            <p class="hint">{format!("{} × {} · cluster {} · {}", node.gpus, if node.gpu_model.is_empty() { "GPU" } else { &node.gpu_model }, node.cluster, heartbeat)}</p>
             {node.health_reason.clone().map(|reason| {
                 let since = node.unhealthy_since.map(|t| format!(" since {}", moment(t, now))).unwrap_or_default();
                 view! {
@@ -242,10 +249,14 @@ fn RegisterNodeForm(register: ServerAction<RegisterNode>) -> impl IntoView {
                 <label for="node-name">"Node name"</label>
                 <input id="node-name" name="name" type="text" required />
                 <FieldError id="node-name-error" field="name" error />
+                <label for="node-cluster">"Cluster"</label>
+                <input id="node-cluster" name="cluster" type="text" placeholder="default" aria-describedby="node-cluster-hint" />
+                <p id="node-cluster-hint" class="hint">"A named pool of nodes; a new name creates it. Leave blank for the default cluster."</p>
+                <FieldError id="node-cluster-error" field="cluster" error />
                 <button type="submit" class="button">"Register"</button>
             </ActionForm>
             {move || registered().map(|node| {
-                let command = format!("hourglass agent --server {} --name {} --gpus auto --token {}", server_url(), node.name, node.token);
+                let command = format!("hourglass agent --server {} --name {} --cluster {} --gpus auto --token {}", server_url(), node.name, node.cluster, node.token);
                 view! {
                     <div class="secret" role="status">
                         <p>{format!("Node {} is registered. Run this on it (the token is shown only once):", node.name)}</p>

@@ -2,6 +2,7 @@
 
 use crate::{
     clock::now_s,
+    components::cluster_filter::{cluster_from_query, use_clusters, ClusterFilter},
     live::use_live_updates,
     pages::workloads::list::timing,
     workloads::{
@@ -16,7 +17,12 @@ use leptos_meta::Title;
 pub fn QueuePage() -> impl IntoView {
     let live = use_live_updates();
     let all = RwSignal::new(false);
-    let rows = Resource::new(move || (live.get(), all.get()), |(_, all)| queue(all));
+    let cluster = cluster_from_query();
+    let clusters = use_clusters();
+    let rows = Resource::new(
+        move || (live.get(), all.get(), cluster.get()),
+        |(_, all, cluster)| queue(all, cluster),
+    );
     view! {
         <Title text="Queue" />
         <h1>"Queue"</h1>
@@ -26,6 +32,7 @@ pub fn QueuePage() -> impl IntoView {
             "submit time; free work after all funded work. Estimated starts come from running the scheduler "
             "forward over this queue with each project's median run time; later submissions that rank ahead delay them."
         </p>
+        <ClusterFilter clusters selected=cluster />
         <Transition fallback=|| view! { <p class="loading">"Loading the queue…"</p> }>
             {move || Suspend::new(async move {
                 let now = now_s();
@@ -36,6 +43,8 @@ pub fn QueuePage() -> impl IntoView {
                     Ok(view) => {
                         let (shown, total) = (view.rows.len(), view.total);
                         let rows = view.rows;
+                        // A cluster column where the list mixes clusters.
+                        let several = rows.iter().any(|r| r.workload.cluster != rows[0].workload.cluster);
                         view! {
                         <p class="queue-count" role="status">
                             {if shown < total {
@@ -56,6 +65,7 @@ pub fn QueuePage() -> impl IntoView {
                                         <th scope="col" class="num">"#"</th>
                                         <th scope="col">"Workload"</th>
                                         <th scope="col">"Project"</th>
+                                        {several.then(|| view! { <th scope="col">"Cluster"</th> })}
                                         <th scope="col" class="num">"Project rank"</th>
                                         <th scope="col" class="num">"Usage ratio"</th>
                                         <th scope="col">"Kind"</th>
@@ -73,6 +83,7 @@ pub fn QueuePage() -> impl IntoView {
                                                 <td class="num">{row.position}</td>
                                                 <td><a href=format!("/workloads/{}", w.id)>{w.name.clone()}</a></td>
                                                 <td>{w.project.clone()}</td>
+                                                {several.then(|| view! { <td>{w.cluster.clone()}</td> })}
                                                 <td class="num">{row.leaf_rank}</td>
                                                 <td class="num">
                                                     <span class=ratio_class(row.leaf_ratio)>

@@ -215,7 +215,7 @@ fn ReviewCharts(
         move |g| cluster_activity(from, to, g),
     );
     // The engine's usage ratios over the lookback window, now (the Budget tree's figures).
-    let tree = Resource::new(|| (), |_| get_tree());
+    let tree = Resource::new(|| (), |_| get_tree(String::new()));
     let ratio = move || async move {
         let n = node.get();
         tree.await.ok().map(|nodes| {

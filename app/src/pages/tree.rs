@@ -1,6 +1,7 @@
 //! The budget tree: every node's share, effective fraction, owners and usage ratio; owners and
 //! members propose rebalancing here.
 
+use crate::components::cluster_filter::{cluster_from_query, use_clusters, ClusterFilter};
 use crate::{
     budget::{api::get_tree, api::ProposeChange, ChildShare, ProposalInput, TreeNodeView},
     clock::now_s,
@@ -35,9 +36,11 @@ pub fn TreePage() -> impl IntoView {
     let (people_changed, set_people_changed) = signal(0u32);
     // The share-history panel's node.
     let (shares_of, set_shares_of) = signal(None::<String>);
+    let cluster = cluster_from_query();
+    let clusters = use_clusters();
     let tree = Resource::new(
-        move || (accepted.get(), people_changed.get()),
-        |_| get_tree(),
+        move || (accepted.get(), people_changed.get(), cluster.get()),
+        |(_, _, cluster)| get_tree(cluster),
     );
     let collapsed = Collapsed::new();
     let (editing, set_editing) = signal(None::<String>);
@@ -66,6 +69,7 @@ pub fn TreePage() -> impl IntoView {
                 <a href=format!("/approvals?request={}", r.id)>{format!("Open request #{}", r.id)}</a>
             })}
         </p>
+        <ClusterFilter clusters selected=cluster one=true />
         <Transition fallback=|| view! { <p class="loading">"Loading the tree…"</p> }>
             {move || Suspend::new(async move {
                 match tree.await {

@@ -67,6 +67,16 @@ pub struct Headline {
     /// The GPU-hours the agents sampled (the utilization's basis).
     #[serde(default)]
     pub sampled_gpu_h: f64,
+    /// The healthy GPU-hours of the period.
+    #[serde(default)]
+    pub capacity_gpu_h: f64,
+}
+
+/// One cluster's headline in a review of every cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterHeadline {
+    pub name: String,
+    pub headline: Headline,
 }
 
 /// One tree node's quarter.
@@ -114,6 +124,12 @@ pub struct Review {
     /// The month the organisation's fiscal year starts in (1 = January): the quarters offered.
     #[serde(default = "crate::calendar::january")]
     pub fiscal_start_month: u32,
+    /// The cluster reviewed; `None`: every cluster.
+    #[serde(default)]
+    pub cluster: Option<String>,
+    /// Each cluster's headline, when every cluster is reviewed and there are several.
+    #[serde(default)]
+    pub clusters: Vec<ClusterHeadline>,
 }
 
 /// Each program's and project's quarters side by side, oldest first: the quarter-over-quarter

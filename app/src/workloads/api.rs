@@ -1,6 +1,10 @@
 //! Server functions of the workload and queue pages. Authorization lives in the
 //! backend's services, shared with the JSON API.
 
+// `submit_workload` takes one argument per field of the Submit form, as the browser posts it; the
+// server macro's generated client and server halves carry no attribute of the function.
+#![allow(clippy::too_many_arguments)]
+
 use super::{QueueView, SubmitOptions, WorkloadDetail, WorkloadView};
 use crate::error::AppError;
 use leptos::prelude::*;
@@ -20,6 +24,7 @@ pub async fn submit_workload(
     min_runtime: String,
     #[server(default)] resumable: Option<String>,
     priority: String,
+    #[server(default)] cluster: String,
 ) -> Result<WorkloadView, AppError> {
     use crate::{backend::*, workloads::SubmitForm};
     let form = SubmitForm {
@@ -30,6 +35,7 @@ pub async fn submit_workload(
         min_runtime,
         resumable: resumable.is_some_and(|v| v == "on" || v == "true"),
         priority,
+        cluster,
     };
     with_status(async { backend()?.submit_workload(&require_user()?, form).await }.await)
 }
@@ -64,10 +70,13 @@ pub async fn cancel_workload(id: i64) -> Result<WorkloadView, AppError> {
 
 /// The queue in scheduler order: its first [`QUEUE_PAGE`] rows, or every row when `all`.
 #[server(prefix = "/api", endpoint = "queue")]
-pub async fn queue(#[server(default)] all: bool) -> Result<QueueView, AppError> {
+pub async fn queue(
+    #[server(default)] all: bool,
+    #[server(default)] cluster: String,
+) -> Result<QueueView, AppError> {
     use crate::backend::*;
     let limit = if all { usize::MAX } else { QUEUE_PAGE };
-    with_status(async { backend()?.queue(&require_user()?, limit).await }.await)
+    with_status(async { backend()?.queue(&require_user()?, limit, cluster).await }.await)
 }
 
 /// Rows the Queue page shows before "Show all".

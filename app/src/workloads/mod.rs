@@ -81,6 +81,9 @@ pub struct WorkloadView {
     pub exit_code: Option<i64>,
     pub run_count: i64,
     pub progress_s: i64,
+    /// The cluster it runs on.
+    #[serde(default)]
+    pub cluster: String,
     /// Running with its GPUs nearly idle this long (see [`Utilization::idle_for`]); set on
     /// lists, so an owner sees it where they look.
     #[serde(default)]
@@ -281,6 +284,9 @@ pub struct QueueView {
 pub struct SubmitOptions {
     pub projects: Vec<String>,
     pub max_min_runtime_s: i64,
+    /// The clusters to choose from (a menu when there are several).
+    #[serde(default)]
+    pub clusters: Vec<String>,
 }
 
 /// The Submit form's fields, as typed (the server validates).
@@ -294,6 +300,9 @@ pub struct SubmitForm {
     pub min_runtime: String,
     pub resumable: bool,
     pub priority: String,
+    /// Blank when there is one cluster.
+    #[serde(default)]
+    pub cluster: String,
 }
 
 #[cfg(test)]

@@ -75,6 +75,17 @@ async fn sync(
             ));
         }
     }
+    if let Some(cluster) = request.cluster.as_deref() {
+        if cluster != node.cluster {
+            return Err(ServerError::conflict(
+                "cluster",
+                format!(
+                    "Node \"{}\" is registered in cluster \"{}\", not \"{cluster}\": start its agent with --cluster {} or register it again in \"{cluster}\".",
+                    node.name, node.cluster, node.cluster
+                ),
+            ));
+        }
+    }
     if request.gpus == 0 || request.gpus > 64 {
         return Err(ServerError::invalid("gpus", "A node reports 1 to 64 GPUs."));
     }

@@ -28,6 +28,8 @@ pub struct AgentOptions {
     pub server: String,
     pub token: String,
     pub name: Option<String>,
+    /// The cluster the node was registered in, checked by the server.
+    pub cluster: Option<String>,
     /// A GPU count or `auto`.
     pub gpus: String,
     /// Seconds the server may hold a sync while nothing changes.
@@ -328,6 +330,7 @@ impl Agent {
         };
         SyncRequest {
             name: self.options.name.clone(),
+            cluster: self.options.cluster.clone(),
             gpus: self.gpus.count,
             gpu_model: self.gpus.model.clone(),
             healthy: self.health.is_ok(),

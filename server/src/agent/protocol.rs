@@ -24,6 +24,9 @@ pub struct SyncRequest {
     /// The node name the agent believes it is (checked against the token's node).
     #[serde(default)]
     pub name: Option<String>,
+    /// The cluster the agent was told its node is in (checked against the token's node).
+    #[serde(default)]
+    pub cluster: Option<String>,
     pub gpus: u32,
     #[serde(default)]
     pub gpu_model: String,

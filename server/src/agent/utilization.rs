@@ -123,9 +123,9 @@ pub async fn record(
     }
     for ((leaf, hour), (sampled, utilized)) in per_hour {
         sqlx::query(
-            "insert into usage_hour (budget_node_id, hour, sampled_gpu_s, utilized_gpu_s)
-             values ($1, $2, $3, $4)
-             on conflict (budget_node_id, hour) do update
+            "insert into usage_hour (budget_node_id, hour, sampled_gpu_s, utilized_gpu_s, cluster_id)
+             values ($1, $2, $3, $4, (select cluster_id from node where node_id = $5))
+             on conflict (budget_node_id, hour, cluster_id) do update
              set sampled_gpu_s = usage_hour.sampled_gpu_s + excluded.sampled_gpu_s,
                  utilized_gpu_s = usage_hour.utilized_gpu_s + excluded.utilized_gpu_s",
         )
@@ -133,6 +133,7 @@ pub async fn record(
         .bind(hour)
         .bind(sampled)
         .bind(utilized)
+        .bind(node_id)
         .execute(&mut *tx)
         .await?;
     }

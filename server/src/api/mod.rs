@@ -68,6 +68,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/v1/change-requests/{id}/rebase", post(changes::rebase))
         .route("/api/v1/change-requests/{id}/impact", get(changes::impact))
         .route("/api/v1/nodes", get(tree::nodes))
+        .route("/api/v1/clusters", get(tree::clusters))
         .route("/api/v1/nodes/{name}", delete(tree::remove_node))
         .route("/api/v1/nodes/{name}/{action}", post(tree::node_action))
 }

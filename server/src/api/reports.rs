@@ -19,6 +19,8 @@ use serde::Deserialize;
 pub struct QuarterQuery {
     year: Option<i32>,
     quarter: Option<u32>,
+    /// One cluster's review; without it, every cluster's.
+    cluster: Option<String>,
 }
 
 /// The fiscal quarter asked for: both or neither (this quarter).
@@ -42,11 +44,14 @@ fn year_quarter(
 
 /// The review of the quarter asked for, or why there is none.
 async fn review_of(state: &AppState, q: &QuarterQuery) -> Result<Review, ServerError> {
+    let scope =
+        crate::workloads::service::cluster_filter(&state.pool, q.cluster.as_deref()).await?;
     review::quarter(
         &state.pool,
         state.runtime.config().fiscal(),
         year_quarter(q.year, q.quarter)?,
         state.runtime.now(),
+        scope.as_ref(),
     )
     .await
 }
@@ -135,6 +140,8 @@ pub async fn quarter_csv(
 pub struct RangeQuery {
     from: Option<String>,
     to: Option<String>,
+    /// One cluster's review; without it, every cluster's.
+    cluster: Option<String>,
 }
 
 /// The review of the period asked for, or why there is none.
@@ -151,12 +158,15 @@ async fn range_review(state: &AppState, q: &RangeQuery) -> Result<Review, Server
             "to: the day after the period's last is required (2027-01-01 or epoch seconds).",
         )
     })?;
+    let scope =
+        crate::workloads::service::cluster_filter(&state.pool, q.cluster.as_deref()).await?;
     review::period(
         &state.pool,
         state.runtime.config().fiscal(),
         from,
         to,
         state.runtime.now(),
+        scope.as_ref(),
     )
     .await
 }

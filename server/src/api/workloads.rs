@@ -32,6 +32,8 @@ pub struct ListQuery {
     #[serde(default)]
     mine: bool,
     limit: Option<i64>,
+    /// Only workloads on this cluster.
+    cluster: Option<String>,
 }
 
 pub async fn list(
@@ -42,8 +44,17 @@ pub async fn list(
     let filter = domain::state_filter(query.state.as_deref())?;
     let limit = query.limit.unwrap_or(500).clamp(1, 5000);
     let owner = query.mine.then_some(user.id);
+    let cluster = service::cluster_filter(&state.pool, query.cluster.as_deref()).await?;
     Ok(Json(
-        repo::list_workloads(&state.pool, owner, filter, limit, state.runtime.now()).await?,
+        repo::list_workloads(
+            &state.pool,
+            owner,
+            filter,
+            cluster.map(|c| c.cluster_id),
+            limit,
+            state.runtime.now(),
+        )
+        .await?,
     ))
 }
 

@@ -9,18 +9,36 @@ use app::{budget::TreeNodeView, model::CurrentUser};
 use sqlx::AnyPool;
 use std::collections::BTreeMap;
 
-/// Every node, depth-first in name order, root first.
+/// Every node, depth-first in name order, root first, with the standings of the first cluster
+/// with nodes.
 pub async fn tree_view(
     pool: &AnyPool,
     runtime: &Runtime,
     actor: &CurrentUser,
 ) -> Result<Vec<TreeNodeView>, ServerError> {
+    tree_view_of(pool, runtime, actor, None).await
+}
+
+/// As [`tree_view`], with the usage, ratios and utilization of cluster `cluster` (the tree and its
+/// shares are the same on every cluster; each keeps its own ledger). A name that is no cluster is
+/// refused.
+pub async fn tree_view_of(
+    pool: &AnyPool,
+    runtime: &Runtime,
+    actor: &CurrentUser,
+    cluster: Option<&str>,
+) -> Result<Vec<TreeNodeView>, ServerError> {
+    let scope = crate::workloads::service::cluster_filter(pool, cluster).await?;
     let now = runtime.now();
     let mut db = pool.acquire().await?;
     // The tree's standings come from the ledger alone: the queue is not read.
     let no_workloads = std::sync::Arc::new(snapshot::Active::default());
-    let Some(snap) = snapshot::load_with(&mut db, &runtime.config(), now, no_workloads).await?
+    let Some(snaps) = snapshot::load_with(&mut db, &runtime.config(), now, no_workloads).await?
     else {
+        return Ok(Vec::new());
+    };
+    // The standings of one cluster: each keeps its own ledger.
+    let Some(snap) = snaps.named(scope.as_ref().map(|c| c.name.as_str())) else {
         return Ok(Vec::new());
     };
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -37,7 +55,14 @@ pub async fn tree_view(
     // node's subtree's (children are added to their parent, deepest first).
     let mut sampled = vec![(0.0, 0.0); tree.len()];
     let window_start = now - runtime.config().window;
-    for (node, s, u) in crate::reports::repo::utilization(&mut *db, window_start, now).await? {
+    for (node, s, u) in crate::reports::repo::utilization(
+        &mut *db,
+        window_start,
+        now,
+        Some(snap.cluster.cluster_id),
+    )
+    .await?
+    {
         if let Some(id) = snap.tree.engine_id(node) {
             sampled[id.0 as usize] = (s, u);
         }

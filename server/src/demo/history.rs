@@ -168,7 +168,10 @@ async fn workloads(
             Some(node) => node,
             // The agent gets its token when the demo starts it.
             None => {
-                node_repo::insert_node(pool, name, &crate::secrets::generate("hgn_").1, now).await?
+                let mut db = pool.acquire().await?;
+                let hash = crate::secrets::generate("hgn_").1;
+                node_repo::insert_node(&mut db, name, crate::clusters::DEFAULT_ID, &hash, now)
+                    .await?
             }
         };
         nodes.push(node.node_id);

@@ -76,13 +76,16 @@ pub async fn start_agents(
                 node_repo::set_token_hash(pool, node.node_id, &hash).await?;
             }
             None => {
-                node_repo::insert_node(pool, name, &hash, now).await?;
+                let mut db = pool.acquire().await?;
+                node_repo::insert_node(&mut db, name, crate::clusters::DEFAULT_ID, &hash, now)
+                    .await?;
             }
         }
         let options = AgentOptions {
             server: server.clone(),
             token,
             name: Some(name.to_string()),
+            cluster: None,
             gpus: gpus.to_string(),
             poll_s: 10,
             state_dir: std::env::temp_dir()

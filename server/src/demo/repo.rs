@@ -34,11 +34,13 @@ pub async fn insert_capacity(
     hour: i64,
     gpu_s: f64,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2) on conflict (hour) do nothing")
-        .bind(hour)
-        .bind(gpu_s)
-        .execute(db)
-        .await?;
+    sqlx::query(
+        "insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2) on conflict do nothing",
+    )
+    .bind(hour)
+    .bind(gpu_s)
+    .execute(db)
+    .await?;
     Ok(())
 }
 
@@ -53,7 +55,7 @@ pub async fn insert_usage(
     sqlx::query(
         "insert into usage_hour (budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s,
                                  sampled_gpu_s, utilized_gpu_s)
-         values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict (budget_node_id, hour) do nothing",
+         values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict do nothing",
     )
     .bind(leaf)
     .bind(hour)

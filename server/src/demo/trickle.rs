@@ -40,7 +40,9 @@ impl Rng {
 pub fn spawn(pool: AnyPool, runtime: Runtime, every: Duration) {
     tokio::spawn(async move {
         for _ in 0..600 {
-            let connected = crate::workloads::repo::connected_capacity(&pool).await;
+            let connected =
+                crate::workloads::repo::connected_capacity(&pool, crate::clusters::DEFAULT_ID)
+                    .await;
             if connected.is_ok_and(|(nodes, _, _)| nodes > 0) {
                 break;
             }
@@ -94,6 +96,7 @@ async fn submit_one(
         min_runtime_s,
         resumable: kind != "debug",
         priority: rng.below(3) as i64,
+        cluster: Some(crate::clusters::DEFAULT.into()),
     };
     workloads::submit(pool, runtime, &actor, input).await?;
     Ok(())

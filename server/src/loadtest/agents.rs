@@ -51,6 +51,7 @@ pub async fn run(name: String, token: String, gpus: u32, shared: Arc<Shared>) {
         };
         let request = SyncRequest {
             name: Some(name.clone()),
+            cluster: None,
             gpus,
             gpu_model: "simulated".into(),
             healthy: true,

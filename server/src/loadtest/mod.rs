@@ -240,7 +240,8 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     }
     let connecting = Instant::now();
     loop {
-        let (connected, _, _) = crate::workloads::repo::connected_capacity(&pool).await?;
+        let (connected, _, _) =
+            crate::workloads::repo::connected_capacity(&pool, crate::clusters::DEFAULT_ID).await?;
         if connected == i64::from(args.nodes) {
             break;
         }

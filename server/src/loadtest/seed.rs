@@ -79,10 +79,11 @@ pub async fn nodes(
     now: i64,
 ) -> Result<Vec<(String, String)>, ServerError> {
     let mut nodes = Vec::new();
+    let mut db = pool.acquire().await?;
     for n in 0..count {
         let name = format!("node{n:04}");
         let (token, hash) = secrets::generate("hgn_");
-        node_repo::insert_node(pool, &name, &hash, now).await?;
+        node_repo::insert_node(&mut db, &name, crate::clusters::DEFAULT_ID, &hash, now).await?;
         nodes.push((name, token));
     }
     Ok(nodes)

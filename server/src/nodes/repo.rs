@@ -23,6 +23,9 @@ pub struct NodeRow {
     pub unhealthy_since: Option<i64>,
     /// Random per registration ('' on nodes registered before it existed).
     pub registration_key: String,
+    pub cluster_id: i64,
+    /// Its cluster's name.
+    pub cluster: String,
 }
 
 impl NodeRow {
@@ -64,12 +67,13 @@ pub struct PassNode {
     #[sqlx(try_from = "String")]
     pub health: NodeHealth,
     pub health_reason: Option<String>,
+    pub cluster_id: i64,
 }
 
 /// Nodes with GPUs (registered but never connected ones hold no work), by id.
 pub async fn pass_nodes(db: impl AnyExecutor<'_>) -> Result<Vec<PassNode>, sqlx::Error> {
     sqlx::query_as(
-        "select node_id, name, gpu_count, health_reason,
+        "select node_id, name, gpu_count, health_reason, cluster_id,
                 case when down_since is not null or last_heartbeat_at is null then 'down'
                      when admin_state = 'unhealthy' or agent_healthy = 0 then 'unhealthy'
                      when admin_state = 'cordoned' then 'cordoned'
@@ -82,24 +86,31 @@ pub async fn pass_nodes(db: impl AnyExecutor<'_>) -> Result<Vec<PassNode>, sqlx:
 
 const COLUMNS: &str =
     "node_id, name, gpu_model, gpu_count, admin_state, agent_healthy, down_since, registered_at,
-                       last_heartbeat_at, health_reason, unhealthy_since, registration_key";
+                       last_heartbeat_at, health_reason, unhealthy_since, registration_key, cluster_id,
+                       (select c.name from cluster c where c.cluster_id = node.cluster_id) as cluster";
 
 pub async fn insert_node(
-    db: impl AnyExecutor<'_>,
+    db: &mut sqlx::AnyConnection,
     name: &str,
+    cluster_id: i64,
     token_hash: &str,
     now: i64,
 ) -> Result<NodeRow, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "insert into node (name, token_hash, registered_at, registration_key) values ($1, $2, $3, $4) \
-         returning {COLUMNS}"
-    ))
+    let id: i64 = sqlx::query_scalar(
+        "insert into node (name, token_hash, registered_at, registration_key, cluster_id)
+         values ($1, $2, $3, $4, $5) returning node_id",
+    )
     .bind(name)
     .bind(token_hash)
     .bind(now)
     .bind(crate::secrets::random_id())
-    .fetch_one(db)
-    .await
+    .bind(cluster_id)
+    .fetch_one(&mut *db)
+    .await?;
+    sqlx::query_as(&format!("select {COLUMNS} from node where node_id = $1"))
+        .bind(id)
+        .fetch_one(&mut *db)
+        .await
 }
 
 pub async fn find_node_by_token(
@@ -297,6 +308,8 @@ mod tests {
             registration_key: String::new(),
             health_reason: None,
             unhealthy_since: None,
+            cluster_id: 1,
+            cluster: "default".into(),
         }
     }
 

@@ -12,16 +12,27 @@ use app::{
 use sqlx::AnyPool;
 use std::collections::BTreeMap;
 
-/// Registers a node and returns it with its token (shown once; only the hash is kept).
+/// Registers a node in `cluster` (created if new; `None` is the default cluster) and returns it
+/// with its token (shown once; only the hash is kept).
 pub async fn register_node(
     pool: &AnyPool,
     name: &str,
+    cluster: Option<&str>,
     now: i64,
 ) -> Result<(NodeRow, String), ServerError> {
     let name = parse_node_name(name)?;
+    let cluster = cluster
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .unwrap_or(crate::clusters::DEFAULT);
     let (token, hash) = secrets::generate("hgn_");
-    match repo::insert_node(pool, &name, &hash, now).await {
-        Ok(node) => Ok((node, token)),
+    let mut tx = crate::db::begin_write(pool).await?;
+    let cluster = crate::clusters::ensure(&mut tx, cluster, now).await?;
+    match repo::insert_node(&mut tx, &name, cluster.cluster_id, &hash, now).await {
+        Ok(node) => {
+            tx.commit().await?;
+            Ok((node, token))
+        }
         Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Err(ServerError::conflict(
             "name",
             format!("A node named \"{name}\" is already registered."),
@@ -35,6 +46,7 @@ pub async fn register_by(
     pool: &AnyPool,
     actor: &CurrentUser,
     name: &str,
+    cluster: Option<&str>,
     now: i64,
 ) -> Result<(NodeRow, String), ServerError> {
     if !actor.is_admin() {
@@ -42,7 +54,7 @@ pub async fn register_by(
             "Only administrators can register nodes.".into(),
         ));
     }
-    let (node, token) = register_node(pool, name, now).await?;
+    let (node, token) = register_node(pool, name, cluster, now).await?;
     tracing::info!(admin = %actor.username, node = %node.name, "node registered");
     Ok((node, token))
 }
@@ -166,6 +178,7 @@ pub async fn views(pool: &AnyPool, now: i64) -> Result<Vec<NodeView>, ServerErro
                 health_reason: n.health_reason,
                 unhealthy_since: n.unhealthy_since,
                 name: n.name,
+                cluster: n.cluster,
                 gpu_model: n.gpu_model,
                 gpus: n.gpu_count,
             }

@@ -4,14 +4,34 @@ use super::rollup::NodeTotals;
 use app::workloads::WorkloadState;
 use sqlx::{AnyExecutor, FromRow};
 
-/// Healthy GPU-seconds per hour over `[from, to)`, in hour order.
+/// Healthy GPU-seconds per hour over `[from, to)`, in hour order: of one cluster, or of all
+/// (`None`) summed.
 pub async fn capacity(
     db: impl AnyExecutor<'_>,
     from: i64,
     to: i64,
+    cluster: Option<i64>,
 ) -> Result<Vec<(i64, f64)>, sqlx::Error> {
     sqlx::query_as(
-        "select hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2 order by hour",
+        "select hour, sum(healthy_gpu_s) from capacity_hour
+         where hour >= $1 and hour < $2 and ($3 is null or cluster_id = $3)
+         group by hour order by hour",
+    )
+    .bind(from)
+    .bind(to)
+    .bind(cluster)
+    .fetch_all(db)
+    .await
+}
+
+/// `(cluster, hour, healthy GPU-seconds)` over `[from, to)`.
+pub async fn capacity_by_cluster(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, i64, f64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select cluster_id, hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2",
     )
     .bind(from)
     .bind(to)
@@ -32,13 +52,15 @@ pub async fn usage_hours(
     db: impl AnyExecutor<'_>,
     from: i64,
     to: i64,
+    cluster: Option<i64>,
 ) -> Result<Vec<(i64, i64, f64, f64, f64)>, sqlx::Error> {
     sqlx::query_as(
         "select budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s from usage_hour
-         where hour >= $1 and hour < $2 order by hour",
+         where hour >= $1 and hour < $2 and ($3 is null or cluster_id = $3) order by hour",
     )
     .bind(from)
     .bind(to)
+    .bind(cluster)
     .fetch_all(db)
     .await
 }
@@ -120,14 +142,14 @@ pub async fn largest_node(db: impl AnyExecutor<'_>) -> Result<Option<i64>, sqlx:
         .await
 }
 
-/// `(leaf, hour, charged, unallocated, demand, owed)` GPU-seconds over `[from, to)`.
+/// `(cluster, leaf, hour, charged, unallocated, demand, owed)` GPU-seconds over `[from, to)`.
 pub async fn ledger_hours(
     db: impl AnyExecutor<'_>,
     from: i64,
     to: i64,
-) -> Result<Vec<(i64, i64, f64, f64, f64, f64)>, sqlx::Error> {
+) -> Result<Vec<(i64, i64, i64, f64, f64, f64, f64)>, sqlx::Error> {
     sqlx::query_as(
-        "select budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s
+        "select cluster_id, budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s
          from usage_hour where hour >= $1 and hour < $2",
     )
     .bind(from)
@@ -142,13 +164,16 @@ pub async fn utilization(
     db: impl AnyExecutor<'_>,
     from: i64,
     to: i64,
+    cluster: Option<i64>,
 ) -> Result<Vec<(i64, f64, f64)>, sqlx::Error> {
     sqlx::query_as(
         "select budget_node_id, sum(sampled_gpu_s), sum(utilized_gpu_s) from usage_hour
-         where hour >= $1 and hour < $2 and sampled_gpu_s > 0 group by budget_node_id",
+         where hour >= $1 and hour < $2 and sampled_gpu_s > 0 and ($3 is null or cluster_id = $3)
+         group by budget_node_id",
     )
     .bind(from)
     .bind(to)
+    .bind(cluster)
     .fetch_all(db)
     .await
 }
@@ -178,14 +203,15 @@ pub async fn clear_day(db: impl AnyExecutor<'_>, day: i64) -> Result<(), sqlx::E
 pub async fn insert_node_day(
     db: impl AnyExecutor<'_>,
     node: i64,
+    cluster: i64,
     day: i64,
     t: &NodeTotals,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         // Two readers may roll up the same finished day at once; both compute the same totals.
-        "insert into node_day (budget_node_id, day, charged_gpu_s, unallocated_gpu_s, owed_gpu_s, tracked_gpu_s)
-         values ($1, $2, $3, $4, $5, $6)
-         on conflict (budget_node_id, day) do update set charged_gpu_s = excluded.charged_gpu_s,
+        "insert into node_day (budget_node_id, day, cluster_id, charged_gpu_s, unallocated_gpu_s, owed_gpu_s, tracked_gpu_s)
+         values ($1, $2, $7, $3, $4, $5, $6)
+         on conflict (budget_node_id, day, cluster_id) do update set charged_gpu_s = excluded.charged_gpu_s,
              unallocated_gpu_s = excluded.unallocated_gpu_s, owed_gpu_s = excluded.owed_gpu_s,
              tracked_gpu_s = excluded.tracked_gpu_s",
     )
@@ -195,6 +221,7 @@ pub async fn insert_node_day(
     .bind(t.unallocated_gpu_s)
     .bind(t.owed_gpu_s)
     .bind(t.tracked_gpu_s)
+    .bind(cluster)
     .execute(db)
     .await?;
     Ok(())
@@ -218,13 +245,16 @@ pub async fn day_sums(
     db: impl AnyExecutor<'_>,
     from: i64,
     to: i64,
+    cluster: Option<i64>,
 ) -> Result<Vec<(i64, f64, f64, f64, f64)>, sqlx::Error> {
     sqlx::query_as(
         "select budget_node_id, sum(charged_gpu_s), sum(unallocated_gpu_s), sum(owed_gpu_s), sum(tracked_gpu_s)
-         from node_day where day >= $1 and day < $2 group by budget_node_id",
+         from node_day where day >= $1 and day < $2 and ($3 is null or cluster_id = $3)
+         group by budget_node_id",
     )
     .bind(from)
     .bind(to)
+    .bind(cluster)
     .fetch_all(db)
     .await
 }
@@ -235,14 +265,17 @@ pub async fn node_days(
     from: i64,
     to: i64,
     nodes: &[i64],
+    cluster: Option<i64>,
 ) -> Result<Vec<(i64, i64, f64, f64, f64)>, sqlx::Error> {
     sqlx::query_as(&format!(
         "select budget_node_id, day, charged_gpu_s, unallocated_gpu_s, owed_gpu_s
-         from node_day where day >= $1 and day < $2 and budget_node_id in ({})",
+         from node_day where day >= $1 and day < $2 and budget_node_id in ({})
+              and ($3 is null or cluster_id = $3)",
         crate::db::id_list(nodes)
     ))
     .bind(from)
     .bind(to)
+    .bind(cluster)
     .fetch_all(db)
     .await
 }

@@ -6,10 +6,11 @@ use super::{
     rollup::{self, NodeTotals},
     waits,
 };
+use crate::clusters::Cluster;
 use crate::{budget::snapshot as tree_snapshot, ServerError};
 use app::{
     calendar::Fiscal,
-    reports::{Headline, Review, ReviewRow},
+    reports::{ClusterHeadline, Headline, Review, ReviewRow},
 };
 use scheduler::{sim::WaitStats, BudgetId, HOUR};
 use sqlx::AnyPool;
@@ -22,12 +23,14 @@ pub async fn quarter(
     fiscal: Fiscal,
     year_quarter: Option<(i32, u32)>,
     now: i64,
+    scope: Option<&Cluster>,
 ) -> Result<Review, ServerError> {
     let (year, quarter) = year_quarter.unwrap_or_else(|| fiscal.quarter_of(now));
     let (from, to) = fiscal
         .quarter(year, quarter)
         .ok_or_else(|| ServerError::invalid("quarter", "A quarter is 1, 2, 3 or 4."))?;
-    let mut review = review(pool, from, to, fiscal.quarter_label(year, quarter), now).await?;
+    let label = fiscal.quarter_label(year, quarter);
+    let mut review = review_of(pool, from, to, label, now, scope).await?;
     review.fiscal_start_month = fiscal.start_month();
     review.quarter = Some((year, quarter));
     Ok(review)
@@ -44,6 +47,7 @@ pub async fn period(
     from: i64,
     to: i64,
     now: i64,
+    scope: Option<&Cluster>,
 ) -> Result<Review, ServerError> {
     if to <= from {
         return Err(ServerError::invalid(
@@ -57,18 +61,32 @@ pub async fn period(
             format!("to: a review covers at most {MAX_PERIOD_DAYS} days."),
         ));
     }
-    let mut review = review(pool, from, to, app::calendar::period_label(from, to), now).await?;
+    let label = app::calendar::period_label(from, to);
+    let mut review = review_of(pool, from, to, label, now, scope).await?;
     review.fiscal_start_month = fiscal.start_month();
     Ok(review)
 }
 
-/// The review of `[from, to)`.
+/// The review of `[from, to)` over every cluster.
 pub async fn review(
     pool: &AnyPool,
     from: i64,
     to: i64,
     label: String,
     now: i64,
+) -> Result<Review, ServerError> {
+    review_of(pool, from, to, label, now, None).await
+}
+
+/// The review of `[from, to)` on one cluster (`scope`) or over all of them; the latter with each
+/// cluster's headline when there is more than one.
+pub async fn review_of(
+    pool: &AnyPool,
+    from: i64,
+    to: i64,
+    label: String,
+    now: i64,
+    scope: Option<&Cluster>,
 ) -> Result<Review, ServerError> {
     let mut db = pool.acquire().await?;
     let data_since = repo::first_capacity_hour(&mut *db).await?;
@@ -82,13 +100,71 @@ pub async fn review(
             data_since,
             quarter: None,
             fiscal_start_month: 1,
+            cluster: scope.map(|c| c.name.clone()),
+            clusters: Vec::new(),
         });
     };
-    let capacity = repo::capacity(&mut *db, from, to).await?;
-    let totals = rollup::totals(&mut db, &tree, from, to, now).await?;
     let submitted = waits::submitted_between(&mut db, from, to, now).await?;
+    let mut clusters = Vec::new();
+    if scope.is_none() {
+        let all = crate::clusters::repo::all(&mut *db).await?;
+        let used = crate::clusters::repo::with_capacity_between(&mut *db, from, to).await?;
+        if used.len() > 1 {
+            for cluster in all.iter().filter(|c| used.contains(&c.cluster_id)) {
+                let (headline, _) = figures(
+                    &mut db,
+                    &tree,
+                    from,
+                    to,
+                    now,
+                    Some(cluster),
+                    &submitted,
+                    false,
+                )
+                .await?;
+                clusters.push(ClusterHeadline {
+                    name: cluster.name.clone(),
+                    headline,
+                });
+            }
+        }
+    }
+    let (headline, rows) = figures(&mut db, &tree, from, to, now, scope, &submitted, true).await?;
+    Ok(Review {
+        from,
+        to,
+        label,
+        headline,
+        rows,
+        data_since,
+        quarter: None,
+        fiscal_start_month: 1,
+        cluster: scope.map(|c| c.name.clone()),
+        clusters,
+    })
+}
+
+/// The headline and (when `with_rows`) the per-node rows of `[from, to)` on `scope`.
+#[allow(clippy::too_many_arguments)]
+async fn figures(
+    db: &mut sqlx::AnyConnection,
+    tree: &tree_snapshot::TreeSnapshot,
+    from: i64,
+    to: i64,
+    now: i64,
+    scope: Option<&Cluster>,
+    submitted: &[waits::Wait],
+    with_rows: bool,
+) -> Result<(Headline, Vec<ReviewRow>), ServerError> {
+    let id = scope.map(|c| c.cluster_id);
+    let capacity = repo::capacity(&mut *db, from, to, id).await?;
+    let totals = rollup::totals(&mut *db, tree, from, to, now, id).await?;
+    let submitted: Vec<&waits::Wait> = submitted
+        .iter()
+        .filter(|w| id.is_none_or(|c| c == w.cluster))
+        .collect();
     // (GPU-seconds sampled, the same weighted by utilization) per leaf.
-    let sampled: HashMap<BudgetId, (f64, f64)> = repo::utilization(&mut *db, from, to)
+    let sampled: HashMap<BudgetId, (f64, f64)> = repo::utilization(&mut *db, from, to, id)
         .await?
         .into_iter()
         .filter_map(|(leaf, s, u)| Some((tree.engine_id(leaf)?, (s, u))))
@@ -99,7 +175,7 @@ pub async fn review(
     let capacity_total: f64 = capacity.iter().map(|c| c.1).sum();
     // Each workload's wait under its leaf, once: a node's waits are its subtree's leaves'.
     let mut waits_of: HashMap<BudgetId, Vec<i64>> = HashMap::new();
-    for w in &submitted {
+    for w in submitted.iter().filter(|_| with_rows) {
         if let Some(leaf) = tree.engine_id(w.leaf) {
             waits_of.entry(leaf).or_default().push(w.wait_s);
         }
@@ -120,7 +196,7 @@ pub async fn review(
 
     let mut rows = Vec::new();
     let mut stack = vec![(BudgetId::ROOT, 0usize)];
-    while let Some((id, depth)) = stack.pop() {
+    while let Some((id, depth)) = stack.pop().filter(|_| with_rows) {
         let mut kids = t.children(id).to_vec();
         kids.sort_by(|a, b| t.name(*b).cmp(t.name(*a)));
         stack.extend(kids.into_iter().map(|k| (k, depth + 1)));
@@ -201,16 +277,8 @@ pub async fn review(
         .fold((0.0, 0.0), |(s, u), (ls, lu)| (s + ls, u + lu));
     headline.utilization = (sampled_s > 0.0).then(|| utilized_s / sampled_s);
     headline.sampled_gpu_h = sampled_s / HOUR as f64;
-    Ok(Review {
-        from,
-        to,
-        label,
-        headline,
-        rows,
-        data_since,
-        quarter: None,
-        fiscal_start_month: 1,
-    })
+    headline.capacity_gpu_h = capacity_total / HOUR as f64;
+    Ok((headline, rows))
 }
 
 /// The leaves of `id`'s subtree (`id` itself when it is one).
@@ -254,6 +322,7 @@ fn headline(
         debug_p90_wait_s: debug_p90,
         utilization: None,
         sampled_gpu_h: 0.0,
+        capacity_gpu_h: capacity / HOUR as f64,
     }
 }
 

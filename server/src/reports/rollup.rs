@@ -25,24 +25,26 @@ impl NodeTotals {
     }
 }
 
-/// Every node's totals over `[from, to)`, computed from the hourly ledger. Leaves use their stored
-/// hourly owed; inner nodes their own `min(f · C_h, demand_h)` hour by hour.
+/// Every node's totals per cluster over `[from, to)`, computed from the hourly ledger. Leaves use
+/// their stored hourly owed; inner nodes their own `min(f · C_h, demand_h)` hour by hour, with
+/// the cluster's capacity and their leaves' demand there.
 pub async fn compute(
     db: &mut AnyConnection,
     tree: &TreeSnapshot,
     from: i64,
     to: i64,
-) -> Result<BTreeMap<BudgetId, NodeTotals>, ServerError> {
-    let capacity: BTreeMap<i64, f64> = repo::capacity(&mut *db, from, to)
+) -> Result<BTreeMap<(i64, BudgetId), NodeTotals>, ServerError> {
+    let capacity: BTreeMap<(i64, i64), f64> = repo::capacity_by_cluster(&mut *db, from, to)
         .await?
         .into_iter()
+        .map(|(cluster, hour, gpu_s)| ((cluster, hour), gpu_s))
         .collect();
     let rows = repo::ledger_hours(&mut *db, from, to).await?;
     let t = &tree.tree;
-    let mut totals: BTreeMap<BudgetId, NodeTotals> = BTreeMap::new();
-    // Inner nodes: per hour, charged and demand summed over their leaves.
-    let mut inner: BTreeMap<(BudgetId, i64), (f64, f64)> = BTreeMap::new();
-    for (leaf, hour, charged, free, demand, owed) in rows {
+    let mut totals: BTreeMap<(i64, BudgetId), NodeTotals> = BTreeMap::new();
+    // Inner nodes: per cluster and hour, charged and demand summed over their leaves.
+    let mut inner: BTreeMap<(i64, BudgetId, i64), (f64, f64)> = BTreeMap::new();
+    for (cluster, leaf, hour, charged, free, demand, owed) in rows {
         let Some(id) = tree.engine_id(leaf) else {
             continue;
         };
@@ -52,25 +54,25 @@ pub async fn compute(
             owed_gpu_s: owed,
             tracked_gpu_s: charged.min(owed),
         };
-        totals.entry(id).or_default().add(&leaf_totals);
+        totals.entry((cluster, id)).or_default().add(&leaf_totals);
         let mut node = t.parent(id);
         while let Some(n) = node {
-            totals.entry(n).or_default().add(&NodeTotals {
+            totals.entry((cluster, n)).or_default().add(&NodeTotals {
                 charged_gpu_s: charged,
                 unallocated_gpu_s: free,
                 ..NodeTotals::default()
             });
-            let cell = inner.entry((n, hour)).or_insert((0.0, 0.0));
+            let cell = inner.entry((cluster, n, hour)).or_insert((0.0, 0.0));
             cell.0 += charged;
             cell.1 += demand;
             node = t.parent(n);
         }
     }
-    for ((node, hour), (charged, demand)) in inner {
-        let funded =
-            t.version_at(hour).fraction(node) * capacity.get(&hour).copied().unwrap_or(0.0);
+    for ((cluster, node, hour), (charged, demand)) in inner {
+        let c = capacity.get(&(cluster, hour)).copied().unwrap_or(0.0);
+        let funded = t.version_at(hour).fraction(node) * c;
         let owed = funded.min(demand);
-        let entry = totals.entry(node).or_default();
+        let entry = totals.entry((cluster, node)).or_default();
         entry.owed_gpu_s += owed;
         entry.tracked_gpu_s += charged.min(owed);
     }
@@ -93,8 +95,8 @@ pub async fn ensure(
         if !done.contains(&day) {
             let totals = compute(db, tree, day, day + DAY).await?;
             repo::clear_day(&mut *db, day).await?;
-            for (node, t) in &totals {
-                repo::insert_node_day(&mut *db, tree.db_id(*node), day, t).await?;
+            for ((cluster, node), t) in &totals {
+                repo::insert_node_day(&mut *db, tree.db_id(*node), *cluster, day, t).await?;
             }
             repo::mark_rolled_up(&mut *db, day, now).await?;
         }
@@ -103,13 +105,15 @@ pub async fn ensure(
     Ok(())
 }
 
-/// Every node's totals over `[from, to)`: stored rollups for finished days, the ledger for the rest.
+/// Every node's totals over `[from, to)` on one cluster, or summed over all (`None`): stored
+/// rollups for finished days, the ledger for the rest.
 pub async fn totals(
     db: &mut AnyConnection,
     tree: &TreeSnapshot,
     from: i64,
     to: i64,
     now: i64,
+    cluster: Option<i64>,
 ) -> Result<BTreeMap<BudgetId, NodeTotals>, ServerError> {
     ensure(db, tree, from, to, now).await?;
     let mut out: BTreeMap<BudgetId, NodeTotals> = BTreeMap::new();
@@ -117,7 +121,7 @@ pub async fn totals(
     let whole_from = from.div_euclid(DAY) * DAY + if from.rem_euclid(DAY) == 0 { 0 } else { DAY };
     let whole_to = to.min(now).div_euclid(DAY) * DAY;
     if whole_to > whole_from {
-        let rows = repo::day_sums(&mut *db, whole_from, whole_to).await?;
+        let rows = repo::day_sums(&mut *db, whole_from, whole_to, cluster).await?;
         for (node, charged, free, owed, tracked) in rows {
             if let Some(id) = tree.engine_id(node) {
                 out.entry(id).or_default().add(&NodeTotals {
@@ -134,8 +138,10 @@ pub async fn totals(
         (whole_to.max(from), to),
     ] {
         if b > a {
-            for (id, t) in compute(db, tree, a, b).await? {
-                out.entry(id).or_default().add(&t);
+            for ((c, id), t) in compute(db, tree, a, b).await? {
+                if cluster.is_none_or(|wanted| wanted == c) {
+                    out.entry(id).or_default().add(&t);
+                }
             }
         }
     }

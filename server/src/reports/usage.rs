@@ -178,7 +178,7 @@ pub async fn series(
     };
     let t = &tree.tree;
     let groups = groups(t, node)?;
-    let capacity: BTreeMap<i64, f64> = repo::capacity(&mut *db, from, to)
+    let capacity: BTreeMap<i64, f64> = repo::capacity(&mut *db, from, to, None)
         .await?
         .into_iter()
         .collect();
@@ -196,13 +196,17 @@ pub async fn series(
                 .collect();
             let ids: Vec<i64> = groups.iter().map(|g| tree.db_id(*g)).collect();
             for (node, day, charged, free, owed) in
-                repo::node_days(&mut *db, first, last, &ids).await?
+                repo::node_days(&mut *db, first, last, &ids, None).await?
             {
                 if let Some(g) = tree
                     .engine_id(node)
                     .and_then(|id| groups.iter().position(|g| *g == id))
                 {
-                    daily.insert((g, day), [charged, free, owed]);
+                    // One row per cluster the node used that day.
+                    let cell = daily.entry((g, day)).or_insert([0.0; 3]);
+                    cell[0] += charged;
+                    cell[1] += free;
+                    cell[2] += owed;
                 }
             }
         }
@@ -220,7 +224,7 @@ pub async fn series(
         while end < to && !rolled.contains(&end) {
             end = (end + DAY).min(to);
         }
-        rows.extend(repo::usage_hours(&mut *db, stretch, end).await?);
+        rows.extend(repo::usage_hours(&mut *db, stretch, end, None).await?);
         stretch = end;
     }
     // Per group and hour: delivered, unallocated, demand.

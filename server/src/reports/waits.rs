@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wait {
     pub leaf: i64,
+    /// The cluster it ran (or waits) on.
+    pub cluster: i64,
     pub submitted_at: i64,
     pub wait_s: i64,
     /// Debug work as DESIGN §5 counts it (short protection, few GPUs).
@@ -26,6 +28,7 @@ pub struct Wait {
 #[derive(FromRow)]
 struct Row {
     budget_node_id: i64,
+    cluster_id: i64,
     submitted_at: i64,
     first_started_at: Option<i64>,
     min_runtime_s: i64,
@@ -36,6 +39,7 @@ impl Row {
     fn wait(&self, end: i64) -> Wait {
         Wait {
             leaf: self.budget_node_id,
+            cluster: self.cluster_id,
             submitted_at: self.submitted_at,
             wait_s: self.first_started_at.unwrap_or(end).max(self.submitted_at) - self.submitted_at,
             debug: self.min_runtime_s > 0
@@ -45,7 +49,8 @@ impl Row {
     }
 }
 
-const COLUMNS: &str = "budget_node_id, submitted_at, first_started_at, min_runtime_s, gpus";
+const COLUMNS: &str =
+    "budget_node_id, cluster_id, submitted_at, first_started_at, min_runtime_s, gpus";
 
 /// Each entry: submission time, then the wait shifted left once with the debug flag in bit 0.
 const ENTRY: usize = 16;
@@ -59,7 +64,7 @@ fn pack(waits: &[Wait]) -> Vec<u8> {
     out
 }
 
-fn unpack(leaf: i64, bytes: &[u8], out: &mut Vec<Wait>, from: i64, to: i64) {
+fn unpack(leaf: i64, cluster: i64, bytes: &[u8], out: &mut Vec<Wait>, from: i64, to: i64) {
     for entry in bytes.chunks_exact(ENTRY) {
         let submitted_at = i64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
         if submitted_at < from || submitted_at >= to {
@@ -68,6 +73,7 @@ fn unpack(leaf: i64, bytes: &[u8], out: &mut Vec<Wait>, from: i64, to: i64) {
         let packed = i64::from_le_bytes(entry[8..].try_into().unwrap_or_default());
         out.push(Wait {
             leaf,
+            cluster,
             submitted_at,
             wait_s: packed >> 1,
             debug: packed & 1 == 1,
@@ -106,10 +112,10 @@ async fn roll_up(db: &mut AnyConnection, day: i64, now: i64) -> Result<(), Serve
     .bind(day + DAY)
     .fetch_all(&mut *db)
     .await?;
-    let mut by_leaf: BTreeMap<i64, Vec<Wait>> = BTreeMap::new();
+    let mut by_leaf: BTreeMap<(i64, i64), Vec<Wait>> = BTreeMap::new();
     for row in &rows {
         by_leaf
-            .entry(row.budget_node_id)
+            .entry((row.budget_node_id, row.cluster_id))
             .or_default()
             .push(row.wait(day + DAY));
     }
@@ -117,18 +123,20 @@ async fn roll_up(db: &mut AnyConnection, day: i64, now: i64) -> Result<(), Serve
         .bind(day)
         .execute(&mut *db)
         .await?;
-    for (leaf, waits) in by_leaf {
+    for ((leaf, cluster), waits) in by_leaf {
         let min_submitted = waits.iter().map(|w| w.submitted_at).min().unwrap_or(day);
         sqlx::query(
             // Two readers may roll up the same finished day at once; both compute the same waits.
-            "insert into wait_day (budget_node_id, day, min_submitted, waits) values ($1, $2, $3, $4)
-             on conflict (day, budget_node_id) do update
+            "insert into wait_day (budget_node_id, cluster_id, day, min_submitted, waits)
+             values ($1, $5, $2, $3, $4)
+             on conflict (day, budget_node_id, cluster_id) do update
              set min_submitted = excluded.min_submitted, waits = excluded.waits",
         )
         .bind(leaf)
         .bind(day)
         .bind(min_submitted)
         .bind(pack(&waits))
+        .bind(cluster)
         .execute(&mut *db)
         .await?;
     }
@@ -154,8 +162,8 @@ pub async fn submitted_between(
     let today = now.div_euclid(DAY) * DAY;
     ensure(db, from, now).await?;
     let mut out = Vec::new();
-    let rolled: Vec<(i64, Vec<u8>)> = sqlx::query_as(
-        "select budget_node_id, waits from wait_day
+    let rolled: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(
+        "select budget_node_id, cluster_id, waits from wait_day
          where day >= $1 and day < $2 and min_submitted < $3",
     )
     .bind(from.div_euclid(DAY) * DAY)
@@ -163,8 +171,8 @@ pub async fn submitted_between(
     .bind(to)
     .fetch_all(&mut *db)
     .await?;
-    for (leaf, bytes) in &rolled {
-        unpack(*leaf, bytes, &mut out, from, to);
+    for (leaf, cluster, bytes) in &rolled {
+        unpack(*leaf, *cluster, bytes, &mut out, from, to);
     }
     let end = to.min(now);
     // Today's first starts, at most a day of them, filtered here: given the period too, a planner
@@ -213,18 +221,21 @@ mod tests {
         let waits = [
             Wait {
                 leaf: 7,
+                cluster: 2,
                 submitted_at: 1_000,
                 wait_s: 0,
                 debug: true,
             },
             Wait {
                 leaf: 7,
+                cluster: 2,
                 submitted_at: -5,
                 wait_s: 86_400 * 40,
                 debug: false,
             },
             Wait {
                 leaf: 7,
+                cluster: 2,
                 submitted_at: 2_000,
                 wait_s: 17,
                 debug: false,
@@ -233,10 +244,10 @@ mod tests {
         let bytes = pack(&waits);
         assert_eq!(bytes.len(), 3 * ENTRY);
         let mut out = Vec::new();
-        unpack(7, &bytes, &mut out, i64::MIN, i64::MAX);
+        unpack(7, 2, &bytes, &mut out, i64::MIN, i64::MAX);
         assert_eq!(out, waits);
         out.clear();
-        unpack(7, &bytes, &mut out, 0, 2_000);
+        unpack(7, 2, &bytes, &mut out, 0, 2_000);
         assert_eq!(out, [waits[0]]);
     }
 }

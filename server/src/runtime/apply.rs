@@ -29,6 +29,17 @@ pub struct Applied {
     pub rules: Vec<&'static str>,
 }
 
+impl Applied {
+    /// Adds what another cluster's decision did.
+    pub fn add(&mut self, other: Applied) {
+        self.started += other.started;
+        self.stopped += other.stopped;
+        self.nodes.extend(other.nodes);
+        self.stale += other.stale;
+        self.rules.extend(other.rules);
+    }
+}
+
 /// Whether the workload is still as the snapshot read it: in `state`, with as many runs.
 async fn still(
     db: &mut AnyConnection,

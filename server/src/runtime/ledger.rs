@@ -38,8 +38,10 @@ pub fn split_hours(from: i64, to: i64) -> Vec<(i64, i64)> {
     pieces
 }
 
+/// Books `gpus` over `[from, to)` to `leaf`'s hours on `cluster`.
 pub async fn book(
     db: &mut AnyConnection,
+    cluster: i64,
     leaf: i64,
     column: Column,
     gpus: f64,
@@ -48,20 +50,10 @@ pub async fn book(
 ) -> Result<(), ServerError> {
     crate::reports::rollup::invalidate(db, from, to).await?;
     for (hour, seconds) in split_hours(from, to) {
-        add(db, leaf, column, hour, gpus * seconds as f64).await?;
+        let cell = (cluster, leaf, hour, gpus * seconds as f64);
+        repo::add_usage(&mut *db, column.name(), cell).await?;
     }
     Ok(())
-}
-
-/// Adds GPU-seconds to one leaf's hour (the caller invalidates the rollups it touches).
-async fn add(
-    db: &mut AnyConnection,
-    leaf: i64,
-    column: Column,
-    hour: i64,
-    gpu_s: f64,
-) -> Result<(), ServerError> {
-    Ok(repo::add_usage(&mut *db, leaf, column.name(), hour, gpu_s).await?)
 }
 
 #[derive(Debug, FromRow)]
@@ -72,6 +64,8 @@ pub struct RunToCharge {
     #[sqlx(try_from = "crate::db::Flag")]
     allocated: bool,
     charged_through: i64,
+    /// The cluster of the node it runs on.
+    cluster_id: i64,
 }
 
 /// Charges one run up to `now` (no-op when already charged that far).
@@ -98,6 +92,7 @@ async fn charge(db: &mut AnyConnection, run: &RunToCharge, now: i64) -> Result<(
     };
     book(
         db,
+        run.cluster_id,
         run.budget_node_id,
         column,
         run.gpus as f64,
@@ -120,14 +115,17 @@ pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError>
     let from = through.unwrap_or(now);
     if now > from {
         book_demand(db, from, now).await?;
-        let healthy: f64 = node_repo::pass_nodes(&mut *db)
-            .await?
-            .iter()
-            .filter(|n| n.health == app::nodes::NodeHealth::Healthy)
-            .map(|n| n.gpu_count as f64)
-            .sum();
+        let mut healthy: BTreeMap<i64, f64> = BTreeMap::new();
+        for node in node_repo::pass_nodes(&mut *db).await? {
+            let gpus = healthy.entry(node.cluster_id).or_default();
+            if node.health == app::nodes::NodeHealth::Healthy {
+                *gpus += node.gpu_count as f64;
+            }
+        }
         for (hour, seconds) in split_hours(from, now) {
-            repo::add_capacity(&mut *db, hour, healthy * seconds as f64).await?;
+            for (&cluster, &gpus) in &healthy {
+                repo::add_capacity(&mut *db, cluster, hour, gpus * seconds as f64).await?;
+            }
         }
         refresh_owed(db, from, now).await?;
         crate::reports::rollup::invalidate(db, from, now).await?;
@@ -136,28 +134,28 @@ pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError>
     Ok(())
 }
 
-/// Charges every open run up to `now`: the GPU-seconds summed per leaf and hour, one upsert each,
+/// Charges every open run up to `now`: the GPU-seconds summed per cluster, leaf and hour, one upsert each,
 /// then every run's cursor moved to `now` in one statement.
 async fn charge_open_runs(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
     let runs = repo::runs_to_charge(&mut *db, now).await?;
     let Some(earliest) = runs.iter().map(|r| r.charged_through).min() else {
         return Ok(());
     };
-    let mut sums: BTreeMap<(i64, bool, i64), f64> = BTreeMap::new();
+    let mut sums: BTreeMap<(i64, i64, bool, i64), f64> = BTreeMap::new();
     for run in &runs {
         for (hour, seconds) in split_hours(run.charged_through, now) {
             *sums
-                .entry((run.budget_node_id, run.allocated, hour))
+                .entry((run.cluster_id, run.budget_node_id, run.allocated, hour))
                 .or_default() += run.gpus as f64 * seconds as f64;
         }
     }
     crate::reports::rollup::invalidate(db, earliest, now).await?;
     for column in [Column::Charged, Column::Unallocated] {
         let allocated = matches!(column, Column::Charged);
-        let cells: Vec<(i64, i64, f64)> = sums
+        let cells: Vec<repo::Cell> = sums
             .iter()
-            .filter(|((_, a, _), _)| *a == allocated)
-            .map(|(&(leaf, _, hour), &gpu_s)| (leaf, hour, gpu_s))
+            .filter(|((_, _, a, _), _)| *a == allocated)
+            .map(|(&(cluster, leaf, _, hour), &gpu_s)| (cluster, leaf, hour, gpu_s))
             .collect();
         repo::add_usage_many(&mut *db, column.name(), &cells).await?;
     }
@@ -176,18 +174,19 @@ async fn book_demand(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), S
         let a = hour.max(from);
         let b = a + seconds;
         let demand = repo::allocated_demand(&mut *db, a, b).await?;
-        let cells: Vec<(i64, i64, f64)> = demand
+        let cells: Vec<repo::Cell> = demand
             .into_iter()
             .filter(|&(_, gpu_s)| gpu_s > 0)
-            .map(|(leaf, gpu_s)| (leaf, hour, gpu_s as f64))
+            .map(|((cluster, leaf), gpu_s)| (cluster, leaf, hour, gpu_s as f64))
             .collect();
         repo::add_usage_many(&mut *db, Column::Demand.name(), &cells).await?;
     }
     Ok(())
 }
 
-/// Owed to a leaf in hour h (DESIGN §5) = min(f · C_h, demand_h), recomputed from the hour's
-/// totals for every hour in `[from, to)` so reports only sum it.
+/// Owed to a leaf in hour h on a cluster (DESIGN §5) = min(f · C_h, demand_h) with that cluster's
+/// capacity and the leaf's demand there (the tree's shares apply on every cluster), recomputed
+/// from the hour's totals for every hour in `[from, to)` so reports only sum it.
 async fn refresh_owed(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), ServerError> {
     let Some(tree) = tree_snapshot::load(db).await? else {
         return Ok(());
@@ -196,14 +195,15 @@ async fn refresh_owed(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), 
         let capacity = repo::capacity_at(&mut *db, hour).await?;
         let leaves = repo::demand_at(&mut *db, hour).await?;
         let shares = tree.tree.version_at(hour);
-        let owed: Vec<(i64, i64, f64)> = leaves
+        let owed: Vec<repo::Cell> = leaves
             .into_iter()
-            .map(|(leaf, demand)| {
+            .map(|(cluster, leaf, demand)| {
                 let fraction = tree
                     .engine_id(leaf)
                     .map(|id| shares.fraction(id))
                     .unwrap_or(0.0);
-                (leaf, hour, (fraction * capacity).min(demand))
+                let capacity = capacity.get(&cluster).copied().unwrap_or(0.0);
+                (cluster, leaf, hour, (fraction * capacity).min(demand))
             })
             .collect();
         repo::set_owed_many(&mut *db, &owed).await?;

@@ -15,7 +15,7 @@ use crate::{clock::Clock, nodes::repo as node_repo, ServerError};
 use config::RuntimeConfig;
 use sqlx::AnyPool;
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{BTreeMap, HashMap, VecDeque},
     sync::{Arc, Mutex, RwLock},
     time::Duration,
 };
@@ -68,17 +68,17 @@ struct PassSnapshot {
     generation: u64,
     shape: u64,
     read_at: std::time::Instant,
-    snapshot: Arc<Option<snapshot::Snapshot>>,
+    snapshot: Arc<Option<snapshot::Snapshots>>,
 }
 
 /// What a page's snapshot is made of on this replica (see [`Runtime::page_source`]).
 pub enum PageSource {
     /// The latest pass's snapshot: nothing changed since that pass read it.
-    Latest(Arc<Option<snapshot::Snapshot>>),
+    Latest(Arc<Option<snapshot::Snapshots>>),
     /// Only workloads changed since the latest pass read (submissions, cancels, ends, its own
     /// decisions): its tree, nodes and ledger, with the leader's copy of the queue brought up to
     /// date (see [`Runtime::snapshot_on`]).
-    Base(Arc<snapshot::Base>),
+    Base(snapshot::Bases),
     /// Everything read from the database: on a follower, before the first pass, or when the
     /// tree, the nodes or the settings changed since.
     Read,
@@ -359,7 +359,7 @@ impl Runtime {
                     && p.read_at.elapsed() < queue_cache::MAX_AGE =>
             {
                 match p.snapshot.as_ref() {
-                    Some(s) => PageSource::Base(s.base.clone()),
+                    Some(s) => PageSource::Base(s.bases()),
                     None => PageSource::Read,
                 }
             }
@@ -371,10 +371,10 @@ impl Runtime {
     pub async fn snapshot_on(
         &self,
         db: &mut sqlx::AnyConnection,
-        base: Arc<snapshot::Base>,
-    ) -> Result<snapshot::Snapshot, ServerError> {
+        bases: snapshot::Bases,
+    ) -> Result<snapshot::Snapshots, ServerError> {
         let active = self.active_checked(db, false).await?;
-        Ok(snapshot::assemble(base, active, self.now()))
+        Ok(snapshot::assemble_all(&bases, active, self.now()))
     }
 
     /// How many workloads were queued and running when the leader's latest pass read (`None` on a
@@ -382,7 +382,7 @@ impl Runtime {
     pub fn active_workloads_seen(&self) -> Option<usize> {
         let latest = self.inner.latest.borrow();
         let snapshot = latest.as_ref()?.snapshot.as_ref().as_ref()?;
-        Some(snapshot.queued.len() + snapshot.running.len())
+        Some(snapshot.active_len())
     }
 
     /// Whether this replica holds the scheduler lease and so runs the decisions.
@@ -665,8 +665,14 @@ impl Runtime {
 
         let mut outcome = PassOutcome::default();
         let mut stale = 0;
-        let mut settle = scheduler::Settle::new();
-        while settle.next_pass() {
+        // Each cluster settles on its own (one engine decision per cluster per round), all in
+        // this pass and under this lease.
+        let mut settles: BTreeMap<i64, scheduler::Settle> = BTreeMap::new();
+        let mut wakes: BTreeMap<i64, Option<i64>> = BTreeMap::new();
+        let settling = |settles: &BTreeMap<i64, scheduler::Settle>, cluster: i64| {
+            settles.get(&cluster).is_none_or(|s| s.next_pass())
+        };
+        loop {
             let (generation, shape) = (self.inner.queue.generation(), self.inner.queue.shape());
             let read_at = std::time::Instant::now();
             let mut read = crate::db::begin_read(&self.inner.pool).await?;
@@ -679,20 +685,44 @@ impl Runtime {
                 read_at,
                 snapshot: loaded.clone(),
             }));
-            let Some(snapshot) = loaded.as_ref() else {
+            let Some(snapshots) = loaded.as_ref() else {
                 break;
             };
             timing.load += lap.lap();
-            let decision = snapshot
-                .engine
-                .decide(&snapshot.state(), now)
-                .map_err(|e| {
-                    ServerError::Config(format!("the engine refused the snapshot: {e:?}"))
-                })?;
+            let mut decisions = Vec::new();
+            for snapshot in &snapshots.clusters {
+                let cluster = snapshot.cluster.cluster_id;
+                if !settling(&settles, cluster) {
+                    continue;
+                }
+                let decision = snapshot
+                    .engine
+                    .decide(&snapshot.state(), now)
+                    .map_err(|e| {
+                        ServerError::Config(format!(
+                            "the engine refused the snapshot of cluster {}: {e:?}",
+                            snapshot.cluster.name
+                        ))
+                    })?;
+                decisions.push((snapshot, decision));
+            }
             timing.decide += lap.lap();
-            outcome.next_wake = decision.next_wake;
-            if decision.actions.is_empty() {
-                settle.applied(&decision);
+            if decisions.is_empty() {
+                break;
+            }
+            for (snapshot, decision) in &decisions {
+                wakes.insert(snapshot.cluster.cluster_id, decision.next_wake);
+            }
+            // The earliest moment any cluster asks to be decided again.
+            outcome.next_wake = wakes.values().flatten().copied().min();
+            let acting = decisions.iter().any(|(_, d)| !d.actions.is_empty());
+            if !acting {
+                for (snapshot, decision) in &decisions {
+                    settles
+                        .entry(snapshot.cluster.cluster_id)
+                        .or_default()
+                        .applied(decision);
+                }
                 continue;
             }
             let mut tx = crate::db::begin_write(&self.inner.pool).await?;
@@ -705,14 +735,16 @@ impl Runtime {
             let writing = Writing {
                 runtime: self,
                 acted: Some(
-                    decision
-                        .actions
+                    decisions
                         .iter()
-                        .map(|a| a.workload().0 as i64)
+                        .flat_map(|(_, d)| d.actions.iter().map(|a| a.workload().0 as i64))
                         .collect(),
                 ),
             };
-            let applied = apply::apply(&mut tx, snapshot, &decision, now).await?;
+            let mut applied = apply::Applied::default();
+            for (snapshot, decision) in &decisions {
+                applied.add(apply::apply(&mut tx, snapshot, decision, now).await?);
+            }
             if applied.started + applied.stopped > 0 {
                 lease::bump_assign(&mut tx).await?;
                 if let Some(pause) = fault_pause_before_commit() {
@@ -739,7 +771,12 @@ impl Runtime {
                 );
                 self.announce_nodes(applied.nodes);
             }
-            settle.applied(&decision);
+            for (snapshot, decision) in &decisions {
+                settles
+                    .entry(snapshot.cluster.cluster_id)
+                    .or_default()
+                    .applied(decision);
+            }
         }
         if stale > 0 {
             // Some workload changed while the engine decided: decide again on what is there now.

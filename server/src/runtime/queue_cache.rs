@@ -7,7 +7,7 @@
 //! result. Under a steady stream of submissions (each one a change) this computes about once per
 //! computation's duration, however many people are looking, instead of once per look.
 
-use super::snapshot::Snapshot;
+use super::snapshot::Snapshots;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -115,6 +115,9 @@ impl<T> Latest<T> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QueueEntry {
     pub workload_id: i64,
+    /// Its cluster, and its place in that cluster's queue (1 first).
+    pub cluster_id: i64,
+    pub position: usize,
     pub allocated: bool,
     /// 1 for the best-ranked leaf.
     pub leaf_rank: u32,
@@ -130,7 +133,7 @@ pub struct QueueCache {
     /// The whole queue in scheduler order; a page reads the workloads of the rows it shows.
     pub order: Shared<Vec<QueueEntry>>,
     /// `None` until a budget tree exists.
-    pub snapshot: Shared<Option<Snapshot>>,
+    pub snapshot: Shared<Option<Snapshots>>,
     /// When each queued workload is likely to start (see `workloads::estimate`).
     pub estimates: Latest<scheduler::Projection>,
 }
@@ -238,6 +241,8 @@ mod tests {
                 computed.fetch_add(1, Ordering::SeqCst);
                 Ok::<_, ()>(vec![QueueEntry {
                     workload_id: computed.load(Ordering::SeqCst) as i64,
+                    cluster_id: 1,
+                    position: 1,
                     allocated: true,
                     leaf_rank: 1,
                     leaf_ratio: None,

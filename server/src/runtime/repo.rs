@@ -163,7 +163,7 @@ pub async fn bump_counter(db: impl AnyExecutor<'_>, counter: &str) -> Result<(),
 pub async fn active_workloads(db: impl AnyExecutor<'_>) -> Result<Vec<WorkloadRow>, sqlx::Error> {
     sqlx::query_as(
         "select workload_id, budget_node_id, name, gpus, min_runtime_s, resumable, priority, state, submitted_at,
-                started_at, run_count
+                started_at, run_count, cluster_id
          from workload where state in ('queued', 'running') order by workload_id",
     )
     .fetch_all(db)
@@ -207,66 +207,57 @@ pub async fn open_runs(db: impl AnyExecutor<'_>) -> Result<Vec<OpenRun>, sqlx::E
     .await
 }
 
-/// `(leaf, hour, charged)` GPU-seconds from `first_hour` on, in hour order.
+/// `(cluster, leaf, hour, charged)` GPU-seconds from `first_hour` on, in hour order.
 pub async fn charged_since(
     db: impl AnyExecutor<'_>,
     first_hour: i64,
-) -> Result<Vec<(i64, i64, f64)>, sqlx::Error> {
+) -> Result<Vec<(i64, i64, i64, f64)>, sqlx::Error> {
     sqlx::query_as(
-        "select budget_node_id, hour, charged_gpu_s from usage_hour where hour >= $1 and charged_gpu_s > 0 order by hour, budget_node_id",
+        "select cluster_id, budget_node_id, hour, charged_gpu_s from usage_hour
+         where hour >= $1 and charged_gpu_s > 0 order by hour, budget_node_id",
     )
     .bind(first_hour)
     .fetch_all(db)
     .await
 }
 
-/// Healthy GPU-seconds per hour from `first_hour` on.
+/// Healthy GPU-seconds per cluster and hour from `first_hour` on.
 pub async fn capacity_since(
     db: impl AnyExecutor<'_>,
     first_hour: i64,
-) -> Result<BTreeMap<i64, f64>, sqlx::Error> {
-    let rows: Vec<(i64, f64)> = sqlx::query_as(
-        "select hour, healthy_gpu_s from capacity_hour where hour >= $1 order by hour",
+) -> Result<BTreeMap<(i64, i64), f64>, sqlx::Error> {
+    let rows: Vec<(i64, i64, f64)> = sqlx::query_as(
+        "select cluster_id, hour, healthy_gpu_s from capacity_hour where hour >= $1 order by hour",
     )
     .bind(first_hour)
     .fetch_all(db)
     .await?;
-    Ok(rows.into_iter().collect())
+    Ok(rows
+        .into_iter()
+        .map(|(cluster, hour, gpu_s)| ((cluster, hour), gpu_s))
+        .collect())
 }
+
+/// A ledger cell: `(cluster, leaf, hour, GPU-seconds)`.
+pub type Cell = (i64, i64, i64, f64);
 
 /// Adds GPU-seconds to a `usage_hour` column (`charged_gpu_s`, `unallocated_gpu_s`,
-/// `demand_gpu_s`) of one leaf's hour.
+/// `demand_gpu_s`) of one leaf's hour on one cluster.
 pub async fn add_usage(
-    db: impl AnyExecutor<'_>,
-    leaf: i64,
+    db: &mut AnyConnection,
     column: &str,
-    hour: i64,
-    gpu_s: f64,
+    cell: Cell,
 ) -> Result<(), sqlx::Error> {
-    let column = match column {
-        "charged_gpu_s" => "charged_gpu_s",
-        "unallocated_gpu_s" => "unallocated_gpu_s",
-        _ => "demand_gpu_s",
-    };
-    sqlx::query(&format!(
-        "insert into usage_hour (budget_node_id, hour, {column}) values ($1, $2, $3)
-         on conflict (budget_node_id, hour) do update set {column} = usage_hour.{column} + excluded.{column}"
-    ))
-    .bind(leaf)
-    .bind(hour)
-    .bind(gpu_s)
-    .execute(db)
-    .await?;
-    Ok(())
+    add_usage_many(db, column, &[cell]).await
 }
 
-/// Adds GPU-seconds to many `(leaf, hour)` cells of one `usage_hour` column (`charged_gpu_s`,
+/// Adds GPU-seconds to many cells of one `usage_hour` column (`charged_gpu_s`,
 /// `unallocated_gpu_s`, `demand_gpu_s`), a hundred rows per statement: a pass books every leaf's
 /// hour at once, and one statement per cell held SQLite's write lock for tens of milliseconds.
 pub async fn add_usage_many(
     db: &mut AnyConnection,
     column: &str,
-    cells: &[(i64, i64, f64)],
+    cells: &[Cell],
 ) -> Result<(), sqlx::Error> {
     let column = match column {
         "charged_gpu_s" => "charged_gpu_s",
@@ -277,44 +268,48 @@ pub async fn add_usage_many(
     upsert_cells(db, column, &add, cells).await
 }
 
-/// Sets what is owed to many `(leaf, hour)` cells that exist (each has demand booked).
-pub async fn set_owed_many(
-    db: &mut AnyConnection,
-    cells: &[(i64, i64, f64)],
-) -> Result<(), sqlx::Error> {
+/// Sets what is owed to many cells that exist (each has demand booked).
+pub async fn set_owed_many(db: &mut AnyConnection, cells: &[Cell]) -> Result<(), sqlx::Error> {
     upsert_cells(db, "owed_gpu_s", "owed_gpu_s = excluded.owed_gpu_s", cells).await
 }
 
-/// Writes `(leaf, hour, value)` cells into `column` of `usage_hour`, `update` deciding what an
-/// existing cell becomes.
+/// Writes cells into `column` of `usage_hour`, `update` deciding what an existing cell becomes.
 async fn upsert_cells(
     db: &mut AnyConnection,
     column: &str,
     update: &str,
-    cells: &[(i64, i64, f64)],
+    cells: &[Cell],
 ) -> Result<(), sqlx::Error> {
     for chunk in cells.chunks(CELLS_PER_STATEMENT) {
         let sql = format!(
-            "insert into usage_hour (budget_node_id, hour, {column}) values {}
-             on conflict (budget_node_id, hour) do update set {update}",
+            "insert into usage_hour (cluster_id, budget_node_id, hour, {column}) values {}
+             on conflict (budget_node_id, hour, cluster_id) do update set {update}",
             placeholders(chunk.len())
         );
         let mut query = sqlx::query(&sql);
-        for &(leaf, hour, value) in chunk {
-            query = query.bind(leaf).bind(hour).bind(value);
+        for &(cluster, leaf, hour, value) in chunk {
+            query = query.bind(cluster).bind(leaf).bind(hour).bind(value);
         }
         query.execute(&mut *db).await?;
     }
     Ok(())
 }
 
-/// Rows per multi-row statement: 300 parameters, well inside both engines' limits.
+/// Rows per multi-row statement: 400 parameters, well inside both engines' limits.
 const CELLS_PER_STATEMENT: usize = 100;
 
-/// `($1, $2, $3), ($4, $5, $6), …` for `rows` rows of three.
+/// `($1, $2, $3, $4), ($5, …), …` for `rows` rows of four.
 fn placeholders(rows: usize) -> String {
     (0..rows)
-        .map(|r| format!("(${}, ${}, ${})", 3 * r + 1, 3 * r + 2, 3 * r + 3))
+        .map(|r| {
+            format!(
+                "(${}, ${}, ${}, ${})",
+                4 * r + 1,
+                4 * r + 2,
+                4 * r + 3,
+                4 * r + 4
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -325,8 +320,9 @@ pub async fn run_to_charge(
     run_id: i64,
 ) -> Result<Option<RunToCharge>, sqlx::Error> {
     sqlx::query_as(
-        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
+        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through, n.cluster_id
          from workload_run r join workload w on w.workload_id = r.workload_id
+              join node n on n.node_id = r.node_id
          where r.workload_run_id = $1 and r.ended_at is null",
     )
     .bind(run_id)
@@ -340,8 +336,9 @@ pub async fn runs_to_charge(
     now: i64,
 ) -> Result<Vec<RunToCharge>, sqlx::Error> {
     sqlx::query_as(
-        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through
+        "select r.workload_run_id, w.budget_node_id, r.gpus, r.allocated, r.charged_through, n.cluster_id
          from workload_run r join workload w on w.workload_id = r.workload_id
+              join node n on n.node_id = r.node_id
          where r.ended_at is null and r.charged_through < $1",
     )
     .bind(now)
@@ -391,16 +388,18 @@ pub async fn set_demand_cursor(db: impl AnyExecutor<'_>, through: i64) -> Result
     Ok(())
 }
 
-/// Adds healthy GPU-seconds to an hour.
+/// Adds healthy GPU-seconds to a cluster's hour.
 pub async fn add_capacity(
     db: impl AnyExecutor<'_>,
+    cluster: i64,
     hour: i64,
     gpu_s: f64,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2)
-         on conflict (hour) do update set healthy_gpu_s = capacity_hour.healthy_gpu_s + excluded.healthy_gpu_s",
+        "insert into capacity_hour (cluster_id, hour, healthy_gpu_s) values ($1, $2, $3)
+         on conflict (hour, cluster_id) do update set healthy_gpu_s = capacity_hour.healthy_gpu_s + excluded.healthy_gpu_s",
     )
+    .bind(cluster)
     .bind(hour)
     .bind(gpu_s)
     .execute(db)
@@ -408,56 +407,62 @@ pub async fn add_capacity(
     Ok(())
 }
 
-/// Each leaf's allocated demand over `[a, b)` in GPU-seconds: `gpus × (min(end, b) −
+/// Each leaf's allocated demand per cluster over `[a, b)` in GPU-seconds: `gpus × (min(end, b) −
 /// max(submitted, a))` over its allocated workloads alive at some point of it — those still queued
 /// or running (no end yet), and those that ended after `a`.
 pub async fn allocated_demand(
     db: &mut AnyConnection,
     a: i64,
     b: i64,
-) -> Result<BTreeMap<i64, i64>, sqlx::Error> {
+) -> Result<BTreeMap<(i64, i64), i64>, sqlx::Error> {
     let overlap = "gpus * ((case when ended_at is null or ended_at > $2 then $2 else ended_at end)
                           - (case when submitted_at > $1 then submitted_at else $1 end))";
-    let mut demand: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut demand: BTreeMap<(i64, i64), i64> = BTreeMap::new();
     for filter in [
         "state in ('queued', 'running')",
         "ended_at > $1 and state not in ('queued', 'running')",
     ] {
-        let rows: Vec<(i64, i64)> = sqlx::query_as(&format!(
-            "select budget_node_id, cast(sum({overlap}) as bigint) from workload
+        let rows: Vec<(i64, i64, i64)> = sqlx::query_as(&format!(
+            "select cluster_id, budget_node_id, cast(sum({overlap}) as bigint) from workload
              where {filter} and min_runtime_s > 0 and submitted_at < $2
-             group by budget_node_id order by budget_node_id"
+             group by cluster_id, budget_node_id order by cluster_id, budget_node_id"
         ))
         .bind(a)
         .bind(b)
         .fetch_all(&mut *db)
         .await?;
-        for (leaf, gpu_s) in rows {
-            *demand.entry(leaf).or_default() += gpu_s;
+        for (cluster, leaf, gpu_s) in rows {
+            *demand.entry((cluster, leaf)).or_default() += gpu_s;
         }
     }
     Ok(demand)
 }
 
-/// The hour's healthy GPU-seconds (0 when none was booked).
-pub async fn capacity_at(db: impl AnyExecutor<'_>, hour: i64) -> Result<f64, sqlx::Error> {
-    sqlx::query_scalar(
-        "select coalesce(max(healthy_gpu_s), 0.0) from capacity_hour where hour = $1",
-    )
-    .bind(hour)
-    .fetch_one(db)
-    .await
+/// Each cluster's healthy GPU-seconds in the hour (clusters with none booked are absent).
+pub async fn capacity_at(
+    db: impl AnyExecutor<'_>,
+    hour: i64,
+) -> Result<BTreeMap<i64, f64>, sqlx::Error> {
+    let rows: Vec<(i64, f64)> =
+        sqlx::query_as("select cluster_id, healthy_gpu_s from capacity_hour where hour = $1")
+            .bind(hour)
+            .fetch_all(db)
+            .await?;
+    Ok(rows.into_iter().collect())
 }
 
-/// `(leaf, demand)` GPU-seconds of the hour.
+/// `(cluster, leaf, demand)` GPU-seconds of the hour.
 pub async fn demand_at(
     db: impl AnyExecutor<'_>,
     hour: i64,
-) -> Result<Vec<(i64, f64)>, sqlx::Error> {
-    sqlx::query_as("select budget_node_id, demand_gpu_s from usage_hour where hour = $1 order by budget_node_id")
-        .bind(hour)
-        .fetch_all(db)
-        .await
+) -> Result<Vec<(i64, i64, f64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select cluster_id, budget_node_id, demand_gpu_s from usage_hour where hour = $1
+         order by cluster_id, budget_node_id",
+    )
+    .bind(hour)
+    .fetch_all(db)
+    .await
 }
 
 /// The rows of these workloads, whatever their state (the caller keeps the active ones).
@@ -470,7 +475,7 @@ pub async fn workloads_by_id(
         rows.extend(
             sqlx::query_as::<_, WorkloadRow>(&format!(
                 "select workload_id, budget_node_id, name, gpus, min_runtime_s, resumable, priority, state,
-                        submitted_at, started_at, run_count
+                        submitted_at, started_at, run_count, cluster_id
                  from workload where workload_id in ({})",
                 crate::db::id_list(chunk)
             ))

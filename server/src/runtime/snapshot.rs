@@ -30,6 +30,7 @@ pub struct WorkloadRow {
     pub submitted_at: i64,
     pub started_at: Option<i64>,
     pub run_count: i64,
+    pub cluster_id: i64,
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -107,16 +108,68 @@ impl Active {
     }
 }
 
-/// What a snapshot holds besides the queue: the tree, the engine with its ledger, the nodes. A
-/// page on the leader builds on the latest pass's while only workloads changed since (see
-/// [`super::Runtime::page_source`]).
+/// What a snapshot of one cluster holds besides the queue: the tree, the engine with the
+/// cluster's ledger, its nodes. A page on the leader builds on the latest pass's while only
+/// workloads changed since (see [`super::Runtime::page_source`]).
 pub struct Base {
+    pub cluster: crate::clusters::Cluster,
     pub engine: Engine,
     pub tree: TreeSnapshot,
     pub nodes: Vec<NodeState>,
     pub node_rows: Vec<PassNode>,
     /// The engine's number for each node id.
     engine_node: BTreeMap<i64, NodeId>,
+}
+
+/// Every cluster's [`Base`], by cluster id.
+pub type Bases = Arc<Vec<Arc<Base>>>;
+
+/// One snapshot per cluster, by cluster id: each decided on its own (DESIGN's one cluster, per
+/// cluster), all from one read.
+pub struct Snapshots {
+    pub clusters: Vec<Snapshot>,
+    pub active: Arc<Active>,
+}
+
+impl Snapshots {
+    pub fn bases(&self) -> Bases {
+        Arc::new(self.clusters.iter().map(|s| s.base.clone()).collect())
+    }
+
+    /// The snapshot of the cluster with this id.
+    pub fn cluster(&self, cluster_id: i64) -> Option<&Snapshot> {
+        self.clusters
+            .iter()
+            .find(|s| s.cluster.cluster_id == cluster_id)
+    }
+
+    /// The snapshot of the cluster this queued or running workload is on.
+    pub fn of_workload(&self, id: WorkloadId) -> Option<&Snapshot> {
+        let row = self.active.rows.get(&(id.0 as i64))?;
+        self.cluster(row.cluster_id)
+    }
+
+    /// The snapshot of the cluster named `name`, or when `name` is `None` of the first cluster by
+    /// name with nodes (the first cluster when none has): the clusters menus' first choice.
+    pub fn named(&self, name: Option<&str>) -> Option<&Snapshot> {
+        match name {
+            Some(name) => self.clusters.iter().find(|s| s.cluster.name == name),
+            None => self
+                .clusters
+                .iter()
+                .filter(|s| !s.nodes.is_empty())
+                .min_by(|a, b| a.cluster.name.cmp(&b.cluster.name))
+                .or_else(|| self.clusters.first()),
+        }
+    }
+
+    /// Queued and running workloads in all clusters.
+    pub fn active_len(&self) -> usize {
+        self.clusters
+            .iter()
+            .map(|s| s.queued.len() + s.running.len())
+            .sum()
+    }
 }
 
 pub struct Snapshot {
@@ -182,12 +235,12 @@ fn health(row: &PassNode) -> Health {
     }
 }
 
-/// Loads everything the engine needs at `now`; `None` until a budget tree exists.
+/// Loads everything the engine needs at `now`, per cluster; `None` until a budget tree exists.
 pub async fn load(
     db: &mut AnyConnection,
     config: &RuntimeConfig,
     now: i64,
-) -> Result<Option<Snapshot>, ServerError> {
+) -> Result<Option<Snapshots>, ServerError> {
     let active = Arc::new(Active::read_all(&mut *db).await?);
     load_with(db, config, now, active).await
 }
@@ -198,56 +251,89 @@ pub async fn load_with(
     config: &RuntimeConfig,
     now: i64,
     active: Arc<Active>,
-) -> Result<Option<Snapshot>, ServerError> {
-    let Some(base) = load_base(db, config, now).await? else {
+) -> Result<Option<Snapshots>, ServerError> {
+    let Some(bases) = load_bases(db, config, now).await? else {
         return Ok(None);
     };
-    Ok(Some(assemble(Arc::new(base), active, now)))
+    Ok(Some(assemble_all(&bases, active, now)))
 }
 
-/// Everything but the queue: the tree, the engine and its ledger at `now`, the nodes. `None`
-/// until a budget tree exists.
-pub async fn load_base(
+/// Everything but the queue, per cluster: the tree, an engine with the cluster's ledger at `now`,
+/// its nodes. `None` until a budget tree exists.
+pub async fn load_bases(
     db: &mut AnyConnection,
     config: &RuntimeConfig,
     now: i64,
-) -> Result<Option<Base>, ServerError> {
+) -> Result<Option<Bases>, ServerError> {
     let Some(tree) = tree_snapshot::load(db).await? else {
         return Ok(None);
     };
-    let mut engine = Engine::new(tree.tree.clone(), config.engine_config());
-
+    let clusters = crate::clusters::repo::all(&mut *db).await?;
     // Nodes without GPUs (registered, never connected) cannot hold work; the engine needs ≥ 1.
-    let node_rows = node_repo::pass_nodes(&mut *db).await?;
-    let nodes: Vec<NodeState> = node_rows
-        .iter()
-        .map(|n| NodeState {
-            gpus: n.gpu_count as u32,
-            health: health(n),
-        })
-        .collect();
-    let engine_node: BTreeMap<i64, NodeId> = node_rows
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.node_id, NodeId(i as u32)))
-        .collect();
-
-    load_ledger(db, &mut engine, &tree, &nodes, config, now).await?;
-    Ok(Some(Base {
-        engine,
-        tree,
-        nodes,
-        node_rows,
-        engine_node,
-    }))
+    let all_nodes = node_repo::pass_nodes(&mut *db).await?;
+    let first_hour = (now - config.window).div_euclid(HOUR) * HOUR - HOUR;
+    let usage = repo::charged_since(&mut *db, first_hour).await?;
+    let capacity = repo::capacity_since(&mut *db, first_hour).await?;
+    let mut bases = Vec::with_capacity(clusters.len());
+    for cluster in clusters {
+        let node_rows: Vec<PassNode> = all_nodes
+            .iter()
+            .filter(|n| n.cluster_id == cluster.cluster_id)
+            .cloned()
+            .collect();
+        let nodes: Vec<NodeState> = node_rows
+            .iter()
+            .map(|n| NodeState {
+                gpus: n.gpu_count as u32,
+                health: health(n),
+            })
+            .collect();
+        let engine_node: BTreeMap<i64, NodeId> = node_rows
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.node_id, NodeId(i as u32)))
+            .collect();
+        let mut engine = Engine::new(tree.tree.clone(), config.engine_config());
+        let ledger = Ledger {
+            cluster: cluster.cluster_id,
+            usage: &usage,
+            capacity: &capacity,
+            first_hour,
+        };
+        ledger.feed(&mut engine, &tree, &nodes, now);
+        bases.push(Arc::new(Base {
+            cluster,
+            engine,
+            tree: tree.clone(),
+            nodes,
+            node_rows,
+            engine_node,
+        }));
+    }
+    Ok(Some(Arc::new(bases)))
 }
 
-/// The snapshot of `active` on `base`: queued and running workloads as the engine takes them.
+/// The snapshots of `active` on every cluster's base.
+pub fn assemble_all(bases: &Bases, active: Arc<Active>, now: i64) -> Snapshots {
+    Snapshots {
+        clusters: bases
+            .iter()
+            .map(|base| assemble(base.clone(), active.clone(), now))
+            .collect(),
+        active,
+    }
+}
+
+/// The snapshot of `active` on `base`: the cluster's queued and running workloads as the engine
+/// takes them.
 pub fn assemble(base: Arc<Base>, active: Arc<Active>, now: i64) -> Snapshot {
     let tree = &base.tree;
     let mut running = Vec::new();
     let mut queued = Vec::new();
     for row in active.rows.values() {
+        if row.cluster_id != base.cluster.cluster_id {
+            continue;
+        }
         let Some(leaf) = tree
             .engine_id(row.budget_node_id)
             .filter(|&id| tree.tree.is_leaf(id))
@@ -304,41 +390,45 @@ pub fn assemble(base: Arc<Base>, active: Arc<Active>, now: i64) -> Snapshot {
     }
 }
 
-/// Feeds the engine's ledger from the hourly buckets of the window, and the capacity hour by hour
-/// (hours the server did not record count as the current healthy capacity).
-async fn load_ledger(
-    db: &mut AnyConnection,
-    engine: &mut Engine,
-    tree: &TreeSnapshot,
-    nodes: &[NodeState],
-    config: &RuntimeConfig,
-    now: i64,
-) -> Result<(), ServerError> {
-    let first_hour = (now - config.window).div_euclid(HOUR) * HOUR - HOUR;
-    let usage = repo::charged_since(&mut *db, first_hour).await?;
-    let capacity = repo::capacity_since(&mut *db, first_hour).await?;
-    let current: u32 = nodes
-        .iter()
-        .filter(|n| n.health == Health::Healthy)
-        .map(|n| n.gpus)
-        .sum();
-    let ledger = engine.ledger_mut();
-    let mut hour = first_hour;
-    while hour <= now {
-        let gpus = match capacity.get(&hour) {
-            Some(&gpu_s) if hour + HOUR <= now => (gpu_s / HOUR as f64).round() as u32,
-            _ => current,
-        };
-        ledger.set_capacity(hour, gpus);
-        hour += HOUR;
-    }
-    for (budget_node_id, hour, gpu_s) in usage {
-        if let Some(leaf) = tree.engine_id(budget_node_id) {
-            let to = (hour + HOUR).min(now);
-            if to > hour {
-                ledger.charge(leaf, hour, to, gpu_s);
+/// The window of the hourly ledger read once for every cluster.
+struct Ledger<'a> {
+    cluster: i64,
+    /// `(cluster, leaf, hour, charged)`.
+    usage: &'a [(i64, i64, i64, f64)],
+    /// Healthy GPU-seconds by `(cluster, hour)`.
+    capacity: &'a BTreeMap<(i64, i64), f64>,
+    first_hour: i64,
+}
+
+impl Ledger<'_> {
+    /// Feeds the engine's ledger from the cluster's hourly buckets of the window, and its capacity
+    /// hour by hour (hours the server did not record count as the current healthy capacity).
+    fn feed(&self, engine: &mut Engine, tree: &TreeSnapshot, nodes: &[NodeState], now: i64) {
+        let current: u32 = nodes
+            .iter()
+            .filter(|n| n.health == Health::Healthy)
+            .map(|n| n.gpus)
+            .sum();
+        let ledger = engine.ledger_mut();
+        let mut hour = self.first_hour;
+        while hour <= now {
+            let gpus = match self.capacity.get(&(self.cluster, hour)) {
+                Some(&gpu_s) if hour + HOUR <= now => (gpu_s / HOUR as f64).round() as u32,
+                _ => current,
+            };
+            ledger.set_capacity(hour, gpus);
+            hour += HOUR;
+        }
+        for &(cluster, budget_node_id, hour, gpu_s) in self.usage {
+            if cluster != self.cluster {
+                continue;
+            }
+            if let Some(leaf) = tree.engine_id(budget_node_id) {
+                let to = (hour + HOUR).min(now);
+                if to > hour {
+                    ledger.charge(leaf, hour, to, gpu_s);
+                }
             }
         }
     }
-    Ok(())
 }

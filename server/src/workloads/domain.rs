@@ -17,6 +17,9 @@ pub struct SubmitWorkload {
     pub resumable: bool,
     #[serde(default)]
     pub priority: i64,
+    /// Required when more than one cluster has nodes.
+    #[serde(default)]
+    pub cluster: Option<String>,
 }
 
 impl SubmitWorkload {
@@ -38,6 +41,7 @@ impl SubmitWorkload {
             name: form.name,
             command: form.command,
             resumable: form.resumable,
+            cluster: Some(form.cluster),
         })
     }
 }
@@ -66,6 +70,8 @@ pub struct NewWorkload {
     pub min_runtime_s: i64,
     pub resumable: bool,
     pub priority: i32,
+    /// As named; resolved against the clusters by the service.
+    pub cluster: Option<String>,
 }
 
 impl NewWorkload {
@@ -138,6 +144,7 @@ impl NewWorkload {
             min_runtime_s: input.min_runtime_s,
             resumable: input.resumable,
             priority,
+            cluster: input.cluster,
         })
     }
 }
@@ -169,6 +176,7 @@ mod tests {
             min_runtime_s: 900,
             resumable: true,
             priority: 0,
+            cluster: None,
         }
     }
 

@@ -10,7 +10,7 @@
 //! the same time share one computation.
 
 use crate::{
-    runtime::{snapshot::Snapshot, Runtime},
+    runtime::{snapshot::Snapshots, Runtime},
     ServerError,
 };
 use app::workloads::StartEstimate;
@@ -198,26 +198,42 @@ async fn refresh(
     )
     .await?
     .value;
-    if snapshot.is_none() {
+    if snapshot
+        .as_ref()
+        .as_ref()
+        .is_none_or(|s| s.clusters.is_empty())
+    {
         return Ok(None);
     }
     let now = runtime.now();
     let samples = super::repo::recent_run_times(pool, now - HISTORY_DAYS * DAY, 20_000).await?;
     let projection = tokio::task::spawn_blocking(move || {
-        let snap: &Snapshot = snapshot.as_ref().as_ref().expect("checked above");
-        let run_times = RunTimes::from_samples(
-            samples
-                .into_iter()
-                .filter_map(|(node, run_s)| snap.tree.engine_id(node).map(|leaf| (leaf, run_s))),
-        );
-        let state = snap.state();
-        let active = state.queued.len() + state.running.len();
-        scheduler::project(
-            &snap.engine,
-            &state,
-            now,
-            |w| run_times.of(w),
-            Limits::for_workloads(active),
+        let snaps: &Snapshots = snapshot.as_ref().as_ref().expect("checked above");
+        let mut merged: Option<scheduler::Projection> = None;
+        for snap in &snaps.clusters {
+            let run_times =
+                RunTimes::from_samples(samples.iter().filter_map(|&(node, run_s)| {
+                    snap.tree.engine_id(node).map(|leaf| (leaf, run_s))
+                }));
+            let state = snap.state();
+            let active = state.queued.len() + state.running.len();
+            if active == 0 && merged.is_some() {
+                continue;
+            }
+            let projection = scheduler::project(
+                &snap.engine,
+                &state,
+                now,
+                |w| run_times.of(w),
+                Limits::for_workloads(active),
+            )?;
+            match merged.as_mut() {
+                Some(m) => m.merge(projection),
+                None => merged = Some(projection),
+            }
+        }
+        Ok::<_, scheduler::SnapshotError>(
+            merged.expect("a snapshot has at least one cluster: checked above"),
         )
     })
     .await

@@ -7,8 +7,9 @@ use std::collections::HashMap;
 
 const SELECT: &str = "select w.workload_id, w.name, b.path as project, u.username as owner, w.command, w.gpus,
         w.min_runtime_s, w.resumable, w.priority, w.state, w.submitted_at, w.first_started_at, w.started_at,
-        w.protected_until, w.ended_at, w.exit_code, w.run_count, w.progress_s, w.user_id
-    from workload w join budget_node b on b.budget_node_id = w.budget_node_id join \"user\" u on u.user_id = w.user_id";
+        w.protected_until, w.ended_at, w.exit_code, w.run_count, w.progress_s, w.user_id, c.name as cluster
+    from workload w join budget_node b on b.budget_node_id = w.budget_node_id join \"user\" u on u.user_id = w.user_id
+         join cluster c on c.cluster_id = w.cluster_id";
 
 /// A row of [`SELECT`]; `resumable` is a 0/1 column, read through [`crate::db::Flag`].
 #[derive(FromRow)]
@@ -34,6 +35,7 @@ struct WorkloadRow {
     run_count: i64,
     progress_s: i64,
     user_id: i64,
+    cluster: String,
 }
 
 impl From<WorkloadRow> for WorkloadView {
@@ -59,6 +61,7 @@ impl From<WorkloadRow> for WorkloadView {
             progress_s: row.progress_s,
             idle_for_s: None,
             user_id: row.user_id,
+            cluster: row.cluster,
         }
     }
 }
@@ -74,12 +77,13 @@ pub async fn insert_workload(
     min_runtime_s: i64,
     resumable: bool,
     priority: i32,
+    cluster_id: i64,
     now: i64,
 ) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar(
         "insert into workload (user_id, budget_node_id, name, command, gpus, min_runtime_s, resumable, priority,
-                               state, submitted_at, queued_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $9, $9) returning workload_id",
+                               state, submitted_at, queued_at, cluster_id)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $9, $9, $10) returning workload_id",
     )
     .bind(user_id)
     .bind(leaf_id)
@@ -90,6 +94,7 @@ pub async fn insert_workload(
     .bind(i64::from(resumable))
     .bind(priority)
     .bind(now)
+    .bind(cluster_id)
     .fetch_one(db)
     .await
 }
@@ -105,24 +110,26 @@ pub async fn find_workload(
     Ok(row.map(WorkloadView::from))
 }
 
-/// Workloads, newest first, optionally of one user and/or in one state.
-/// The newest `limit` workloads (of `user_id`, in `state`), each running one with how long it
-/// has held its GPUs nearly idle as of `now`.
+/// The newest `limit` workloads (of `user_id`, in `state`, on `cluster_id`), each running one
+/// with how long it has held its GPUs nearly idle as of `now`.
 pub async fn list_workloads(
     pool: &sqlx::AnyPool,
     user_id: Option<i64>,
     state: Option<WorkloadState>,
+    cluster_id: Option<i64>,
     limit: i64,
     now: i64,
 ) -> Result<Vec<WorkloadView>, sqlx::Error> {
     let mut db = pool.acquire().await?;
     let rows: Vec<WorkloadRow> = sqlx::query_as(&format!(
         "{SELECT} where ($1 is null or w.user_id = $1) and ($2 is null or w.state = $2)
+                    and ($4 is null or w.cluster_id = $4)
          order by w.workload_id desc limit $3"
     ))
     .bind(user_id)
     .bind(state.map(WorkloadState::as_str))
     .bind(limit)
+    .bind(cluster_id)
     .fetch_all(&mut *db)
     .await?;
     let mut list: Vec<WorkloadView> = rows.into_iter().map(WorkloadView::from).collect();
@@ -368,10 +375,15 @@ pub async fn project_node(
 /// The GPU count of every node whose agent has reported its GPUs.
 /// Nodes that have reported GPUs: how many, the most GPUs on one, and the GPUs of all — in one
 /// row, since every submission asks (a thousand rows each time slowed submissions down).
-pub async fn connected_capacity(db: impl AnyExecutor<'_>) -> Result<(i64, i64, i64), sqlx::Error> {
+pub async fn connected_capacity(
+    db: impl AnyExecutor<'_>,
+    cluster_id: i64,
+) -> Result<(i64, i64, i64), sqlx::Error> {
     let (nodes, largest, total): (i64, Option<i64>, Option<i64>) = sqlx::query_as(
-        "select count(*), max(gpu_count), cast(sum(gpu_count) as bigint) from node where gpu_count > 0",
+        "select count(*), max(gpu_count), cast(sum(gpu_count) as bigint) from node
+         where gpu_count > 0 and cluster_id = $1",
     )
+    .bind(cluster_id)
     .fetch_one(db)
     .await?;
     Ok((nodes, largest.unwrap_or(0), total.unwrap_or(0)))

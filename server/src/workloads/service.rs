@@ -63,7 +63,11 @@ pub async fn submit(
             ),
         ));
     }
-    check_fits(pool, new.gpus).await?;
+    let cluster = {
+        let mut db = pool.acquire().await?;
+        crate::clusters::for_submit(&mut db, new.cluster.as_deref()).await?
+    };
+    check_fits(pool, &cluster, new.gpus).await?;
     let now = runtime.now();
     let write = runtime.writing_workloads();
     let mut tx = crate::db::begin_write(pool).await?;
@@ -77,6 +81,7 @@ pub async fn submit(
         new.min_runtime_s,
         new.resumable,
         new.priority,
+        cluster.cluster_id,
         now,
     )
     .await?;
@@ -96,18 +101,34 @@ pub async fn submit(
 
 /// Refuses requests no placement on the registered nodes could ever satisfy (DESIGN §4.8: up to
 /// one node's GPUs on one node, more as whole nodes).
-async fn check_fits(pool: &AnyPool, gpus: u32) -> Result<(), ServerError> {
-    let (nodes, largest, total) = repo::connected_capacity(pool).await?;
+async fn check_fits(
+    pool: &AnyPool,
+    cluster: &crate::clusters::Cluster,
+    gpus: u32,
+) -> Result<(), ServerError> {
+    let (nodes, largest, total) = repo::connected_capacity(pool, cluster.cluster_id).await?;
     if nodes == 0 {
-        return Err(ServerError::invalid(
-            "gpus",
-            "No GPU node has connected yet, so nothing can run.",
-        ));
+        let message = if cluster.cluster_id == crate::clusters::DEFAULT_ID {
+            "No GPU node has connected yet, so nothing can run.".to_string()
+        } else {
+            format!(
+                "No GPU node of cluster \"{}\" has connected yet, so nothing can run there.",
+                cluster.name
+            )
+        };
+        return Err(ServerError::invalid("gpus", message));
     }
     if i64::from(gpus) > total {
         return Err(ServerError::invalid(
             "gpus",
-            format!("{gpus} GPUs is more than the whole cluster has ({total}); the largest node has {largest}."),
+            format!(
+                "{gpus} GPUs is more than the whole cluster{} has ({total}); the largest node has {largest}.",
+                if cluster.cluster_id == crate::clusters::DEFAULT_ID {
+                    String::new()
+                } else {
+                    format!(" \"{}\"", cluster.name)
+                }
+            ),
         ));
     }
     Ok(())
@@ -254,15 +275,20 @@ async fn explain(
         // Built before the latest changes: enough to explain a workload it has queued, while one
         // submitted or requeued since needs a snapshot that knows it.
         let knows = served.value.as_ref().as_ref().is_some_and(|s| {
-            s.workload(WorkloadId(id as u64))
+            s.of_workload(WorkloadId(id as u64))
+                .and_then(|c| c.workload(WorkloadId(id as u64)))
                 .is_some_and(|w| w.state == WorkloadState::Queued)
         });
         if !knows {
             served = page_snapshot(pool, runtime, since, Freshness::Strict).await?;
         }
     }
-    let snap = served.value;
-    let Some(snap) = snap.as_ref() else {
+    let snaps = served.value;
+    let Some(snap) = snaps
+        .as_ref()
+        .as_ref()
+        .and_then(|s| s.of_workload(WorkloadId(id as u64)))
+    else {
         return Ok(None);
     };
     let explanation = snap
@@ -308,7 +334,9 @@ pub async fn queue(
     pool: &AnyPool,
     runtime: &Runtime,
     limit: usize,
+    cluster: Option<&str>,
 ) -> Result<(Vec<QueueRow>, usize), ServerError> {
+    let cluster = cluster_filter(pool, cluster).await?;
     let cache = runtime.queue_cache();
     let since = cache.generation();
     let served = cache
@@ -319,7 +347,15 @@ pub async fn queue(
     if served.behind {
         runtime.served_behind();
     }
-    let order = served.value;
+    let order: Vec<&QueueEntry> = served
+        .value
+        .iter()
+        .filter(|e| {
+            cluster
+                .as_ref()
+                .is_none_or(|c| c.cluster_id == e.cluster_id)
+        })
+        .collect();
     let shown = &order[..limit.min(order.len())];
     let estimates = super::estimate::latest(pool, runtime, None).await?;
     let ids: Vec<i64> = shown.iter().map(|e| e.workload_id).collect();
@@ -332,13 +368,12 @@ pub async fn queue(
     // A workload that started or ended since the order was computed is left out.
     let rows = shown
         .iter()
-        .enumerate()
-        .filter_map(|(i, e)| {
+        .filter_map(|e| {
             let workload = views
                 .remove(&e.workload_id)
                 .filter(|w| w.state == WorkloadState::Queued)?;
             Some(QueueRow {
-                position: i + 1,
+                position: e.position,
                 workload,
                 allocated: e.allocated,
                 leaf_rank: e.leaf_rank,
@@ -352,6 +387,24 @@ pub async fn queue(
     Ok((rows, order.len()))
 }
 
+/// The cluster a list is filtered to: `None` for all; a name that is no cluster is refused.
+pub async fn cluster_filter(
+    pool: &AnyPool,
+    name: Option<&str>,
+) -> Result<Option<crate::clusters::Cluster>, ServerError> {
+    let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    let mut db = pool.acquire().await?;
+    match crate::clusters::repo::find_by_name(&mut *db, name).await? {
+        Some(cluster) => Ok(Some(cluster)),
+        None => Err(ServerError::invalid(
+            "cluster",
+            format!("There is no cluster \"{name}\"."),
+        )),
+    }
+}
+
 /// The snapshot the pages read (the queue's order, why a workload waits): see
 /// [`Runtime::page_source`]. Built at most once per change and second, whoever asks, or as
 /// `freshness` allows (see `queue_cache`). `None` until a budget tree exists.
@@ -360,7 +413,7 @@ pub(crate) async fn page_snapshot(
     runtime: &Runtime,
     since: u64,
     freshness: Freshness,
-) -> Result<Served<Option<snapshot::Snapshot>>, ServerError> {
+) -> Result<Served<Option<snapshot::Snapshots>>, ServerError> {
     if let PageSource::Latest(value) = runtime.page_source(since) {
         return Ok(Served {
             value,
@@ -372,7 +425,7 @@ pub(crate) async fn page_snapshot(
         .get_or_compute(&cache.snapshot, since, freshness, || async {
             // Decided once the request's turn has come: a pass may have read meanwhile.
             let base = match runtime.page_source(since) {
-                PageSource::Latest(snapshot) => snapshot.as_ref().as_ref().map(|s| s.base.clone()),
+                PageSource::Latest(snapshot) => snapshot.as_ref().as_ref().map(|s| s.bases()),
                 PageSource::Base(base) => Some(base),
                 PageSource::Read => None,
             };
@@ -400,34 +453,43 @@ async fn queue_order(
     let snap = page_snapshot(pool, runtime, since, Freshness::Strict)
         .await?
         .value;
-    let Some(snap) = snap.as_ref() else {
+    let Some(snaps) = snap.as_ref() else {
         return Ok(Vec::new());
     };
-    let standings = snap.engine.standings(now);
-    let mut order: Vec<(bool, u32, i32, i64, i64, BudgetId)> = snap
-        .queued
-        .iter()
-        .map(|q| {
-            (
-                !q.is_allocated(),
-                standings.leaf_rank(q.leaf),
-                -q.priority,
-                q.submitted_at,
-                q.id.0 as i64,
-                q.leaf,
-            )
-        })
-        .collect();
-    order.sort_unstable_by_key(|o| (o.0, o.1, o.2, o.3, o.4));
-    Ok(order
-        .into_iter()
-        .map(|(free, rank, _, _, id, leaf)| QueueEntry {
-            workload_id: id,
-            allocated: !free,
-            leaf_rank: rank + 1,
-            leaf_ratio: Some(standings.ratio(leaf)).filter(|r| r.is_finite()),
-        })
-        .collect())
+    // Each cluster's queue in its own order, one cluster after another.
+    let mut entries = Vec::new();
+    for snap in &snaps.clusters {
+        let standings = snap.engine.standings(now);
+        let mut order: Vec<(bool, u32, i32, i64, i64, BudgetId)> = snap
+            .queued
+            .iter()
+            .map(|q| {
+                (
+                    !q.is_allocated(),
+                    standings.leaf_rank(q.leaf),
+                    -q.priority,
+                    q.submitted_at,
+                    q.id.0 as i64,
+                    q.leaf,
+                )
+            })
+            .collect();
+        order.sort_unstable_by_key(|o| (o.0, o.1, o.2, o.3, o.4));
+        entries.extend(
+            order
+                .into_iter()
+                .enumerate()
+                .map(|(i, (free, rank, _, _, id, leaf))| QueueEntry {
+                    workload_id: id,
+                    cluster_id: snap.cluster.cluster_id,
+                    position: i + 1,
+                    allocated: !free,
+                    leaf_rank: rank + 1,
+                    leaf_ratio: Some(standings.ratio(leaf)).filter(|r| r.is_finite()),
+                }),
+        );
+    }
+    Ok(entries)
 }
 
 /// The projects (leaves) `actor` may submit to.

@@ -69,7 +69,7 @@ fn read(path: &Path) -> String {
 #[tokio::test]
 async fn an_agent_killed_mid_run_and_restarted_re_adopts_its_runs_and_each_workload_runs_once() {
     let live = Live::start().await;
-    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", None, crate::support::now())
         .await
         .unwrap();
     let args = agent_args(&live.url, "n1", "2", &token);
@@ -286,7 +286,7 @@ async fn an_xid_error_from_nvidia_smi_drains_the_node_and_the_workload_says_why(
         fake.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", None, crate::support::now())
         .await
         .unwrap();
     let mut args = agent_args(&live.url, "n1", "auto", &token).to_vec();
@@ -361,9 +361,10 @@ async fn an_xid_error_from_nvidia_smi_drains_the_node_and_the_workload_says_why(
 #[tokio::test]
 async fn a_sync_body_over_the_limit_is_refused_clearly_and_the_heartbeat_still_counts() {
     let live = Live::start().await;
-    let (node, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
-        .await
-        .unwrap();
+    let (node, token) =
+        node_service::register_node(&live.app.pool, "n1", None, crate::support::now())
+            .await
+            .unwrap();
     assert!(node.last_heartbeat_at.is_none());
     let huge = json!({ "gpus": 2, "output": [{ "run_id": 1, "offset": 0, "len": 5, "data": "x".repeat(5 << 20) }] });
     let response = live
@@ -410,7 +411,7 @@ async fn an_agent_shut_down_stops_its_runs_waits_for_them_and_requeues_resumable
         ..fast_config()
     };
     let live = Live::start_with(config).await;
-    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", None, crate::support::now())
         .await
         .unwrap();
     let args = agent_args(&live.url, "n1", "1", &token);
@@ -588,7 +589,7 @@ async fn the_agent_speaks_https_to_a_tls_proxy_trusting_the_ca_it_is_given() {
         .await;
     assert!(untrusting.is_err(), "an unknown CA is not trusted");
 
-    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", None, crate::support::now())
         .await
         .unwrap();
     let ca = certs.path().join("ca.pem");
@@ -612,7 +613,7 @@ async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_thi
     // Both registrations in the same second, as node 1 of their databases: nothing but a random
     // key tells them apart.
     let registered_at = crate::support::now();
-    let (_, token) = node_service::register_node(&first.app.pool, "n1", registered_at)
+    let (_, token) = node_service::register_node(&first.app.pool, "n1", None, registered_at)
         .await
         .unwrap();
     let mut agent = AgentProcess::spawn(&agent_args(&first.url, "n1", "1", &token), None);
@@ -647,7 +648,7 @@ async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_thi
         ..fast_config()
     })
     .await;
-    let (_, token) = node_service::register_node(&second.app.pool, "n1", registered_at)
+    let (_, token) = node_service::register_node(&second.app.pool, "n1", None, registered_at)
         .await
         .unwrap();
     let _agent = AgentProcess::spawn(&agent_args(&second.url, "n1", "1", &token), Some(state));
@@ -665,7 +666,7 @@ async fn a_state_directory_from_another_database_is_dropped_not_mistaken_for_thi
 async fn the_nodes_page_says_why_a_node_is_unhealthy_and_since_when() {
     let app = crate::support::TestApp::new().await;
     app.create_user("root", "admin", "long enough 1").await;
-    let (node, _) = node_service::register_node(&app.pool, "gpu-7", crate::support::now())
+    let (node, _) = node_service::register_node(&app.pool, "gpu-7", None, crate::support::now())
         .await
         .unwrap();
     server::nodes::repo::touch_heartbeat(&app.pool, node.node_id, 1_000)

@@ -306,7 +306,7 @@ async fn api_calls_with_a_recently_used_token_need_no_write_lock() {
 async fn an_admin_removes_a_node_that_never_connected_but_not_one_that_did() {
     let mut live = Live::start().await;
     live.add_agent("n1", 2).await;
-    server::nodes::service::register_node(&live.app.pool, "typo", crate::support::now())
+    server::nodes::service::register_node(&live.app.pool, "typo", None, crate::support::now())
         .await
         .unwrap();
     let delete = |who: &'static str, name: &'static str| {

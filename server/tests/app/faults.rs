@@ -97,7 +97,7 @@ async fn runs_and_ledger(pool: &AnyPool) -> (f64, f64) {
 #[tokio::test]
 async fn an_agent_partitioned_past_the_deadline_comes_back_and_its_work_is_charged_once() {
     let live = Live::start().await;
-    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", None, crate::support::now())
         .await
         .unwrap();
     let proxy = Proxy::to(live.url.trim_start_matches("http://").to_string()).await;

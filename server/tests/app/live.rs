@@ -152,13 +152,28 @@ impl Live {
 
     /// Registers a node and starts a real agent process for it.
     pub async fn add_agent(&mut self, name: &str, gpus: u32) -> usize {
-        let (_, token) = node_service::register_node(&self.app.pool, name, crate::support::now())
-            .await
-            .unwrap();
+        self.add_agent_in(name, gpus, "default").await
+    }
+
+    /// Registers a node in `cluster` and starts a real agent process for it (`--cluster`).
+    pub async fn add_agent_in(&mut self, name: &str, gpus: u32, cluster: &str) -> usize {
+        let (_, token) =
+            node_service::register_node(&self.app.pool, name, Some(cluster), crate::support::now())
+                .await
+                .unwrap();
         let gpus = gpus.to_string();
         let child = AgentProcess::spawn(
             &[
-                "--server", &self.url, "--name", name, "--gpus", &gpus, "--token", &token,
+                "--server",
+                &self.url,
+                "--name",
+                name,
+                "--cluster",
+                cluster,
+                "--gpus",
+                &gpus,
+                "--token",
+                &token,
             ],
             None,
         );

@@ -5,6 +5,7 @@
 mod agent;
 mod api;
 mod auth;
+mod clusters;
 mod delivery;
 mod demo;
 mod faults;

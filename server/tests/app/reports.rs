@@ -404,6 +404,7 @@ async fn a_late_booking_into_a_rolled_up_day_is_counted_on_the_next_read() {
     let mut db = app.pool.acquire().await.unwrap();
     server::runtime::ledger::book(
         &mut db,
+        1,
         leaf,
         server::runtime::ledger::Column::Charged,
         1.0,

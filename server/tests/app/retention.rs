@@ -37,6 +37,7 @@ async fn finished(pool: &AnyPool, name: &str, ended_days_ago: Option<i64>) -> i6
         900,
         true,
         0,
+        1,
         submitted,
     )
     .await

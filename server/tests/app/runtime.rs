@@ -370,11 +370,12 @@ async fn a_decision_read_before_its_workload_was_cancelled_does_not_start_it() {
 
     let now = crate::support::now();
     let mut read = db::begin_read(&app.pool).await.unwrap();
-    let snapshot = snapshot::load(&mut read, &app.runtime.config(), now)
+    let snapshots = snapshot::load(&mut read, &app.runtime.config(), now)
         .await
         .unwrap()
         .expect("a tree");
     read.rollback().await.unwrap();
+    let snapshot = snapshots.cluster(1).expect("the default cluster");
     let decision = snapshot.engine.decide(&snapshot.state(), now).unwrap();
     assert_eq!(decision.actions.len(), 1, "{decision:?}");
 
@@ -387,7 +388,7 @@ async fn a_decision_read_before_its_workload_was_cancelled_does_not_start_it() {
         .await;
     assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.body);
     let mut tx = db::begin_write(&app.pool).await.unwrap();
-    let applied = apply::apply(&mut tx, &snapshot, &decision, now)
+    let applied = apply::apply(&mut tx, snapshot, &decision, now)
         .await
         .unwrap();
     tx.commit().await.unwrap();

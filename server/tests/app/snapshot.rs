@@ -25,7 +25,7 @@ async fn a_pass_reads_each_nodes_health_as_the_nodes_page_states_it() {
     // GPUs and is not a pass's to place work on.
     let mut ids = Vec::new();
     for name in ["ok", "silent", "sick", "cordoned", "marked", "never-spoke"] {
-        let (node, _) = server::nodes::service::register_node(&pool, name, t)
+        let (node, _) = server::nodes::service::register_node(&pool, name, None, t)
             .await
             .unwrap();
         nodes::record_gpus(&pool, node.node_id, 8, "H100")
@@ -98,6 +98,7 @@ async fn queue_behind_the_servers_back(pool: &AnyPool, name: &str) -> i64 {
         900,
         true,
         0,
+        1,
         now(),
     )
     .await
@@ -173,7 +174,7 @@ fn source(runtime: &Runtime) -> &'static str {
 }
 
 async fn queue_page_ids(runtime: &Runtime, pool: &AnyPool) -> Vec<i64> {
-    let (rows, _) = server::workloads::service::queue(pool, runtime, 50)
+    let (rows, _) = server::workloads::service::queue(pool, runtime, 50, None)
         .await
         .unwrap();
     rows.iter().map(|r| r.workload.id).collect()

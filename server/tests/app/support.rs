@@ -442,9 +442,10 @@ pub async fn seed_org(pool: &AnyPool) -> (String, String) {
     import_org(pool, &OrgFile::parse(crate::live::ORG).unwrap(), now())
         .await
         .unwrap();
-    let (_, node_token) = server::nodes::service::register_node(pool, "n1", crate::support::now())
-        .await
-        .unwrap();
+    let (_, node_token) =
+        server::nodes::service::register_node(pool, "n1", None, crate::support::now())
+            .await
+            .unwrap();
     let ada = server::users::repo::find_user_by_username(pool, "ada")
         .await
         .unwrap()

@@ -31,7 +31,7 @@ async fn agent_with_fake_gpus(live: &Live, busy: u32) -> (tempfile::TempDir, Age
         fake.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let (_, token) = node_service::register_node(&live.app.pool, "n1", crate::support::now())
+    let (_, token) = node_service::register_node(&live.app.pool, "n1", None, crate::support::now())
         .await
         .unwrap();
     let args = [

@@ -54,9 +54,9 @@ pub fn SubmitPage() -> impl IntoView {
         <h1>"Submit a workload"</h1>
         <Suspense fallback=|| view! { <p class="loading">"Loading your projects…"</p> }>
             {move || Suspend::new(async move {
-                let (projects, cap) = match choices.await {
-                    Ok(c) => (c.projects, c.max_min_runtime_s),
-                    Err(_) => (Vec::new(), 0),
+                let (projects, cap, clusters) = match choices.await {
+                    Ok(c) => (c.projects, c.max_min_runtime_s, c.clusters),
+                    Err(_) => (Vec::new(), 0, Vec::new()),
                 };
                 let original = original.await;
                 if projects.is_empty() {
@@ -95,6 +95,21 @@ pub fn SubmitPage() -> impl IntoView {
                             }).collect_view()}
                         </select>
                         <FieldError id="project-error" field="project" error />
+
+                        {(clusters.len() > 1).then(|| {
+                            let chosen = o.as_ref().map(|w| w.cluster.clone()).unwrap_or_default();
+                            view! {
+                                <label for="cluster">"Cluster"</label>
+                                <select id="cluster" name="cluster" required aria-describedby=describe("cluster", "cluster-error")>
+                                    <option value="" selected=chosen.is_empty() disabled=true>"Choose a cluster"</option>
+                                    {clusters.into_iter().map(|c| {
+                                        let selected = c == chosen;
+                                        view! { <option value=c.clone() selected=selected>{c.clone()}</option> }
+                                    }).collect_view()}
+                                </select>
+                                <FieldError id="cluster-error" field="cluster" error />
+                            }
+                        })}
 
                         <label for="name">"Name"</label>
                         <input id="name" name="name" type="text" required maxlength="120"

@@ -1,0 +1,283 @@
+//! Several clusters: each a pool of nodes with its own ledger and its own decision per pass.
+
+use crate::live::{job, Live};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use server::{db, runtime::snapshot};
+
+fn with_cluster(mut body: Value, cluster: &str) -> Value {
+    body["cluster"] = json!(cluster);
+    body
+}
+
+fn names(list: &Value, key: &str) -> Vec<String> {
+    list[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_workload_runs_on_the_cluster_it_names_and_is_charged_there_alone() {
+    let mut live = Live::start().await;
+    live.add_agent_in("east-1", 2, "east").await;
+    live.add_agent_in("west-1", 2, "west").await;
+
+    let (status, clusters) = live.get("ada", "/api/v1/clusters").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(names(&clusters, "clusters"), ["east", "west"]);
+    assert_eq!(clusters["clusters"][0]["nodes"], 1);
+    assert_eq!(clusters["clusters"][0]["gpus"], 2);
+    assert_eq!(clusters["clusters"][0]["healthy_gpus"], 2);
+
+    // With two clusters a submission must say which; an unknown one is refused; neither is kept.
+    let long = job("ai/olmo", "train", "sleep 60", 2, 3600, true);
+    let (status, refused) = live.post("ada", "/api/v1/workloads", long.clone()).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["field"], "cluster");
+    assert!(
+        refused["error"].as_str().unwrap().contains("east, west"),
+        "{refused}"
+    );
+    let (status, refused) = live
+        .post(
+            "ada",
+            "/api/v1/workloads",
+            with_cluster(long.clone(), "north"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("no cluster \"north\""),
+        "{refused}"
+    );
+    // More GPUs than the named cluster has, though both together would hold it.
+    let (status, refused) = live
+        .post(
+            "ada",
+            "/api/v1/workloads",
+            with_cluster(job("ai/olmo", "big", "true", 4, 900, true), "east"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("cluster \"east\""),
+        "{refused}"
+    );
+    assert_eq!(live.get("root", "/api/v1/workloads").await.1, json!([]));
+
+    // ada's project fills east; bob's fills west; a second east workload waits for east even
+    // though it is of another project.
+    let east = live.submit("ada", with_cluster(long.clone(), "east")).await;
+    let west = live
+        .submit(
+            "bob",
+            with_cluster(job("ai/molmo", "eval", "sleep 60", 2, 3600, true), "west"),
+        )
+        .await;
+    let east_running = live.wait_for_state(east, "running").await;
+    let west_running = live.wait_for_state(west, "running").await;
+    assert_eq!(east_running["cluster"], "east");
+    assert_eq!(
+        east_running["placement"][0]["node"], "east-1",
+        "{east_running}"
+    );
+    assert_eq!(
+        west_running["placement"][0]["node"], "west-1",
+        "{west_running}"
+    );
+    let waiting = live
+        .submit(
+            "bob",
+            with_cluster(job("ai/molmo", "wait", "true", 1, 900, true), "east"),
+        )
+        .await;
+
+    // The lists filter by cluster; the queue is each cluster's own.
+    let (_, on_east) = live.get("root", "/api/v1/workloads?cluster=east").await;
+    let mut ids: Vec<i64> = on_east
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["id"].as_i64().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, [east, waiting]);
+    let (status, refused) = live.get("root", "/api/v1/workloads?cluster=north").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["field"], "cluster");
+    let (_, nodes) = live.get("root", "/api/v1/nodes?cluster=west").await;
+    assert_eq!(names(&nodes, "nodes"), ["west-1"]);
+    assert_eq!(nodes["nodes"][0]["cluster"], "west");
+    let (rows, total) =
+        server::workloads::service::queue(&live.app.pool, &live.runtime, 50, Some("east"))
+            .await
+            .unwrap();
+    assert_eq!((rows.len(), total), (1, 1));
+    assert_eq!((rows[0].workload.id, rows[0].position), (waiting, 1));
+    let (rows, _) =
+        server::workloads::service::queue(&live.app.pool, &live.runtime, 50, Some("west"))
+            .await
+            .unwrap();
+    assert!(rows.is_empty(), "nothing waits on west");
+
+    // Each cluster's ledger holds only what ran there: ai/olmo has used east and nothing of west,
+    // so on west it ranks as a team that has used nothing.
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    let now = live.runtime.now();
+    let mut read = db::begin_read(&live.app.pool).await.unwrap();
+    let snaps = snapshot::load(&mut read, &live.runtime.config(), now)
+        .await
+        .unwrap()
+        .expect("a tree");
+    read.rollback().await.unwrap();
+    let usage_of = |cluster: &str, path: &str| {
+        let snap = snaps.named(Some(cluster)).expect(cluster);
+        let id = snap.tree.tree.find(path).expect(path);
+        snap.engine.standings(now).usage(id)
+    };
+    assert!(usage_of("east", "ai/olmo") > 0.0);
+    assert_eq!(usage_of("west", "ai/olmo"), 0.0);
+    assert!(usage_of("west", "ai/molmo") > 0.0);
+    assert_eq!(usage_of("east", "ai/molmo"), 0.0);
+    let booked: Vec<(String, String)> = sqlx::query_as(
+        "select distinct c.name, b.path from usage_hour u
+         join cluster c on c.cluster_id = u.cluster_id
+         join budget_node b on b.budget_node_id = u.budget_node_id
+         where u.charged_gpu_s > 0 order by c.name, b.path",
+    )
+    .fetch_all(&live.app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        booked,
+        [
+            ("east".to_string(), "ai/olmo".to_string()),
+            ("west".to_string(), "ai/molmo".to_string())
+        ]
+    );
+
+    // The review of today: each cluster's headline beside the total, and one cluster's alone.
+    let day = now - now.rem_euclid(86_400);
+    let period = format!("from={day}&to={}", day + 86_400);
+    let (status, total) = live
+        .get("root", &format!("/api/v1/reports/review?{period}"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{total}");
+    assert_eq!(total["cluster"], Value::Null);
+    assert_eq!(names(&total, "clusters"), ["east", "west"]);
+    let capacity = |r: &Value| r["headline"]["capacity_gpu_h"].as_f64().unwrap();
+    let by_cluster: f64 = total["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(capacity)
+        .sum();
+    assert!((capacity(&total) - by_cluster).abs() < 1e-6, "{total}");
+    let delivered = |r: &Value, path: &str| {
+        r["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["path"] == path)
+            .map(|row| row["delivered_gpu_h"].as_f64().unwrap())
+            .unwrap()
+    };
+    let (status, east_review) = live
+        .get(
+            "root",
+            &format!("/api/v1/reports/review?{period}&cluster=east"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{east_review}");
+    assert_eq!(east_review["cluster"], "east");
+    assert!(east_review["clusters"].as_array().unwrap().is_empty());
+    assert!(delivered(&east_review, "ai/olmo") > 0.0);
+    assert_eq!(delivered(&east_review, "ai/molmo"), 0.0);
+    assert!(delivered(&total, "ai/molmo") > 0.0);
+    let (status, refused) = live
+        .get(
+            "root",
+            &format!("/api/v1/reports/review?{period}&cluster=north"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+
+    // The tree's standings are per cluster too.
+    let (_, tree) = live.get("root", "/api/v1/tree?cluster=west").await;
+    let ratio_used = |tree: &Value, path: &str| {
+        tree["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["path"] == path)
+            .map(|n| n["usage_gpu_h"].as_f64().unwrap())
+            .unwrap()
+    };
+    assert_eq!(ratio_used(&tree, "ai/olmo"), 0.0);
+    assert!(ratio_used(&tree, "ai/molmo") > 0.0);
+    let (_, tree) = live.get("root", "/api/v1/tree?cluster=east").await;
+    assert!(ratio_used(&tree, "ai/olmo") > 0.0);
+}
+
+#[tokio::test]
+async fn an_agent_started_for_another_cluster_is_refused_with_the_cluster_it_belongs_to() {
+    let live = Live::start().await;
+    let (node, token) = server::nodes::service::register_node(
+        &live.app.pool,
+        "gpu-9",
+        Some("h100"),
+        crate::support::now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(node.cluster, "h100");
+    let sync = |cluster: &'static str| {
+        live.http
+            .post(format!("{}/api/agent/v1/sync", live.url))
+            .bearer_auth(&token)
+            .json(&json!({ "name": "gpu-9", "cluster": cluster, "gpus": 8 }))
+            .send()
+    };
+    let response = sync("b200").await.unwrap();
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("registered in cluster \"h100\", not \"b200\""),
+        "{body}"
+    );
+    assert_eq!(sync("h100").await.unwrap().status(), StatusCode::OK);
+
+    // A cluster name that does not read is refused when registering, and nothing is created.
+    let refused = server::nodes::service::register_node(
+        &live.app.pool,
+        "gpu-10",
+        Some("two words"),
+        crate::support::now(),
+    )
+    .await;
+    assert!(matches!(
+        refused,
+        Err(server::ServerError::Invalid {
+            field: "cluster",
+            ..
+        })
+    ));
+    assert!(
+        server::nodes::repo::find_node_by_name(&live.app.pool, "gpu-10")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
