@@ -66,11 +66,11 @@ export class TestServer {
     this.cli(['admin', 'import-tree', file]);
   }
 
-  /** Registers a node and starts a real agent for it with `gpus` simulated GPUs. */
-  async startAgent(name, gpus) {
-    const token = this.cli(['admin', 'register-node', '--name', name]).trim().split('\n').pop();
+  /** Registers a node in `cluster` and starts a real agent for it with `gpus` simulated GPUs. */
+  async startAgent(name, gpus, cluster = 'default') {
+    const token = this.cli(['admin', 'register-node', '--name', name, '--cluster', cluster]).trim().split('\n').pop();
     const stateDir = join(this.dir, `agent-${name}`);
-    const agent = spawn(BIN, ['agent', '--server', this.url, '--name', name, '--gpus', String(gpus), '--token', token, '--state-dir', stateDir], {
+    const agent = spawn(BIN, ['agent', '--server', this.url, '--name', name, '--cluster', cluster, '--gpus', String(gpus), '--token', token, '--state-dir', stateDir], {
       env: { ...this.env, HOURGLASS_LOG: 'warn' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

@@ -28,6 +28,7 @@ pub const WORKLOAD_COLUMNS: &[&str] = &[
     "run_count",
     "progress_s",
     "log_tail",
+    "cluster_id",
 ];
 
 /// The columns of a `workload_run` row written whole.

@@ -8,7 +8,6 @@ use super::{org::TREE, repo};
 use crate::{
     budget::org_file::OrgFile,
     bulk_insert::{insert, Value, RUN_COLUMNS, WORKLOAD_COLUMNS},
-    nodes::repo as node_repo,
     runtime::snapshot::format_indices,
     ServerError,
 };
@@ -21,8 +20,29 @@ use scheduler::{BudgetTree, DAY, HOUR};
 use sqlx::AnyPool;
 use std::collections::BTreeMap;
 
-/// Writes `days` of ledger history ending at the start of the current hour.
+/// Writes `days` of ledger history ending at the start of the current hour, for each demo cluster:
+/// a scenario of its own on its own nodes (a team's work on one cluster is not seen on the other).
 pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerError> {
+    for (i, cluster) in super::CLUSTERS.iter().enumerate() {
+        let nodes: Vec<(&str, u32)> = super::NODES
+            .iter()
+            .filter(|(_, _, c)| c == cluster)
+            .map(|&(name, gpus, _)| (name, gpus))
+            .collect();
+        backfill_cluster(pool, now, days, cluster, &nodes, 7 + i as u64).await?;
+    }
+    Ok(())
+}
+
+/// One cluster's history: `nodes` are its hosts in order, `seed` its scenario's.
+async fn backfill_cluster(
+    pool: &AnyPool,
+    now: i64,
+    days: u32,
+    cluster_name: &str,
+    nodes: &[(&str, u32)],
+    seed: u64,
+) -> Result<(), ServerError> {
     let org = OrgFile::parse(TREE)?;
     let tree = BudgetTree::from_paths(
         org.shares
@@ -40,7 +60,10 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
                 .any(|(q, _)| q.starts_with(&format!("{p}/")))
         })
         .collect();
-    let scenario = generate(&ScenarioConfig::small(7, days, &leaves));
+    let scenario = generate(&ScenarioConfig {
+        hosts: nodes.iter().map(|&(_, gpus)| gpus).collect(),
+        ..ScenarioConfig::small(seed, days, &leaves)
+    });
     // The generator writes the simulator's files; the tree is the demo organisation's own.
     let demo = |e: String| ServerError::Config(format!("demo scenario: {e}"));
     let cluster = parse_cluster(&scenario.cluster_toml).map_err(|e| demo(e.to_string()))?;
@@ -119,8 +142,10 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
         })
         .collect();
     let mut tx = crate::db::begin_write(pool).await?;
+    let cluster = crate::clusters::ensure(&mut tx, cluster_name, now).await?;
+    let cluster_id = cluster.cluster_id;
     for (hour, gpu_s) in &capacity {
-        repo::insert_capacity(&mut *tx, start + hour, *gpu_s).await?;
+        repo::insert_capacity(&mut *tx, cluster_id, start + hour, *gpu_s).await?;
     }
     for ((path, hour), [charged, free, demand, sampled, utilized]) in usage {
         let Some(&leaf) = ids.get(&path) else {
@@ -132,6 +157,7 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
         repo::insert_usage(
             &mut *tx,
             leaf,
+            cluster_id,
             start + hour,
             [charged, free, demand, owed, sampled, utilized],
         )
@@ -142,13 +168,24 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
         crate::reports::rollup::ensure(&mut tx, &tree, start, start + horizon, now).await?;
     }
     tx.commit().await?;
-    workloads(pool, &input, &output.segments, &org, start, now).await?;
+    let place = Place {
+        cluster: &cluster,
+        nodes,
+    };
+    workloads(pool, &input, &output.segments, &org, &place, start, now).await?;
     tracing::info!(
         days,
+        cluster = cluster_name,
         workloads = input.trace.len(),
         "demo history backfilled"
     );
     Ok(())
+}
+
+/// Where a scenario ran: a cluster and its hosts in order.
+struct Place<'a> {
+    cluster: &'a crate::clusters::Cluster,
+    nodes: &'a [(&'a str, u32)],
 }
 
 /// The scenario's workloads that ended within the month, as ended workloads of the demo's people
@@ -159,21 +196,13 @@ async fn workloads(
     input: &SimInput,
     segments: &[sim::Segment],
     org: &OrgFile,
+    place: &Place<'_>,
     start: i64,
     now: i64,
 ) -> Result<(), ServerError> {
     let mut nodes = Vec::new();
-    for (name, _) in super::NODES {
-        let node = match node_repo::find_node_by_name(pool, name).await? {
-            Some(node) => node,
-            // The agent gets its token when the demo starts it.
-            None => {
-                let mut db = pool.acquire().await?;
-                let hash = crate::secrets::generate("hgn_").1;
-                node_repo::insert_node(&mut db, name, crate::clusters::DEFAULT_ID, &hash, now)
-                    .await?
-            }
-        };
+    for (name, _) in place.nodes {
+        let node = super::demo_node(pool, name, &place.cluster.name, now).await?;
         nodes.push(node.node_id);
     }
     let users: BTreeMap<String, i64> = repo::user_ids(pool).await?;
@@ -265,6 +294,7 @@ async fn workloads(
                     Value::Int(*count as i64),
                     Value::Int(if succeeded { w.duration } else { *ran }),
                     Value::Text(String::new()),
+                    Value::Int(place.cluster.cluster_id),
                 ]
             }),
     )

@@ -14,8 +14,36 @@ use crate::{
 use sqlx::AnyPool;
 use std::net::SocketAddr;
 
-/// Demo nodes: name and simulated GPU count.
-pub const NODES: [(&str, u32); 4] = [("gpu-a1", 8), ("gpu-a2", 8), ("gpu-b1", 8), ("gpu-b2", 4)];
+/// Demo nodes: name, simulated GPU count, and cluster. Two clusters, as a lab that rolled out
+/// cluster by cluster would have.
+pub const NODES: [(&str, u32, &str); 4] = [
+    ("gpu-a1", 8, "h100"),
+    ("gpu-a2", 8, "h100"),
+    ("gpu-b1", 8, "b200"),
+    ("gpu-b2", 4, "b200"),
+];
+
+/// The demo's clusters, in the order the history is made.
+pub const CLUSTERS: [&str; 2] = ["h100", "b200"];
+
+/// The demo node named `name`, registered in its cluster if it is not yet.
+async fn demo_node(
+    pool: &AnyPool,
+    name: &str,
+    cluster: &str,
+    now: i64,
+) -> Result<node_repo::NodeRow, ServerError> {
+    if let Some(node) = node_repo::find_node_by_name(pool, name).await? {
+        return Ok(node);
+    }
+    let mut tx = crate::db::begin_write(pool).await?;
+    let cluster = crate::clusters::ensure(&mut tx, cluster, now).await?;
+    // The agent gets its token when the demo starts it.
+    let hash = secrets::generate("hgn_").1;
+    let node = node_repo::insert_node(&mut tx, name, cluster.cluster_id, &hash, now).await?;
+    tx.commit().await?;
+    Ok(node)
+}
 
 /// The `setting` row that marks a database `--demo` made (never read as a scheduler setting).
 pub const MARKER: &str = "demo_database";
@@ -69,23 +97,15 @@ pub async fn start_agents(
     };
     let server = format!("http://{host}:{}", addr.port());
     let mut agents = Vec::new();
-    for (name, gpus) in NODES {
+    for (name, gpus, cluster) in NODES {
         let (token, hash) = secrets::generate("hgn_");
-        match node_repo::find_node_by_name(pool, name).await? {
-            Some(node) => {
-                node_repo::set_token_hash(pool, node.node_id, &hash).await?;
-            }
-            None => {
-                let mut db = pool.acquire().await?;
-                node_repo::insert_node(&mut db, name, crate::clusters::DEFAULT_ID, &hash, now)
-                    .await?;
-            }
-        }
+        let node = demo_node(pool, name, cluster, now).await?;
+        node_repo::set_token_hash(pool, node.node_id, &hash).await?;
         let options = AgentOptions {
             server: server.clone(),
             token,
             name: Some(name.to_string()),
-            cluster: None,
+            cluster: Some(node.cluster),
             gpus: gpus.to_string(),
             poll_s: 10,
             state_dir: std::env::temp_dir()

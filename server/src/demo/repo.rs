@@ -31,12 +31,15 @@ pub async fn live_node_ids(db: impl AnyExecutor<'_>) -> Result<BTreeMap<String, 
 /// An hour of healthy capacity, unless one is already there.
 pub async fn insert_capacity(
     db: impl AnyExecutor<'_>,
+    cluster: i64,
     hour: i64,
     gpu_s: f64,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "insert into capacity_hour (hour, healthy_gpu_s) values ($1, $2) on conflict do nothing",
+        "insert into capacity_hour (cluster_id, hour, healthy_gpu_s) values ($1, $2, $3)
+         on conflict do nothing",
     )
+    .bind(cluster)
     .bind(hour)
     .bind(gpu_s)
     .execute(db)
@@ -49,13 +52,14 @@ pub async fn insert_capacity(
 pub async fn insert_usage(
     db: impl AnyExecutor<'_>,
     leaf: i64,
+    cluster: i64,
     hour: i64,
     [charged, free, demand, owed, sampled, utilized]: [f64; 6],
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "insert into usage_hour (budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s,
-                                 sampled_gpu_s, utilized_gpu_s)
-         values ($1, $2, $3, $4, $5, $6, $7, $8) on conflict do nothing",
+                                 sampled_gpu_s, utilized_gpu_s, cluster_id)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9) on conflict do nothing",
     )
     .bind(leaf)
     .bind(hour)
@@ -65,6 +69,7 @@ pub async fn insert_usage(
     .bind(owed)
     .bind(sampled)
     .bind(utilized)
+    .bind(cluster)
     .execute(db)
     .await?;
     Ok(())

@@ -40,12 +40,15 @@ impl Rng {
 pub fn spawn(pool: AnyPool, runtime: Runtime, every: Duration) {
     tokio::spawn(async move {
         for _ in 0..600 {
-            let connected =
-                crate::workloads::repo::connected_capacity(&pool, crate::clusters::DEFAULT_ID)
-                    .await;
-            if connected.is_ok_and(|(nodes, _, _)| nodes > 0) {
+            let mut db = match pool.acquire().await {
+                Ok(db) => db,
+                Err(_) => continue,
+            };
+            let clusters = crate::clusters::in_use(&mut db).await;
+            if clusters.is_ok_and(|list| list.iter().all(|c| c.healthy_gpus > 0)) {
                 break;
             }
+            drop(db);
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let mut rng = Rng(crate::clock::Clock::entropy() | 1);
@@ -75,6 +78,13 @@ async fn submit_one(
         username: user.username.clone(),
         role: app::model::Role::Researcher,
     };
+    // Each cluster in turn gets work sized for it: a gang of 16 needs the 16-GPU cluster.
+    let cluster = super::CLUSTERS[(n % super::CLUSTERS.len() as u64) as usize];
+    let largest: u64 = super::NODES
+        .iter()
+        .filter(|(_, _, c)| *c == cluster)
+        .map(|(_, gpus, _)| u64::from(*gpus))
+        .sum();
     let (kind, gpus, min_runtime_s, seconds) = match rng.below(10) {
         0..=3 => ("debug", 1 + rng.below(2), 900, 20 + rng.below(60)),
         4..=6 => ("sweep", 1 + rng.below(4), 0, 60 + rng.below(240)),
@@ -84,7 +94,7 @@ async fn submit_one(
             3600,
             120 + rng.below(480),
         ),
-        _ => ("pretrain", 16, 3600, 300 + rng.below(600)),
+        _ => ("pretrain", largest, 3600, 300 + rng.below(600)),
     };
     let input = SubmitWorkload {
         project: project.to_string(),
@@ -96,7 +106,7 @@ async fn submit_one(
         min_runtime_s,
         resumable: kind != "debug",
         priority: rng.below(3) as i64,
-        cluster: Some(crate::clusters::DEFAULT.into()),
+        cluster: Some(cluster.into()),
     };
     workloads::submit(pool, runtime, &actor, input).await?;
     Ok(())

@@ -731,6 +731,7 @@ async fn write(
                 Value::Int(w.run_count),
                 Value::Int(w.progress_s),
                 Value::Text(output(w.output)),
+                Value::Int(crate::clusters::DEFAULT_ID),
             ]
         }),
     )

@@ -95,6 +95,46 @@ async fn the_demo_seeds_people_runs_simulated_nodes_and_keeps_work_flowing() {
     assert_eq!(healthy, 4, "four simulated nodes are live");
     assert!(started, "the trickle's first workload started");
 
+    // Two clusters, each with its own nodes; the trickle feeds both.
+    let clusters = crate::live::get_json(&http, &format!("{url}/api/v1/clusters"), &token).await;
+    let shape: Vec<(String, i64, i64)> = clusters["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_string(),
+                c["nodes"].as_i64().unwrap(),
+                c["gpus"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [("b200".to_string(), 2, 12), ("h100".to_string(), 2, 16)]
+    );
+    let mut fed = std::collections::BTreeSet::new();
+    // The trickle submits every 15 s, to one cluster then the other.
+    for _ in 0..150 {
+        let list = crate::live::get_json(&http, &format!("{url}/api/v1/workloads"), &token).await;
+        fed = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["submitted_at"].as_i64().is_some_and(|t| t >= began))
+            .map(|w| w["cluster"].as_str().unwrap().to_string())
+            .collect();
+        if fed.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        fed.len(),
+        2,
+        "the trickle submits to both clusters: {fed:?}"
+    );
+
     let tree = crate::live::get_json(&http, &format!("{url}/api/v1/tree"), &token).await;
     let paths: Vec<&str> = tree["nodes"]
         .as_array()

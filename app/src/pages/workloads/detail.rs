@@ -181,6 +181,7 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
                 <h2>"Details"</h2>
                 <dl class="facts">
                     <dt>"Project"</dt><dd>{w.project.clone()}</dd>
+                    {(w.cluster != "default" && !w.cluster.is_empty()).then(|| view! { <dt>"Cluster"</dt><dd>{w.cluster.clone()}</dd> })}
                     <dt>"Waited"</dt><dd>{waited}</dd>
                     {ran.map(|r| view! { <dt>"Ran"</dt><dd>{r}</dd> })}
                     {charged.map(|c| view! { <dt>"Charged"</dt><dd>{c}</dd> })}

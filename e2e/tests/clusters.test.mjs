@@ -1,0 +1,98 @@
+// Two clusters: a researcher chooses where a workload runs; the queue and the nodes filter by
+// cluster.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TestServer } from '../support/server.mjs';
+import { launchBrowser, signIn, waitForHydration, withPage } from '../support/browser.mjs';
+
+const ORG = `
+[shares]
+"ai" = 1
+"ai/olmo" = 1
+
+[owners]
+"ai" = ["root"]
+
+[members]
+"ai/olmo" = ["ada"]
+`;
+
+describe('several clusters in the browser', () => {
+  let server;
+  let browser;
+
+  before(async () => {
+    server = await TestServer.start();
+    server.createUser('root', 'admin', 'root-password-1');
+    server.createUser('ada', 'researcher', 'ada-password-1');
+    server.importTree(ORG);
+    await server.startAgent('east-1', 1, 'east');
+    await server.startAgent('west-1', 1, 'west');
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  async function submit(page, { name, cluster }) {
+    await page.goto(`${server.url}/workloads/new`);
+    await waitForHydration(page);
+    await page.getByLabel('Name').fill(name);
+    await page.getByLabel('Command').fill('sleep 600');
+    await page.getByLabel('GPUs').fill('1');
+    await page.getByLabel('Minimum runtime', { exact: true }).fill('15 min');
+    if (cluster) await page.getByLabel('Cluster').selectOption(cluster);
+    await page.getByRole('button', { name: 'Submit' }).click();
+    await page.getByRole('heading', { name: new RegExp(name) }).waitFor();
+  }
+
+  test('a workload is submitted to the chosen cluster and the queue and nodes filter by cluster', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      // The form asks which cluster, offering both.
+      await page.goto(`${server.url}/workloads/new`);
+      await waitForHydration(page);
+      const choices = await page.getByLabel('Cluster').locator('option').allTextContents();
+      assert.deepEqual(choices, ['Choose a cluster', 'east', 'west']);
+
+      // One GPU each: the first on each cluster runs, the second waits on its own cluster.
+      await submit(page, { name: 'east-a', cluster: 'east' });
+      await page.getByText('Cluster', { exact: true }).waitFor();
+      await page.locator('.state', { hasText: 'running' }).first().waitFor({ timeout: 15_000 });
+      await submit(page, { name: 'east-b', cluster: 'east' });
+      await submit(page, { name: 'west-a', cluster: 'west' });
+      await page.locator('.state', { hasText: 'running' }).first().waitFor({ timeout: 15_000 });
+      await submit(page, { name: 'west-b', cluster: 'west' });
+
+      await page.goto(`${server.url}/queue`);
+      await waitForHydration(page);
+      const rows = page.getByRole('table', { name: 'Queue in scheduler order' }).locator('tbody tr');
+      await page.getByRole('columnheader', { name: 'Cluster' }).waitFor();
+      await rows.filter({ hasText: 'east-b' }).waitFor();
+      await rows.filter({ hasText: 'west-b' }).waitFor();
+      assert.equal(await rows.count(), 2);
+
+      await page.getByLabel('Cluster').selectOption('west');
+      await rows.filter({ hasText: 'east-b' }).waitFor({ state: 'detached' });
+      assert.equal(await rows.count(), 1);
+      assert.match(await rows.first().textContent(), /west-b/);
+      await page.getByRole('status').filter({ hasText: '1 waiting workload.' }).waitFor();
+
+      // A shared link keeps the filter.
+      await page.goto(`${server.url}/queue?cluster=east`);
+      await waitForHydration(page);
+      await rows.filter({ hasText: 'east-b' }).waitFor();
+      assert.equal(await rows.count(), 1);
+
+      await page.goto(`${server.url}/nodes`);
+      await waitForHydration(page);
+      await page.getByRole('region', { name: 'Node east-1' }).waitFor();
+      await page.getByLabel('Cluster').selectOption('east');
+      await page.getByRole('region', { name: 'Node west-1' }).waitFor({ state: 'detached' });
+      await page.getByRole('region', { name: 'Node east-1' }).getByText(/cluster east/).waitFor();
+    });
+  });
+});
