@@ -19,7 +19,7 @@ describe('registering a node', () => {
     await server?.stop();
   });
 
-  test('the agent command names the node that was registered', async (t) => {
+  test('the agent command names the node that was registered and its cluster', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'admin', 'admin-password-1');
       await page.getByRole('heading', { name: 'Welcome, admin' }).waitFor();
@@ -28,11 +28,12 @@ describe('registering a node', () => {
       await page.getByText('No GPU nodes are registered yet.').waitFor();
 
       await page.getByLabel('Node name').fill('gpu-9');
+      await page.getByRole('textbox', { name: 'Cluster' }).fill('h100');
       await page.getByRole('button', { name: 'Register' }).click();
       const shown = page.getByRole('status').filter({ hasText: 'gpu-9 is registered' });
       await shown.waitFor();
       const command = await shown.locator('pre').textContent();
-      assert.match(command, /^hourglass agent --server http:\/\/[^ ]+ --name gpu-9 --gpus auto --token hgn_[0-9a-f]{64}$/);
+      assert.match(command, /^hourglass agent --server http:\/\/[^ ]+ --name gpu-9 --cluster h100 --gpus auto --token hgn_[0-9a-f]{64}$/);
       // One click copies it.
       await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
       await page.getByRole('button', { name: 'Copy the agent command' }).click();

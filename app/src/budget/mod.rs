@@ -115,6 +115,9 @@ pub struct ChangeRequestView {
     pub can_rebase: bool,
     /// The request that replaced this one when it was rebased.
     pub replaced_by: Option<i64>,
+    /// The cluster it changes shares on; none: every cluster.
+    #[serde(default)]
+    pub cluster: Option<String>,
 }
 
 /// What the rebalancing form submits.
@@ -126,6 +129,9 @@ pub struct ProposalInput {
     pub justification: String,
     /// `YYYY-MM-DD` (UTC midnight), or empty for "on approval".
     pub effective_date: String,
+    /// One cluster's name, or empty for every cluster.
+    #[serde(default)]
+    pub cluster: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

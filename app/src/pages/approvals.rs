@@ -140,7 +140,7 @@ pub fn ApprovalsPage() -> impl IntoView {
                                         {list.into_iter().map(|r| view! {
                                             <tr>
                                                 <td><a href=format!("/approvals?request={}", r.id) aria-label=format!("Open request #{}", r.id)>{format!("#{}", r.id)}</a></td>
-                                                <td>{node_label(&r.node)}</td>
+                                                <td>{node_label(&r.node)}{r.cluster.as_ref().map(|c| format!(" (on {c})"))}</td>
                                                 <td>{r.proposer.clone()}</td>
                                                 <td>
                                                     <span class=format!("state state-{}", r.state) title=r.state.meaning()>{r.state.as_str()}</span>
@@ -185,9 +185,14 @@ fn RequestCard(request: ChangeRequestView, actions: Actions) -> impl IntoView {
     let old_total: f64 = request.items.iter().filter_map(|i| i.old_share).sum();
     let new_total: f64 = request.items.iter().filter_map(|i| i.new_share).sum();
     let title = format!(
-        "#{} · {} · proposed by {}",
+        "#{} · {}{} · proposed by {}",
         request.id,
         node_label(&request.node),
+        request
+            .cluster
+            .as_ref()
+            .map(|c| format!(" on cluster {c} only"))
+            .unwrap_or_default(),
         request.proposer
     );
     let comment_id = format!("comment-{}", request.id);

@@ -78,6 +78,12 @@ pub fn TreePage() -> impl IntoView {
                     }.into_any(),
                     Ok(nodes) => {
                         let for_editor = nodes.clone();
+                        let names: Vec<String> = clusters.await.into_iter().map(|c| c.name).collect();
+                        // The shares shown are the chosen cluster's: a change made from them may be
+                        // for that cluster alone.
+                        let shown = Some(cluster.get_untracked()).filter(|c| !c.is_empty())
+                            .or_else(|| names.first().cloned()).unwrap_or_default();
+                        let clusters_for_editor = if names.len() > 1 { vec![shown] } else { Vec::new() };
                         let paths: Vec<String> = nodes.iter().map(|n| n.path.clone()).filter(|p| !p.is_empty()).collect();
                         view! {
                             <div class="card table-wrap">
@@ -106,7 +112,8 @@ pub fn TreePage() -> impl IntoView {
                                 let below: Vec<TreeNodeView> = for_editor.iter()
                                     .filter(|n| !n.path.is_empty() && n.path.starts_with(&prefix) && n.path != path)
                                     .cloned().collect();
-                                Some(view! { <ShareEditor node below propose set_editing /> })
+                                let clusters = clusters_for_editor.clone();
+                                Some(view! { <ShareEditor node below propose set_editing clusters /> })
                             })}
                         }.into_any()
                     }
@@ -242,7 +249,10 @@ fn ShareEditor(
     below: Vec<TreeNodeView>,
     propose: ServerAction<ProposeChange>,
     set_editing: WriteSignal<Option<String>>,
+    /// The cluster whose shares are shown, when there are several: the change may be for it alone.
+    clusters: Vec<String>,
 ) -> impl IntoView {
+    let applies_to = RwSignal::new(String::new());
     let prefix = if node.path.is_empty() {
         String::new()
     } else {
@@ -371,6 +381,7 @@ fn ShareEditor(
                 children,
                 justification: justification.get(),
                 effective_date: effective.get(),
+                cluster: applies_to.get(),
             },
         });
     };
@@ -491,6 +502,15 @@ fn ShareEditor(
                             </tbody>
                         </table>
                     </details>
+                })}
+                {(!clusters.is_empty()).then(|| view! {
+                    <label for="applies-to">"Applies to"</label>
+                    <select id="applies-to" aria-describedby="applies-to-hint"
+                        on:change=move |ev| applies_to.set(event_target_value(&ev))>
+                        <option value="" selected=true>"Every cluster"</option>
+                        {clusters.iter().map(|c| view! { <option value=c.clone()>{format!("Only {c}")}</option> }).collect_view()}
+                    </select>
+                    <p id="applies-to-hint" class="hint">"A change for one cluster only sets shares there (adding, renaming or removing nodes is for every cluster); a later change for every cluster replaces it."</p>
                 })}
                 <label for="justification">"Justification"</label>
                 <textarea id="justification" rows="3" prop:value=move || justification.get()

@@ -40,6 +40,88 @@ pub async fn share_versions(
     .await
 }
 
+/// A node's share on one cluster, over a span of time.
+#[derive(Debug, Clone, FromRow)]
+pub struct ShareOverrideRow {
+    pub cluster_id: i64,
+    pub budget_node_id: i64,
+    pub share: f64,
+    pub effective_from: i64,
+    pub effective_to: Option<i64>,
+}
+
+impl ShareOverrideRow {
+    /// As a share version of its node (on its cluster).
+    pub fn version(&self) -> ShareVersionRow {
+        ShareVersionRow {
+            budget_node_id: self.budget_node_id,
+            share: self.share,
+            effective_from: self.effective_from,
+            effective_to: self.effective_to,
+        }
+    }
+}
+
+/// Every per-cluster share override, in time order.
+pub async fn share_overrides(
+    db: impl AnyExecutor<'_>,
+) -> Result<Vec<ShareOverrideRow>, sqlx::Error> {
+    sqlx::query_as(
+        "select cluster_id, budget_node_id, share, effective_from, effective_to from share_override
+         order by effective_from, budget_node_id",
+    )
+    .fetch_all(db)
+    .await
+}
+
+/// Sets `node_id`'s share on `cluster_id` from `at` on (closing the override in force there).
+pub async fn set_override(
+    db: &mut AnyConnection,
+    node_id: i64,
+    cluster_id: i64,
+    share: f64,
+    at: i64,
+    request_id: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "update share_override set effective_to = $3
+         where budget_node_id = $1 and cluster_id = $2 and effective_to is null",
+    )
+    .bind(node_id)
+    .bind(cluster_id)
+    .bind(at)
+    .execute(&mut *db)
+    .await?;
+    sqlx::query(
+        "insert into share_override (budget_node_id, cluster_id, share, effective_from, change_request_id)
+         values ($1, $2, $3, $4, $5)",
+    )
+    .bind(node_id)
+    .bind(cluster_id)
+    .bind(share)
+    .bind(at)
+    .bind(request_id)
+    .execute(&mut *db)
+    .await?;
+    Ok(())
+}
+
+/// Ends every override of `node_id` at `at`: its share applies on every cluster again.
+pub async fn end_overrides(
+    db: &mut AnyConnection,
+    node_id: i64,
+    at: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "update share_override set effective_to = $2 where budget_node_id = $1 and effective_to is null",
+    )
+    .bind(node_id)
+    .bind(at)
+    .execute(&mut *db)
+    .await?;
+    Ok(())
+}
+
 pub async fn find_node_by_path(
     tx: &mut Transaction<'_, Any>,
     path: &str,

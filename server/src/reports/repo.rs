@@ -31,7 +31,8 @@ pub async fn capacity_by_cluster(
     to: i64,
 ) -> Result<Vec<(i64, i64, f64)>, sqlx::Error> {
     sqlx::query_as(
-        "select cluster_id, hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2",
+        "select cluster_id, hour, healthy_gpu_s from capacity_hour where hour >= $1 and hour < $2
+         order by cluster_id, hour",
     )
     .bind(from)
     .bind(to)

@@ -180,17 +180,24 @@ async fn figures(
             waits_of.entry(leaf).or_default().push(w.wait_s);
         }
     }
-    // Capacity in runs of hours under one share version, so each node's funded time is a sum of
-    // a few products instead of a lookup per hour.
-    let mut by_version: Vec<(usize, f64)> = Vec::new();
-    for &(hour, gpu_s) in &capacity {
-        let version = t
+    // Each cluster's capacity in runs of hours under one share version of the tree it funds
+    // with (its own where it overrides shares), so each node's funded time is a sum of a few
+    // products instead of a lookup per hour.
+    let trees = crate::budget::snapshot::with_overrides(&mut *db, tree.clone()).await?;
+    let mut by_version: Vec<(i64, usize, f64)> = Vec::new();
+    for (cluster, hour, gpu_s) in repo::capacity_by_cluster(&mut *db, from, to).await? {
+        if id.is_some_and(|c| c != cluster) {
+            continue;
+        }
+        let version = trees
+            .of(cluster)
+            .tree
             .versions()
             .partition_point(|v| v.effective_from <= hour)
             .saturating_sub(1);
         match by_version.last_mut() {
-            Some((v, sum)) if *v == version => *sum += gpu_s,
-            _ => by_version.push((version, gpu_s)),
+            Some((c, v, sum)) if *c == cluster && *v == version => *sum += gpu_s,
+            _ => by_version.push((cluster, version, gpu_s)),
         }
     }
 
@@ -207,7 +214,9 @@ async fn figures(
         let node = totals.get(&id).copied().unwrap_or_default();
         let funded: f64 = by_version
             .iter()
-            .map(|&(version, gpu_s)| t.versions()[version].fraction(id) * gpu_s)
+            .map(|&(cluster, version, gpu_s)| {
+                trees.of(cluster).tree.versions()[version].fraction(id) * gpu_s
+            })
             .sum();
         let share_at_start = t.version_at(from).fraction(id);
         let share_at_end = t.version_at(end - 1).fraction(id);

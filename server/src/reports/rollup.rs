@@ -2,7 +2,10 @@
 //! over; a late booking into one of its hours drops the rollup so the next read redoes it.
 
 use super::repo;
-use crate::{budget::snapshot::TreeSnapshot, ServerError};
+use crate::{
+    budget::snapshot::{with_overrides, TreeSnapshot, Trees},
+    ServerError,
+};
 use scheduler::{BudgetId, DAY};
 use sqlx::AnyConnection;
 use std::collections::BTreeMap;
@@ -30,10 +33,11 @@ impl NodeTotals {
 /// the cluster's capacity and their leaves' demand there.
 pub async fn compute(
     db: &mut AnyConnection,
-    tree: &TreeSnapshot,
+    trees: &Trees,
     from: i64,
     to: i64,
 ) -> Result<BTreeMap<(i64, BudgetId), NodeTotals>, ServerError> {
+    let tree = &trees.base;
     let capacity: BTreeMap<(i64, i64), f64> = repo::capacity_by_cluster(&mut *db, from, to)
         .await?
         .into_iter()
@@ -70,7 +74,8 @@ pub async fn compute(
     }
     for ((cluster, node, hour), (charged, demand)) in inner {
         let c = capacity.get(&(cluster, hour)).copied().unwrap_or(0.0);
-        let funded = t.version_at(hour).fraction(node) * c;
+        // The cluster's own shares where it overrides any (the same nodes, the same ids).
+        let funded = trees.of(cluster).tree.version_at(hour).fraction(node) * c;
         let owed = funded.min(demand);
         let entry = totals.entry((cluster, node)).or_default();
         entry.owed_gpu_s += owed;
@@ -90,10 +95,17 @@ pub async fn ensure(
     let first = from.div_euclid(DAY) * DAY;
     let last = to.min(now.div_euclid(DAY) * DAY);
     let done = repo::rolled_up_days(&mut *db, first, last).await?;
+    if (first..last)
+        .step_by(DAY as usize)
+        .all(|d| done.contains(&d))
+    {
+        return Ok(());
+    }
+    let trees = with_overrides(db, tree.clone()).await?;
     let mut day = first;
     while day < last {
         if !done.contains(&day) {
-            let totals = compute(db, tree, day, day + DAY).await?;
+            let totals = compute(db, &trees, day, day + DAY).await?;
             repo::clear_day(&mut *db, day).await?;
             for ((cluster, node), t) in &totals {
                 repo::insert_node_day(&mut *db, tree.db_id(*node), *cluster, day, t).await?;
@@ -133,12 +145,13 @@ pub async fn totals(
             }
         }
     }
+    let trees = with_overrides(db, tree.clone()).await?;
     for (a, b) in [
         (from, whole_from.min(to).max(from)),
         (whole_to.max(from), to),
     ] {
         if b > a {
-            for ((c, id), t) in compute(db, tree, a, b).await? {
+            for ((c, id), t) in compute(db, &trees, a, b).await? {
                 if cluster.is_none_or(|wanted| wanted == c) {
                     out.entry(id).or_default().add(&t);
                 }

@@ -188,19 +188,19 @@ async fn book_demand(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), S
 /// capacity and the leaf's demand there (the tree's shares apply on every cluster), recomputed
 /// from the hour's totals for every hour in `[from, to)` so reports only sum it.
 async fn refresh_owed(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), ServerError> {
-    let Some(tree) = tree_snapshot::load(db).await? else {
+    let Some(trees) = tree_snapshot::load_trees(db).await? else {
         return Ok(());
     };
     for (hour, _) in split_hours(from, to) {
         let capacity = repo::capacity_at(&mut *db, hour).await?;
         let leaves = repo::demand_at(&mut *db, hour).await?;
-        let shares = tree.tree.version_at(hour);
         let owed: Vec<repo::Cell> = leaves
             .into_iter()
             .map(|(cluster, leaf, demand)| {
+                let tree = trees.of(cluster);
                 let fraction = tree
                     .engine_id(leaf)
-                    .map(|id| shares.fraction(id))
+                    .map(|id| tree.tree.version_at(hour).fraction(id))
                     .unwrap_or(0.0);
                 let capacity = capacity.get(&cluster).copied().unwrap_or(0.0);
                 (cluster, leaf, hour, (fraction * capacity).min(demand))

@@ -265,7 +265,7 @@ pub async fn load_bases(
     config: &RuntimeConfig,
     now: i64,
 ) -> Result<Option<Bases>, ServerError> {
-    let Some(tree) = tree_snapshot::load(db).await? else {
+    let Some(trees) = tree_snapshot::load_trees(db).await? else {
         return Ok(None);
     };
     let clusters = crate::clusters::repo::all(&mut *db).await?;
@@ -293,6 +293,8 @@ pub async fn load_bases(
             .enumerate()
             .map(|(i, n)| (n.node_id, NodeId(i as u32)))
             .collect();
+        // The tree's shares, with the cluster's own where it overrides any.
+        let tree = trees.of(cluster.cluster_id);
         let mut engine = Engine::new(tree.tree.clone(), config.engine_config());
         let ledger = Ledger {
             cluster: cluster.cluster_id,
@@ -300,7 +302,7 @@ pub async fn load_bases(
             capacity: &capacity,
             first_hour,
         };
-        ledger.feed(&mut engine, &tree, &nodes, now);
+        ledger.feed(&mut engine, tree, &nodes, now);
         bases.push(Arc::new(Base {
             cluster,
             engine,

@@ -281,3 +281,142 @@ async fn an_agent_started_for_another_cluster_is_refused_with_the_cluster_it_bel
             .is_none()
     );
 }
+
+/// The share of `path` among its siblings on `cluster`, as the Budget tree shows it.
+async fn of_parent(live: &Live, cluster: &str, path: &str) -> f64 {
+    let (status, tree) = live
+        .get("ada", &format!("/api/v1/tree?cluster={cluster}"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{tree}");
+    tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["path"] == path)
+        .map(|n| n["of_parent"].as_f64().unwrap())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_approved_change_for_one_cluster_sets_its_shares_there_until_a_change_for_every_cluster()
+{
+    let mut live = Live::start().await;
+    live.add_agent_in("east-1", 1, "east").await;
+    live.add_agent_in("west-1", 1, "west").await;
+    let shares = |olmo: f64, molmo: f64, cluster: Option<&str>| {
+        json!({
+            "node": "ai",
+            "shares": { "ai/olmo": olmo, "ai/molmo": molmo },
+            "justification": "molmo's season on west",
+            "cluster": cluster,
+        })
+    };
+
+    // Only the shares of existing children, on a cluster that exists.
+    let mut adding = shares(1.0, 1.0, Some("west"));
+    adding["shares"]["ai/new"] = json!(1.0);
+    let (status, refused) = live.post("ada", "/api/v1/change-requests", adding).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["field"], "shares");
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("only sets the shares of existing children"),
+        "{refused}"
+    );
+    let (status, refused) = live
+        .post(
+            "ada",
+            "/api/v1/change-requests",
+            shares(1.0, 3.0, Some("north")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["field"], "cluster");
+
+    let (status, request) = live
+        .post(
+            "ada",
+            "/api/v1/change-requests",
+            shares(1.0, 3.0, Some("west")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{request}");
+    assert_eq!(request["cluster"], "west");
+    let id = request["id"].as_i64().unwrap();
+    // Same rules as any request: the proposer may not approve it; the owner may.
+    let (status, _) = live
+        .post(
+            "ada",
+            &format!("/api/v1/change-requests/{id}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, approved) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{id}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{approved}");
+    assert_eq!(approved["state"], "applied");
+
+    assert_eq!(of_parent(&live, "west", "ai/molmo").await, 0.75);
+    assert_eq!(of_parent(&live, "east", "ai/molmo").await, 0.25);
+    // The scheduler decides west with west's shares.
+    let now = live.runtime.now();
+    let mut read = db::begin_read(&live.app.pool).await.unwrap();
+    let snaps = snapshot::load(&mut read, &live.runtime.config(), now)
+        .await
+        .unwrap()
+        .expect("a tree");
+    read.rollback().await.unwrap();
+    let fraction = |cluster: &str| {
+        let snap = snaps.named(Some(cluster)).unwrap();
+        let molmo = snap.tree.tree.find("ai/molmo").unwrap();
+        snap.engine.tree().version_at(now).fraction(molmo)
+    };
+    assert!((fraction("west") - 3.0 * fraction("east")).abs() < 1e-9);
+
+    // A change for one cluster starts from that cluster's shares.
+    let (_, again) = live
+        .post(
+            "ada",
+            "/api/v1/change-requests",
+            shares(2.0, 2.0, Some("west")),
+        )
+        .await;
+    let molmo = again["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["child"] == "molmo")
+        .cloned()
+        .unwrap();
+    assert_eq!(molmo["old_share"], 3.0, "{again}");
+    live.post(
+        "ada",
+        &format!("/api/v1/change-requests/{}/withdraw", again["id"]),
+        json!({}),
+    )
+    .await;
+
+    // A change for every cluster sets the shares everywhere, the override included.
+    let (_, everywhere) = live
+        .post("ada", "/api/v1/change-requests", shares(1.0, 1.0, None))
+        .await;
+    assert_eq!(everywhere["cluster"], Value::Null);
+    let (status, _) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{}/approve", everywhere["id"]),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(of_parent(&live, "west", "ai/molmo").await, 0.5);
+    assert_eq!(of_parent(&live, "east", "ai/molmo").await, 0.5);
+}

@@ -19,6 +19,9 @@ pub struct Proposal {
     pub justification: String,
     #[serde(default)]
     pub effective_at: Option<i64>,
+    /// A change for one cluster only (its shares there override the tree's); none: every cluster.
+    #[serde(default)]
+    pub cluster: Option<String>,
 }
 
 impl Proposal {
@@ -43,6 +46,7 @@ impl Proposal {
                 .collect(),
             justification: input.justification,
             effective_at,
+            cluster: Some(input.cluster).filter(|c| !c.trim().is_empty()),
         }
     }
 }
@@ -188,6 +192,32 @@ pub fn rebased(
         renames,
         justification: justification.to_string(),
         effective_at: effective_at.filter(|&at| at > now),
+        cluster: None,
+    }
+}
+
+/// A change for one cluster only sets the shares of existing children: the tree's shape is the
+/// same on every cluster.
+pub fn check_cluster_plan(plan: &Plan, cluster: &str) -> Result<(), ServerError> {
+    match plan
+        .items
+        .values()
+        .find(|item| item.action != ChangeAction::Set)
+    {
+        Some(item) => Err(ServerError::invalid(
+            "shares",
+            format!(
+                "A change for cluster \"{cluster}\" only sets the shares of existing children; \
+                 \"{}\" would be {}: add, rename or remove nodes in a change for every cluster.",
+                item.child,
+                match item.action {
+                    ChangeAction::Add => "added",
+                    ChangeAction::Remove => "removed",
+                    _ => "renamed",
+                }
+            ),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -490,6 +520,7 @@ mod tests {
             renames: BTreeMap::from([("ai/b".to_string(), "bee".to_string())]),
             justification: "growth".into(),
             effective_at: None,
+            cluster: None,
         };
         let plan = plan(&proposal, "ai", &current, 0).expect("valid");
         let action = |n: &str| plan.items[n].action;

@@ -45,6 +45,20 @@ pub async fn children(db: impl AnyExecutor<'_>, node_id: i64) -> Result<Vec<Chil
         .collect())
 }
 
+/// The shares overridden on `cluster_id` now, by node id.
+pub async fn overrides_in_force(
+    db: impl AnyExecutor<'_>,
+    cluster_id: i64,
+) -> Result<std::collections::BTreeMap<i64, f64>, sqlx::Error> {
+    let rows: Vec<(i64, f64)> = sqlx::query_as(
+        "select budget_node_id, share from share_override where cluster_id = $1 and effective_to is null",
+    )
+    .bind(cluster_id)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// Every owner grant, by node path: one query, however many requests are judged with it.
 pub async fn owners(db: impl AnyExecutor<'_>) -> Result<Owners, sqlx::Error> {
     let rows: Vec<(String, i64)> = sqlx::query_as(
@@ -91,19 +105,34 @@ pub async fn holds_anything(
     Ok(active > 0 || grandchildren > 0)
 }
 
+/// What a new request says besides its items.
+pub struct NewRequest<'a> {
+    pub node: &'a NodeRow,
+    pub proposer_id: i64,
+    pub justification: &'a str,
+    pub effective_at: Option<i64>,
+    /// The cluster it is for; none: every cluster.
+    pub cluster_id: Option<i64>,
+}
+
 /// Records a pending request and its items; returns its id.
 pub async fn insert_request(
     db: &mut AnyConnection,
-    node: &NodeRow,
-    proposer_id: i64,
-    justification: &str,
-    effective_at: Option<i64>,
+    request: &NewRequest<'_>,
     items: impl Iterator<Item = &ChangeItem>,
     now: i64,
 ) -> Result<i64, sqlx::Error> {
+    let NewRequest {
+        node,
+        proposer_id,
+        justification,
+        effective_at,
+        cluster_id,
+    } = *request;
     let id: i64 = sqlx::query_scalar(
-        "insert into change_request (budget_node_id, proposer_id, justification, base_version, effective_at, state, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7) returning change_request_id",
+        "insert into change_request (budget_node_id, proposer_id, justification, base_version, effective_at, state,
+                                     created_at, cluster_id)
+         values ($1, $2, $3, $4, $5, $6, $7, $8) returning change_request_id",
     )
     .bind(node.budget_node_id)
     .bind(proposer_id)
@@ -112,6 +141,7 @@ pub async fn insert_request(
     .bind(effective_at)
     .bind(ChangeState::Pending.as_str())
     .bind(now)
+    .bind(cluster_id)
     .fetch_one(&mut *db)
     .await?;
     for item in items {
@@ -152,14 +182,18 @@ pub struct RequestRow {
     pub decision_comment: String,
     pub children_version: i64,
     pub replaced_by: Option<i64>,
+    /// The cluster it is for; none: every cluster.
+    pub cluster: Option<String>,
 }
 
 const SELECT: &str =
     "select r.change_request_id, r.budget_node_id, b.path, r.proposer_id, p.username as proposer,
         r.justification, r.base_version, r.effective_at, r.state, r.created_at, r.decided_at,
-        d.username as decided_by, r.decision_comment, b.children_version, r.replaced_by
+        d.username as decided_by, r.decision_comment, b.children_version, r.replaced_by,
+        c.name as cluster
     from change_request r join budget_node b on b.budget_node_id = r.budget_node_id
-    join \"user\" p on p.user_id = r.proposer_id left join \"user\" d on d.user_id = r.decided_by";
+    join \"user\" p on p.user_id = r.proposer_id left join \"user\" d on d.user_id = r.decided_by
+    left join cluster c on c.cluster_id = r.cluster_id";
 
 pub async fn request(db: impl AnyExecutor<'_>, id: i64) -> Result<Option<RequestRow>, sqlx::Error> {
     sqlx::query_as(&format!("{SELECT} where r.change_request_id = $1"))
@@ -328,6 +362,11 @@ pub async fn apply(
     .bind(request_id)
     .fetch_all(&mut *db)
     .await?;
+    let cluster: Option<i64> =
+        sqlx::query_scalar("select cluster_id from change_request where change_request_id = $1")
+            .bind(request_id)
+            .fetch_one(&mut *db)
+            .await?;
     for item in items {
         let name = item.child;
         let path = format!("{prefix}{name}");
@@ -339,6 +378,13 @@ pub async fn apply(
         .fetch_optional(&mut *db)
         .await?;
         match (item.action, child) {
+            // A change for one cluster: its shares there, over the tree's.
+            (ChangeAction::Set, Some(id)) if cluster.is_some() => {
+                if let (Some(cluster), Some(share)) = (cluster, item.new_share) {
+                    crate::budget::repo::set_override(db, id, cluster, share, at, request_id)
+                        .await?;
+                }
+            }
             (ChangeAction::Add, None) => {
                 let id = crate::budget::repo::insert_budget_node(
                     &mut *db,
@@ -358,6 +404,7 @@ pub async fn apply(
                 .await?;
             }
             (ChangeAction::Remove, Some(id)) => {
+                crate::budget::repo::end_overrides(db, id, at).await?;
                 sqlx::query("update share_version set effective_to = $2 where budget_node_id = $1 and effective_to is null")
                     .bind(id)
                     .bind(at)
@@ -372,6 +419,8 @@ pub async fn apply(
             (_, Some(id)) => {
                 if let Some(share) = item.new_share {
                     set_share(db, id, share, at, ShareOrigin::Request(request_id)).await?;
+                    // A change for every cluster sets the share everywhere.
+                    crate::budget::repo::end_overrides(db, id, at).await?;
                 }
                 if let Some(new_name) = item.new_name.filter(|n| *n != name) {
                     let new_path = format!("{prefix}{new_name}");

@@ -49,8 +49,30 @@ async fn record(
     proposal: &Proposal,
     now: i64,
 ) -> Result<i64, ServerError> {
-    let current = repo::children(&mut *tx, node.budget_node_id).await?;
+    let cluster = match proposal.cluster.as_deref().map(str::trim) {
+        Some(name) => Some(
+            crate::clusters::repo::find_by_name(&mut *tx, name)
+                .await?
+                .ok_or_else(|| {
+                    ServerError::invalid("cluster", format!("There is no cluster \"{name}\"."))
+                })?,
+        ),
+        None => None,
+    };
+    let mut current = repo::children(&mut *tx, node.budget_node_id).await?;
+    if let Some(cluster) = &cluster {
+        // The shares in force on that cluster: its overrides where it has any.
+        let overrides = repo::overrides_in_force(&mut *tx, cluster.cluster_id).await?;
+        for child in &mut current {
+            if let Some(&share) = overrides.get(&child.id) {
+                child.share = share;
+            }
+        }
+    }
     let plan = policy::plan(proposal, &node.path, &current, now)?;
+    if let Some(cluster) = &cluster {
+        policy::check_cluster_plan(&plan, &cluster.name)?;
+    }
     for (child_id, name) in &plan.removed {
         let path = if node.path.is_empty() {
             name.clone()
@@ -64,16 +86,14 @@ async fn record(
             ));
         }
     }
-    Ok(repo::insert_request(
-        &mut *tx,
+    let request = repo::NewRequest {
         node,
-        actor.id,
-        proposal.justification.trim(),
-        proposal.effective_at,
-        plan.items.values(),
-        now,
-    )
-    .await?)
+        proposer_id: actor.id,
+        justification: proposal.justification.trim(),
+        effective_at: proposal.effective_at,
+        cluster_id: cluster.map(|c| c.cluster_id),
+    };
+    Ok(repo::insert_request(&mut *tx, &request, plan.items.values(), now).await?)
 }
 
 /// Request `id`, if `actor` may take it back (see [`policy::may_withdraw`]).
@@ -133,7 +153,7 @@ pub async fn rebase(
         .remove(&id)
         .unwrap_or_default();
     let current = repo::children(&mut *tx, node.budget_node_id).await?;
-    let proposal = policy::rebased(
+    let mut proposal = policy::rebased(
         &row.path,
         &items,
         &current,
@@ -141,6 +161,7 @@ pub async fn rebase(
         row.effective_at,
         now,
     );
+    proposal.cluster = row.cluster.clone();
     let new_id = record(&mut tx, actor, &node, &proposal, now).await?;
     repo::mark_withdrawn(&mut *tx, id, actor.id, Some(new_id), now).await?;
     tx.commit().await?;
@@ -185,6 +206,7 @@ fn view(
         can_withdraw: waits,
         can_rebase: waits && state == ChangeState::Stale,
         replaced_by: row.replaced_by,
+        cluster: row.cluster,
     }
 }
 
