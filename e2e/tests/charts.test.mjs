@@ -72,6 +72,11 @@ describe('charts', () => {
       assert.match(await allocation.locator('figcaption').textContent(), /Delivered by child: /);
       await overview.getByText('Loading chart…').waitFor({ state: 'hidden' });
 
+      // The demo runs two clusters: the review gives each one's headline beside the total.
+      const clusters = page.getByRole('table', { name: /^Each cluster/ });
+      await clusters.getByRole('rowheader', { name: 'h100' }).waitFor();
+      await clusters.getByRole('rowheader', { name: 'b200' }).waitFor();
+
       // The cluster activity: queue depth, waits and preemptions, per day, then per week.
       const activity = page.getByRole('region', { name: 'Cluster activity' });
       await waitForChart(page, activity.getByRole('img', { name: /^Workloads waiting per day/ }));

@@ -354,6 +354,37 @@ fn ReviewView(
             <Figure label="GPU utilization" value=pct(h.utilization)
                 note=if h.utilization.is_some() { format!("of {} GPU-h sampled", gpu_h(h.sampled_gpu_h)) } else { "not sampled".into() } />
         </section>
+        {(!review.clusters.is_empty()).then(|| view! {
+            <div class="card table-wrap">
+                <table class="table">
+                    <caption>"Each cluster (the figures above are all of them together)"</caption>
+                    <thead>
+                        <tr>
+                            <th scope="col">"Cluster"</th>
+                            <th scope="col" class="num">"Healthy GPU-h"</th>
+                            <th scope="col" class="num">"Delivered / owed"</th>
+                            <th scope="col" class="num">"Worst team"</th>
+                            <th scope="col" class="num">"Hourly tracking"</th>
+                            <th scope="col" class="num">"Occupancy"</th>
+                            <th scope="col" class="num">"Debug p90 wait"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {review.clusters.iter().map(|c| { let h = &c.headline; view! {
+                            <tr>
+                                <th scope="row">{c.name.clone()}</th>
+                                <td class="num">{gpu_h(h.capacity_gpu_h)}</td>
+                                <td class="num">{pct(h.delivered_over_owed)}</td>
+                                <td class="num">{pct(h.worst_team)}</td>
+                                <td class="num">{pct(h.hourly)}</td>
+                                <td class="num">{pct(h.occupancy)}</td>
+                                <td class="num">{duration_or_dash(h.debug_p90_wait_s)}</td>
+                            </tr>
+                        }}).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        })}
         {(!has_data).then(|| view! { <p class="card empty">{format!("No usage was recorded in {}.", review.label)}</p> })}
         {
             let said = shortfalls(&review.rows);

@@ -31,6 +31,15 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
             .collect();
         backfill_cluster(pool, now, days, cluster, &nodes, 7 + i as u64).await?;
     }
+    // Roll the month up now, every cluster's ledger written, so the first report a visitor
+    // opens is instant.
+    let horizon = i64::from(days) * DAY;
+    let start = now.div_euclid(HOUR) * HOUR - horizon;
+    let mut tx = crate::db::begin_write(pool).await?;
+    if let Some(tree) = crate::budget::snapshot::load(&mut tx).await? {
+        crate::reports::rollup::ensure(&mut tx, &tree, start, start + horizon, now).await?;
+    }
+    tx.commit().await?;
     Ok(())
 }
 
@@ -162,10 +171,6 @@ async fn backfill_cluster(
             [charged, free, demand, owed, sampled, utilized],
         )
         .await?;
-    }
-    // Roll the month up now, so the first report a visitor opens is instant.
-    if let Some(tree) = crate::budget::snapshot::load(&mut tx).await? {
-        crate::reports::rollup::ensure(&mut tx, &tree, start, start + horizon, now).await?;
     }
     tx.commit().await?;
     let place = Place {
