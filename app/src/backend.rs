@@ -185,11 +185,15 @@ mod ssr {
             actor: &CurrentUser,
             id: i64,
         ) -> Result<ChangeRequestView, AppError>;
+        /// The review of fiscal `year` quarter `quarter` (this one without them); with each
+        /// cluster's headline too when `each_cluster` (the Reports page; the Overview needs only
+        /// the total).
         async fn quarterly_review(
             &self,
             actor: &CurrentUser,
             year: Option<i32>,
             quarter: Option<u32>,
+            each_cluster: bool,
         ) -> Result<crate::reports::Review, AppError>;
         /// The last quarters up to fiscal `year` quarter `quarter` (this one without them).
         async fn trend(
@@ -212,6 +216,7 @@ mod ssr {
             actor: &CurrentUser,
             from: String,
             to: String,
+            each_cluster: bool,
         ) -> Result<crate::reports::Review, AppError>;
         async fn usage_series(
             &self,

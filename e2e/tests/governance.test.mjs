@@ -247,4 +247,47 @@ describe('budget governance', () => {
       if (process.env.HOURGLASS_SHOTS) await page.screenshot({ path: `${process.env.HOURGLASS_SHOTS}/approvals.png`, fullPage: true });
     });
   });
+
+  test('an owner adds a project through a request; once another owner approves it, the tree has it', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'pat', 'pat-password-1');
+      await page.getByRole('heading', { name: 'Welcome, pat' }).waitFor();
+      await page.goto(`${server.url}/tree`);
+      await waitForHydration(page);
+      assert.equal(await page.getByRole('row', { name: /\brl\b/ }).count(), 0);
+      await page.getByRole('button', { name: 'Propose a change to ai' }).click();
+      const editor = page.getByRole('region', { name: 'Rebalance ai' });
+      await editor.waitFor();
+      await editor.getByRole('button', { name: 'Add a child' }).click();
+      await editor.getByLabel('Name of child 3').fill('rl');
+      await editor.getByLabel('Share of rl').fill('2');
+      // Two of four shares: half of ai, next to the existing children's quarters.
+      await editor.getByRole('row', { name: /rl/ }).getByText('50.0%').first().waitFor();
+      await editor.getByLabel('Justification').fill('A reinforcement-learning project starts this month.');
+      await editor.getByRole('button', { name: 'Submit for approval' }).click();
+      await page.getByText(/Change request #\d+ for ai submitted/).waitFor();
+      // Proposing changes nothing yet.
+      await page.goto(`${server.url}/tree`);
+      await page.getByRole('row', { name: /olmo/ }).first().waitFor();
+      assert.equal(await page.getByRole('row', { name: /\brl\b/ }).count(), 0, 'not before approval');
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await signIn(page, server.url, 'root', 'root-password-1');
+      await page.getByRole('heading', { name: 'Welcome, root' }).waitFor();
+      await page.goto(`${server.url}/approvals`);
+      const card = page.getByRole('article', { name: /proposed by pat/ });
+      await card.waitFor();
+      const added = card.getByRole('row', { name: /\brl\b/ });
+      assert.match(await added.textContent(), /rl\s*add\s*—?\s*50\.0%/);
+      await waitForHydration(page);
+      await card.getByLabel('Comment').fill('Welcome, rl.');
+      await card.getByRole('button', { name: 'Approve' }).click();
+      await card.waitFor({ state: 'detached' });
+
+      await page.goto(`${server.url}/tree`);
+      const rl = page.getByRole('row', { name: /\brl\b/ });
+      await rl.waitFor();
+      assert.match(await rl.textContent(), /50\.0%/);
+    });
+  });
 });

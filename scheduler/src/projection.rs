@@ -97,12 +97,28 @@ pub struct Projection {
     /// The last moment projected: a workload not started by then is [`Estimate::After`] it.
     pub until: Time,
     starts: BTreeMap<WorkloadId, Option<Time>>,
+    /// Where merged projections stopped at different moments: the moment each workload not
+    /// started was projected to (its own cluster's), when it is not `until`.
+    after: BTreeMap<WorkloadId, Time>,
 }
 
 impl Projection {
-    /// Adds another cluster's projection from the same moment: a workload not started in either
-    /// horizon is said to start after the earlier one, which stays true of both.
+    /// Adds another cluster's projection from the same moment. Each workload keeps its own
+    /// cluster's figures: one not started is said to start after the moment its own projection
+    /// reached (an idle cluster's, which ends at once, says nothing of a busy one's queue).
+    /// `until` becomes the earlier of the two.
     pub fn merge(&mut self, other: Projection) {
+        for (id, start) in &self.starts {
+            if start.is_none() {
+                self.after.entry(*id).or_insert(self.until);
+            }
+        }
+        for (id, start) in &other.starts {
+            if start.is_none() {
+                let reached = other.after.get(id).copied().unwrap_or(other.until);
+                self.after.insert(*id, reached);
+            }
+        }
         self.until = self.until.min(other.until);
         self.starts.extend(other.starts);
     }
@@ -110,7 +126,7 @@ impl Projection {
     pub fn start_of(&self, workload: WorkloadId) -> Estimate {
         match self.starts.get(&workload) {
             Some(Some(at)) => Estimate::At(*at),
-            Some(None) => Estimate::After(self.until),
+            Some(None) => Estimate::After(self.after.get(&workload).copied().unwrap_or(self.until)),
             None => Estimate::Unknown,
         }
     }
@@ -288,11 +304,37 @@ pub fn project(
         from: now,
         until: until.max(now),
         starts,
+        after: BTreeMap::new(),
     })
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_merged_projection_says_each_workload_waits_past_its_own_clusters_horizon() {
+        use super::*;
+        let waiting = |id: u64, until: Time| Projection {
+            from: 0,
+            until,
+            starts: BTreeMap::from([(WorkloadId(id), None)]),
+            after: BTreeMap::new(),
+        };
+        // An idle cluster's projection ends at once; a busy one's runs a day ahead.
+        let idle = Projection {
+            from: 0,
+            until: 0,
+            starts: BTreeMap::new(),
+            after: BTreeMap::new(),
+        };
+        let mut merged = idle;
+        merged.merge(waiting(1, 86_400));
+        merged.merge(waiting(2, 3_600));
+        assert_eq!(merged.start_of(WorkloadId(1)), Estimate::After(86_400));
+        assert_eq!(merged.start_of(WorkloadId(2)), Estimate::After(3_600));
+        assert_eq!(merged.start_of(WorkloadId(3)), Estimate::Unknown);
+        assert_eq!(merged.until, 0);
+    }
+
     use super::*;
     use crate::cluster::{GpuSet, Health, NodeGpus, Placement};
     use crate::engine::Config;

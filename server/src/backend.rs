@@ -134,8 +134,12 @@ impl Backend for ServerBackend {
     }
 
     async fn submit_choices(&self, actor: &CurrentUser) -> Result<SubmitOptions, AppError> {
-        let mut db = self.pool.acquire().await.map_err(ServerError::from)?;
-        let clusters = crate::clusters::in_use(&mut db).await?;
+        // The connection goes back before `my_projects` takes one: holding one while asking
+        // for another deadlocks once every connection is held by a request doing the same.
+        let clusters = {
+            let mut db = self.pool.acquire().await.map_err(ServerError::from)?;
+            crate::clusters::in_use(&mut db).await?
+        };
         Ok(SubmitOptions {
             projects: workloads::my_projects(&self.pool, actor).await?,
             max_min_runtime_s: self.runtime.config().max_min_runtime,
@@ -420,15 +424,17 @@ impl Backend for ServerBackend {
         _actor: &CurrentUser,
         year: Option<i32>,
         quarter: Option<u32>,
+        each_cluster: bool,
     ) -> Result<app::reports::Review, AppError> {
-        Ok(crate::reports::review::quarter(
-            &self.pool,
-            self.runtime.config().fiscal(),
-            year.zip(quarter),
-            self.runtime.now(),
-            None,
-        )
-        .await?)
+        let now = self.runtime.now();
+        let fiscal = self.runtime.config().fiscal();
+        let mut review =
+            crate::reports::review::quarter(&self.pool, fiscal, year.zip(quarter), now, None)
+                .await?;
+        if each_cluster {
+            crate::reports::review::each_cluster(&self.pool, &mut review, now).await?;
+        }
+        Ok(review)
     }
 
     async fn trend(
@@ -465,6 +471,7 @@ impl Backend for ServerBackend {
         _actor: &CurrentUser,
         from: String,
         to: String,
+        each_cluster: bool,
     ) -> Result<app::reports::Review, AppError> {
         let day = |field: &'static str, raw: &str| -> Result<i64, ServerError> {
             app::calendar::parse_day(raw)
@@ -474,15 +481,14 @@ impl Backend for ServerBackend {
         let from = day("from", &from)?;
         // The last day is included.
         let to = day("to", &to)? + app::calendar::DAY;
-        Ok(crate::reports::review::period(
-            &self.pool,
-            self.runtime.config().fiscal(),
-            from,
-            to,
-            self.runtime.now(),
-            None,
-        )
-        .await?)
+        let now = self.runtime.now();
+        let fiscal = self.runtime.config().fiscal();
+        let mut review =
+            crate::reports::review::period(&self.pool, fiscal, from, to, now, None).await?;
+        if each_cluster {
+            crate::reports::review::each_cluster(&self.pool, &mut review, now).await?;
+        }
+        Ok(review)
     }
 
     async fn usage_series(

@@ -22,6 +22,9 @@ pub struct ShareVersionView {
     pub to: Option<i64>,
     pub share: f64,
     pub origin: ShareSource,
+    /// The cluster it was set for alone (an override of the tree's share there), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 /// Where a share came from.

@@ -258,7 +258,7 @@ fn Owned(username: String, tree: TreeResource) -> impl IntoView {
 /// This quarter's headline (leadership and admins).
 #[component]
 fn QuarterCard() -> impl IntoView {
-    let review = Resource::new(move || (), move |_| quarterly_review(None, None));
+    let review = Resource::new(move || (), move |_| quarterly_review(None, None, false));
     view! {
         <Card id="overview-quarter" title="This quarter">
             <Suspense fallback=|| view! { <p class="loading">"Computing this quarter's figures…"</p> }>

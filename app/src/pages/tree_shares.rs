@@ -67,7 +67,10 @@ fn Versions(history: ShareHistory) -> impl IntoView {
                         <td><Moment at=v.from now /></td>
                         <td>{match v.to { Some(to) => view! { <Moment at=to now /> }.into_any(), None => "in force".into_any() }}</td>
                         <td class="num">{format!("{}", v.share)}</td>
-                        <td>{v.origin.describe()}</td>
+                        <td>{match &v.cluster {
+                            Some(c) => format!("on cluster {c} only: {}", v.origin.describe()),
+                            None => v.origin.describe(),
+                        }}</td>
                     </tr>
                 }).collect_view()}
             </tbody>

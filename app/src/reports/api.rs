@@ -4,28 +4,42 @@ use super::{ClusterActivity, Review, UsageSeries};
 use crate::error::AppError;
 use leptos::prelude::*;
 
-/// The review of fiscal `year` quarter `quarter` (1–4); without them, this quarter.
+/// The review of fiscal `year` quarter `quarter` (1–4); without them, this quarter. With each
+/// cluster's headline beside the total when `each_cluster`.
 #[server(prefix = "/api", endpoint = "reports/quarter")]
 pub async fn quarterly_review(
     #[server(default)] year: Option<i32>,
     #[server(default)] quarter: Option<u32>,
+    #[server(default)] each_cluster: bool,
 ) -> Result<Review, AppError> {
     use crate::backend::*;
     with_status(
         async {
             backend()?
-                .quarterly_review(&require_user()?, year, quarter)
+                .quarterly_review(&require_user()?, year, quarter, each_cluster)
                 .await
         }
         .await,
     )
 }
 
-/// The review of the days `from` to `to` (`2026-10-01`, both included).
+/// The review of the days `from` to `to` (`2026-10-01`, both included), with each cluster's
+/// headline when `each_cluster`.
 #[server(prefix = "/api", endpoint = "reports/period")]
-pub async fn period_review(from: String, to: String) -> Result<Review, AppError> {
+pub async fn period_review(
+    from: String,
+    to: String,
+    #[server(default)] each_cluster: bool,
+) -> Result<Review, AppError> {
     use crate::backend::*;
-    with_status(async { backend()?.period_review(&require_user()?, from, to).await }.await)
+    with_status(
+        async {
+            backend()?
+                .period_review(&require_user()?, from, to, each_cluster)
+                .await
+        }
+        .await,
+    )
 }
 
 /// The quarters up to fiscal `year` quarter `quarter` (without them, this one), side by side.

@@ -117,7 +117,9 @@ pub async fn quarter(
     ApiUser(_user): ApiUser,
     Query(q): Query<QuarterQuery>,
 ) -> Result<Json<Review>, ServerError> {
-    Ok(Json(review_of(&state, &q).await?))
+    let mut r = review_of(&state, &q).await?;
+    review::each_cluster(&state.pool, &mut r, state.runtime.now()).await?;
+    Ok(Json(r))
 }
 
 /// `GET /api/v1/reports/quarter.csv?year=…&quarter=…`: the review's table, one row per tree
@@ -177,7 +179,9 @@ pub async fn range(
     ApiUser(_user): ApiUser,
     Query(q): Query<RangeQuery>,
 ) -> Result<Json<Review>, ServerError> {
-    Ok(Json(range_review(&state, &q).await?))
+    let mut r = range_review(&state, &q).await?;
+    review::each_cluster(&state.pool, &mut r, state.runtime.now()).await?;
+    Ok(Json(r))
 }
 
 /// `GET /api/v1/reports/review.csv?from=…&to=…`: that review's table.

@@ -7,7 +7,7 @@ use super::{
     changes,
     repo::{self, Submission},
 };
-use crate::{nodes::repo as node_repo, ServerError};
+use crate::{clusters, nodes::repo as node_repo, ServerError};
 use app::{
     budget::{ChangeAction, ImpactRow, ImpactView},
     model::CurrentUser,
@@ -17,7 +17,10 @@ use scheduler::{
     BudgetTree, DAY,
 };
 use sqlx::AnyPool;
-use std::{collections::BTreeMap, time::Instant};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    time::Instant,
+};
 
 pub const DAYS: u32 = 14;
 
@@ -29,79 +32,114 @@ pub async fn impact(
 ) -> Result<ImpactView, ServerError> {
     let request = changes::get(pool, actor, id).await?;
     let start = now - i64::from(DAYS) * DAY;
+    // A change for one cluster is replayed on that cluster alone; one for every cluster on each
+    // cluster in turn, with its own nodes, submissions and shares (accounting is per cluster).
+    let only =
+        match &request.cluster {
+            Some(name) => Some(clusters::repo::find_by_name(pool, name).await?.ok_or_else(
+                || ServerError::conflict("", format!("The cluster \"{name}\" is gone.")),
+            )?),
+            None => None,
+        };
+    let mut pools: BTreeMap<i64, Vec<ClusterNode>> = BTreeMap::new();
+    for n in node_repo::list_nodes(pool).await? {
+        if n.gpu_count > 0 && only.as_ref().is_none_or(|c| c.cluster_id == n.cluster_id) {
+            pools.entry(n.cluster_id).or_default().push(ClusterNode {
+                name: n.name,
+                gpus: n.gpu_count as u32,
+                gpu_model: Some(n.gpu_model).filter(|m| !m.is_empty()),
+            });
+        }
+    }
+    if pools.is_empty() {
+        let message = match &only {
+            Some(c) => format!(
+                "No GPU node is registered in cluster \"{}\", so there is nothing to replay on.",
+                c.name
+            ),
+            None => "No GPU node is registered, so there is no cluster to replay on.".to_string(),
+        };
+        return Err(ServerError::conflict("", message));
+    }
 
-    // Shares now, and with the request applied to the node's children.
-    let current = repo::shares_in_force(pool).await?;
+    // Shares in force everywhere, and with the request applied to the node's children.
+    let base = repo::shares_in_force(pool).await?;
     let prefix = if request.node.is_empty() {
         String::new()
     } else {
         format!("{}/", request.node)
     };
-    let mut proposed = current.clone();
-    for item in &request.items {
-        let path = format!("{prefix}{}", item.child);
-        match (item.action, item.new_share) {
-            (ChangeAction::Remove, _) => {
-                proposed.retain(|p, _| *p != path && !p.starts_with(&format!("{path}/")));
+    let apply = |shares: &BTreeMap<String, f64>| {
+        let mut proposed = shares.clone();
+        for item in &request.items {
+            let path = format!("{prefix}{}", item.child);
+            match (item.action, item.new_share) {
+                (ChangeAction::Remove, _) => {
+                    proposed.retain(|p, _| *p != path && !p.starts_with(&format!("{path}/")));
+                }
+                (_, Some(share)) => {
+                    proposed.insert(path, share);
+                }
+                _ => {}
             }
-            (_, Some(share)) => {
-                proposed.insert(path, share);
-            }
-            _ => {}
         }
-    }
-
-    let nodes: Vec<ClusterNode> = node_repo::list_nodes(pool)
-        .await?
-        .into_iter()
-        .filter(|n| n.gpu_count > 0)
-        .map(|n| ClusterNode {
-            name: n.name,
-            gpus: n.gpu_count as u32,
-            gpu_model: Some(n.gpu_model).filter(|m| !m.is_empty()),
-        })
-        .collect();
-    if nodes.is_empty() {
-        return Err(ServerError::conflict(
-            "",
-            "No GPU node is registered, so there is no cluster to replay on.",
-        ));
-    }
-    let cluster = Cluster {
-        nodes,
-        outages: Vec::new(),
+        proposed
     };
-    let total = cluster.total_gpus();
     let submissions = repo::submissions_since(pool, start).await?;
 
     let started = Instant::now();
-    let (now_run, used) = replay(&current, &cluster, &submissions, start, now, total)?;
-    let (proposed_run, _) = replay(&proposed, &cluster, &submissions, start, now, total)?;
-    let affected: Vec<String> = proposed
-        .keys()
-        .chain(current.keys())
-        .filter(|p| p.starts_with(&prefix) && !p.is_empty())
-        .filter(|p| {
-            !proposed
+    let (mut now_sum, mut proposed_sum) = (Replay::default(), Replay::default());
+    let (mut total, mut used, mut affected) = (0u32, 0usize, BTreeSet::new());
+    for (cluster_id, nodes) in pools {
+        // This cluster's shares: the tree's, overridden where an approved change for it alone
+        // says so. The request sets its children's shares here (a change for every cluster ends
+        // their overrides); other nodes keep theirs.
+        let mut current = base.clone();
+        current.extend(repo::overrides_in_force_by_path(pool, cluster_id).await?);
+        let proposed = apply(&current);
+        affected.extend(
+            proposed
                 .keys()
                 .chain(current.keys())
-                .any(|q| q.starts_with(&format!("{p}/")))
-        })
-        .cloned()
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    // Funded GPU-hours over the replay for a fraction of the cluster.
+                .filter(|p| p.starts_with(&prefix) && !p.is_empty())
+                .filter(|p| {
+                    !proposed
+                        .keys()
+                        .chain(current.keys())
+                        .any(|q| q.starts_with(&format!("{p}/")))
+                })
+                .cloned(),
+        );
+        let cluster = Cluster {
+            nodes,
+            outages: Vec::new(),
+        };
+        let gpus = cluster.total_gpus();
+        let mine: Vec<&Submission> = submissions
+            .iter()
+            .filter(|s| s.cluster_id == cluster_id)
+            .collect();
+        let (now_run, n) = replay(&current, &cluster, &mine, start, now)?;
+        let (proposed_run, _) = replay(&proposed, &cluster, &mine, start, now)?;
+        now_sum.add(now_run, gpus);
+        proposed_sum.add(proposed_run, gpus);
+        total += gpus;
+        used += n;
+    }
+    // Funded GPU-hours over the replay for a fraction of every replayed GPU.
     let funded = |fraction: f64| fraction * f64::from(total) * (now - start) as f64 / 3600.0;
     let ratio =
         |delivered: f64, fraction: f64| (fraction > 0.0).then(|| delivered / funded(fraction));
+    let share = |run: &Replay, path: &str| {
+        run.weighted.get(path).copied().unwrap_or(0.0) / f64::from(total.max(1))
+    };
     let rows = affected
         .into_iter()
         .map(|path| {
-            let share_now = now_run.fraction.get(&path).copied().unwrap_or(0.0);
-            let share_proposed = proposed_run.fraction.get(&path).copied().unwrap_or(0.0);
-            let delivered_now = now_run.delivered.get(&path).copied().unwrap_or(0.0);
-            let delivered_proposed = proposed_run.delivered.get(&path).copied().unwrap_or(0.0);
+            let share_now = share(&now_sum, &path);
+            let share_proposed = share(&proposed_sum, &path);
+            let delivered_now = now_sum.delivered.get(&path).copied().unwrap_or(0.0);
+            let delivered_proposed = proposed_sum.delivered.get(&path).copied().unwrap_or(0.0);
             ImpactRow {
                 share_now,
                 share_proposed,
@@ -109,8 +147,8 @@ pub async fn impact(
                 delivered_proposed_gpu_h: delivered_proposed,
                 ratio_now: ratio(delivered_now, share_now),
                 ratio_proposed: ratio(delivered_proposed, share_proposed),
-                p90_wait_now_s: now_run.p90_wait.get(&path).copied(),
-                p90_wait_proposed_s: proposed_run.p90_wait.get(&path).copied(),
+                p90_wait_now_s: p90(now_sum.waits.get(&path)),
+                p90_wait_proposed_s: p90(proposed_sum.waits.get(&path)),
                 path,
             }
         })
@@ -124,23 +162,49 @@ pub async fn impact(
     })
 }
 
-struct Replay {
-    /// Each leaf's effective fraction of the cluster under the replayed shares.
-    fraction: BTreeMap<String, f64>,
-    delivered: BTreeMap<String, f64>,
-    p90_wait: BTreeMap<String, i64>,
+/// The 90th percentile of some waits, if there are any.
+fn p90(waits: Option<&Vec<i64>>) -> Option<i64> {
+    let mut w = waits.filter(|w| !w.is_empty())?.clone();
+    w.sort_unstable();
+    let k = ((0.9 * w.len() as f64).ceil() as usize).clamp(1, w.len()) - 1;
+    Some(w[k])
 }
 
-/// One fair-share replay of the submissions on `shares`; returns per-leaf delivered GPU-hours and
-/// p90 wait, and how many submissions it used.
+/// One or more clusters' replays added up, by leaf path.
+#[derive(Default)]
+struct Replay {
+    /// Each leaf's effective fraction of its cluster times that cluster's GPUs.
+    weighted: BTreeMap<String, f64>,
+    delivered: BTreeMap<String, f64>,
+    /// Each workload's wait from submission to its first start.
+    waits: BTreeMap<String, Vec<i64>>,
+}
+
+impl Replay {
+    fn add(&mut self, other: Replay, gpus: u32) {
+        for (path, fraction) in other.weighted {
+            *self.weighted.entry(path).or_default() += fraction * f64::from(gpus);
+        }
+        for (path, h) in other.delivered {
+            *self.delivered.entry(path).or_default() += h;
+        }
+        for (path, w) in other.waits {
+            self.waits.entry(path).or_default().extend(w);
+        }
+    }
+}
+
+/// One fair-share replay of the submissions on `shares` on one cluster; returns each leaf's
+/// fraction of it (not yet weighted), delivered GPU-hours and waits, and how many submissions it
+/// used.
 fn replay(
     shares: &BTreeMap<String, f64>,
     cluster: &Cluster,
-    submissions: &[Submission],
+    submissions: &[&Submission],
     start: i64,
     now: i64,
-    total_gpus: u32,
 ) -> Result<(Replay, usize), ServerError> {
+    let total_gpus = cluster.total_gpus();
     let tree = BudgetTree::from_paths(shares.iter().map(|(path, share)| (path.as_str(), *share)))
         .map_err(|e| ServerError::Config(format!("what-if tree: {e}")))?;
     let mut trace = Vec::new();
@@ -205,19 +269,11 @@ fn replay(
             .or_default()
             .push(began - row.submit);
     }
-    let p90_wait = waits
-        .into_iter()
-        .map(|(path, mut w)| {
-            w.sort_unstable();
-            let k = ((0.9 * w.len() as f64).ceil() as usize).clamp(1, w.len()) - 1;
-            (path, w[k])
-        })
-        .collect();
     Ok((
         Replay {
-            fraction,
+            weighted: fraction,
             delivered,
-            p90_wait,
+            waits,
         },
         used,
     ))

@@ -332,6 +332,21 @@ pub async fn shares_in_force(
     Ok(rows.into_iter().collect())
 }
 
+/// The shares an approved change for `cluster_id` alone sets there, by path.
+pub async fn overrides_in_force_by_path(
+    db: impl AnyExecutor<'_>,
+    cluster_id: i64,
+) -> Result<std::collections::BTreeMap<String, f64>, sqlx::Error> {
+    let rows: Vec<(String, f64)> = sqlx::query_as(
+        "select b.path, o.share from share_override o join budget_node b on b.budget_node_id = o.budget_node_id
+         where o.cluster_id = $1 and o.effective_to is null and b.removed_at is null",
+    )
+    .bind(cluster_id)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// A workload as the what-if replays it.
 #[derive(Debug, Clone, FromRow)]
 pub struct Submission {
@@ -348,6 +363,7 @@ pub struct Submission {
     pub submitted_at: i64,
     pub started_at: Option<i64>,
     pub progress_s: i64,
+    pub cluster_id: i64,
 }
 
 /// Every workload submitted from `since` on, in submission order.
@@ -357,7 +373,7 @@ pub async fn submissions_since(
 ) -> Result<Vec<Submission>, sqlx::Error> {
     sqlx::query_as(
         "select w.workload_id, b.path as project, u.username as owner, w.gpus, w.min_runtime_s, w.resumable, w.priority,
-                w.state, w.submitted_at, w.started_at, w.progress_s
+                w.state, w.submitted_at, w.started_at, w.progress_s, w.cluster_id
          from workload w join budget_node b on b.budget_node_id = w.budget_node_id join \"user\" u on u.user_id = w.user_id
          where w.submitted_at >= $1 order by w.submitted_at, w.workload_id",
     )

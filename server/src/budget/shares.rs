@@ -16,6 +16,7 @@ struct Row {
     proposer: Option<String>,
     decided_by: Option<String>,
     justification: Option<String>,
+    cluster: Option<String>,
 }
 
 pub async fn history(pool: &AnyPool, path: &str) -> Result<ShareHistory, ServerError> {
@@ -28,18 +29,46 @@ pub async fn history(pool: &AnyPool, path: &str) -> Result<ShareHistory, ServerE
     }
     let mut db = pool.acquire().await?;
     let node = super::node_id(&mut db, path).await?;
-    let rows: Vec<Row> = sqlx::query_as(
-        "select v.effective_from, v.effective_to, v.share, v.source, v.change_request_id,
-            p.username as proposer, d.username as decided_by, r.justification
-         from share_version v
-         left join change_request r on r.change_request_id = v.change_request_id
-         left join \"user\" p on p.user_id = r.proposer_id
-         left join \"user\" d on d.user_id = r.decided_by
-         where v.budget_node_id = $1 order by v.effective_from, v.share_version_id",
-    )
-    .bind(node)
-    .fetch_all(&mut *db)
-    .await?;
+    // The tree's versions, then the shares approved for one cluster alone (overrides).
+    let mut rows: Vec<Row> = Vec::new();
+    // (table, where each came from, its cluster, the join naming that cluster, its id column)
+    let tables = [
+        (
+            "share_version",
+            "v.source",
+            "cast(null as text)",
+            "",
+            "share_version_id",
+        ),
+        (
+            "share_override",
+            "'request'",
+            "c.name",
+            "join cluster c on c.cluster_id = v.cluster_id",
+            "share_override_id",
+        ),
+    ];
+    for (table, source, cluster, cluster_join, id) in tables {
+        let sql = format!(
+            "select v.effective_from, v.effective_to, v.share, {source} as source, v.change_request_id,
+                p.username as proposer, d.username as decided_by, r.justification, {cluster} as cluster
+             from {table} v {cluster_join}
+             left join change_request r on r.change_request_id = v.change_request_id
+             left join \"user\" p on p.user_id = r.proposer_id
+             left join \"user\" d on d.user_id = r.decided_by
+             where v.budget_node_id = $1 order by v.effective_from, v.{id}"
+        );
+        rows.extend(
+            sqlx::query_as::<_, Row>(&sql)
+                .bind(node)
+                .fetch_all(&mut *db)
+                .await?,
+        );
+    }
+    // Oldest first; at the same moment, the tree's version before a cluster's.
+    rows.sort_by(|a, b| {
+        (a.effective_from, a.cluster.is_some()).cmp(&(b.effective_from, b.cluster.is_some()))
+    });
     let versions: Vec<ShareVersionView> = rows
         .into_iter()
         .map(|r| ShareVersionView {
@@ -56,11 +85,15 @@ pub async fn history(pool: &AnyPool, path: &str) -> Result<ShareHistory, ServerE
                 ("created", _) => ShareSource::Created,
                 _ => ShareSource::Import,
             },
+            cluster: r.cluster,
         })
         .collect();
     // The tree's first version also covers all time before it: the node's history starts with
     // its own first share.
-    let since = versions.first().map_or(0, |v: &ShareVersionView| v.from);
+    let since = versions
+        .iter()
+        .find(|v| v.cluster.is_none())
+        .map_or(0, |v: &ShareVersionView| v.from);
     let mut fraction: Vec<(i64, f64)> = Vec::new();
     if let Some(snapshot) = super::snapshot::load(&mut db).await? {
         if let Some(id) = snapshot.engine_id(node) {

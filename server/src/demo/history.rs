@@ -39,6 +39,8 @@ pub async fn backfill(pool: &AnyPool, now: i64, days: u32) -> Result<(), ServerE
     if let Some(tree) = crate::budget::snapshot::load(&mut tx).await? {
         crate::reports::rollup::ensure(&mut tx, &tree, start, start + horizon, now).await?;
     }
+    // And the waits of those days, or the first visitors would all roll them up at once.
+    crate::reports::waits::ensure(&mut tx, start, now).await?;
     tx.commit().await?;
     Ok(())
 }

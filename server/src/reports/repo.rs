@@ -24,6 +24,27 @@ pub async fn capacity(
     .await
 }
 
+/// Healthy GPU-seconds over `[from, to)`, on one cluster or all of them: one row, however long
+/// the period (a review adds up thousands of hours; fetched one by one they cost more than the
+/// sums).
+pub async fn capacity_sum(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+    cluster: Option<i64>,
+) -> Result<f64, sqlx::Error> {
+    let (sum,): (Option<f64>,) = sqlx::query_as(
+        "select sum(healthy_gpu_s) from capacity_hour
+         where hour >= $1 and hour < $2 and ($3 is null or cluster_id = $3)",
+    )
+    .bind(from)
+    .bind(to)
+    .bind(cluster)
+    .fetch_one(db)
+    .await?;
+    Ok(sum.unwrap_or(0.0))
+}
+
 /// `(cluster, hour, healthy GPU-seconds)` over `[from, to)`.
 pub async fn capacity_by_cluster(
     db: impl AnyExecutor<'_>,

@@ -78,8 +78,8 @@ pub async fn review(
     review_of(pool, from, to, label, now, None).await
 }
 
-/// The review of `[from, to)` on one cluster (`scope`) or over all of them; the latter with each
-/// cluster's headline when there is more than one.
+/// The review of `[from, to)` on one cluster (`scope`) or over all of them ([`each_cluster`] adds
+/// each one's headline to the latter).
 pub async fn review_of(
     pool: &AnyPool,
     from: i64,
@@ -105,30 +105,6 @@ pub async fn review_of(
         });
     };
     let submitted = waits::submitted_between(&mut db, from, to, now).await?;
-    let mut clusters = Vec::new();
-    if scope.is_none() {
-        let all = crate::clusters::repo::all(&mut *db).await?;
-        let used = crate::clusters::repo::with_capacity_between(&mut *db, from, to).await?;
-        if used.len() > 1 {
-            for cluster in all.iter().filter(|c| used.contains(&c.cluster_id)) {
-                let (headline, _) = figures(
-                    &mut db,
-                    &tree,
-                    from,
-                    to,
-                    now,
-                    Some(cluster),
-                    &submitted,
-                    false,
-                )
-                .await?;
-                clusters.push(ClusterHeadline {
-                    name: cluster.name.clone(),
-                    headline,
-                });
-            }
-        }
-    }
     let (headline, rows) = figures(&mut db, &tree, from, to, now, scope, &submitted, true).await?;
     Ok(Review {
         from,
@@ -140,8 +116,50 @@ pub async fn review_of(
         quarter: None,
         fiscal_start_month: 1,
         cluster: scope.map(|c| c.name.clone()),
-        clusters,
+        clusters: Vec::new(),
     })
+}
+
+/// Adds each cluster's headline to a review over every cluster, where more than one had
+/// capacity in its period (the Reports page and the API show them beside the total; the
+/// Overview and the trend need only the total, so they do not pay for it).
+pub async fn each_cluster(
+    pool: &AnyPool,
+    review: &mut Review,
+    now: i64,
+) -> Result<(), ServerError> {
+    if review.cluster.is_some() {
+        return Ok(());
+    }
+    let (from, to) = (review.from, review.to);
+    let mut db = pool.acquire().await?;
+    let used = crate::clusters::repo::with_capacity_between(&mut *db, from, to).await?;
+    if used.len() < 2 {
+        return Ok(());
+    }
+    let Some(tree) = tree_snapshot::load(&mut db).await? else {
+        return Ok(());
+    };
+    let submitted = waits::submitted_between(&mut db, from, to, now).await?;
+    let all = crate::clusters::repo::all(&mut *db).await?;
+    for cluster in all.iter().filter(|c| used.contains(&c.cluster_id)) {
+        let (headline, _) = figures(
+            &mut db,
+            &tree,
+            from,
+            to,
+            now,
+            Some(cluster),
+            &submitted,
+            false,
+        )
+        .await?;
+        review.clusters.push(ClusterHeadline {
+            name: cluster.name.clone(),
+            headline,
+        });
+    }
+    Ok(())
 }
 
 /// The headline and (when `with_rows`) the per-node rows of `[from, to)` on `scope`.
@@ -157,7 +175,7 @@ async fn figures(
     with_rows: bool,
 ) -> Result<(Headline, Vec<ReviewRow>), ServerError> {
     let id = scope.map(|c| c.cluster_id);
-    let capacity = repo::capacity(&mut *db, from, to, id).await?;
+    let capacity_total = repo::capacity_sum(&mut *db, from, to, id).await?;
     let totals = rollup::totals(&mut *db, tree, from, to, now, id).await?;
     let submitted: Vec<&waits::Wait> = submitted
         .iter()
@@ -172,7 +190,6 @@ async fn figures(
 
     let t = &tree.tree;
     let end = to.min(now);
-    let capacity_total: f64 = capacity.iter().map(|c| c.1).sum();
     // Each workload's wait under its leaf, once: a node's waits are its subtree's leaves'.
     let mut waits_of: HashMap<BudgetId, Vec<i64>> = HashMap::new();
     for w in submitted.iter().filter(|_| with_rows) {
@@ -185,19 +202,21 @@ async fn figures(
     // products instead of a lookup per hour.
     let trees = crate::budget::snapshot::with_overrides(&mut *db, tree.clone()).await?;
     let mut by_version: Vec<(i64, usize, f64)> = Vec::new();
-    for (cluster, hour, gpu_s) in repo::capacity_by_cluster(&mut *db, from, to).await? {
-        if id.is_some_and(|c| c != cluster) {
-            continue;
-        }
-        let version = trees
-            .of(cluster)
-            .tree
-            .versions()
-            .partition_point(|v| v.effective_from <= hour)
-            .saturating_sub(1);
-        match by_version.last_mut() {
-            Some((c, v, sum)) if *c == cluster && *v == version => *sum += gpu_s,
-            _ => by_version.push((cluster, version, gpu_s)),
+    let clusters = crate::clusters::repo::with_capacity_between(&mut *db, from, to).await?;
+    for cluster in clusters.into_iter().filter(|c| id.is_none_or(|i| i == *c)) {
+        // Version `v` funds the hours from its start to the next one's (the first, all before).
+        let versions = trees.of(cluster).tree.versions();
+        for v in 0..versions.len() {
+            let start = if v == 0 {
+                from
+            } else {
+                versions[v].effective_from.max(from)
+            };
+            let end = versions.get(v + 1).map_or(to, |n| n.effective_from.min(to));
+            if end > start {
+                let gpu_s = repo::capacity_sum(&mut *db, start, end, Some(cluster)).await?;
+                by_version.push((cluster, v, gpu_s));
+            }
         }
     }
 

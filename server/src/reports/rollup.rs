@@ -92,7 +92,13 @@ pub async fn ensure(
     to: i64,
     now: i64,
 ) -> Result<(), ServerError> {
-    let first = from.div_euclid(DAY) * DAY;
+    // Days before the first recorded capacity have nothing to add up: a period reaching back
+    // before the history (a quarter begun before the server was, the trend's earlier quarters)
+    // costs nothing and writes nothing.
+    let Some(since) = repo::first_capacity_hour(&mut *db).await? else {
+        return Ok(());
+    };
+    let first = from.max(since).div_euclid(DAY) * DAY;
     let last = to.min(now.div_euclid(DAY) * DAY);
     let done = repo::rolled_up_days(&mut *db, first, last).await?;
     if (first..last)

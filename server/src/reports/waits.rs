@@ -84,7 +84,15 @@ fn unpack(leaf: i64, cluster: i64, bytes: &[u8], out: &mut Vec<Wait>, from: i64,
 /// Rolls up every finished day before `today` from `first` on that is not rolled up yet.
 pub async fn ensure(db: &mut AnyConnection, first: i64, now: i64) -> Result<(), ServerError> {
     let today = now.div_euclid(DAY) * DAY;
-    let first = first.div_euclid(DAY) * DAY;
+    // Nothing to roll up before the first start of all (periods reaching back before the
+    // history cost nothing and write nothing).
+    let (since,): (Option<i64>,) = sqlx::query_as("select min(first_started_at) from workload")
+        .fetch_one(&mut *db)
+        .await?;
+    let Some(since) = since else {
+        return Ok(());
+    };
+    let first = first.max(since).div_euclid(DAY) * DAY;
     if first >= today {
         return Ok(());
     }

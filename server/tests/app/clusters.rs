@@ -27,6 +27,15 @@ async fn a_workload_runs_on_the_cluster_it_names_and_is_charged_there_alone() {
 
     let (status, clusters) = live.get("ada", "/api/v1/clusters").await;
     assert_eq!(status, StatusCode::OK);
+    // Signed out, neither the API nor the page's server function lists them.
+    for (method, path) in [("GET", "/api/v1/clusters"), ("POST", "/api/clusters")] {
+        let request = match method {
+            "GET" => live.http.get(format!("{}{path}", live.url)),
+            _ => live.http.post(format!("{}{path}", live.url)),
+        };
+        let anonymous = request.send().await.unwrap();
+        assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED, "{path}");
+    }
     assert_eq!(names(&clusters, "clusters"), ["east", "west"]);
     assert_eq!(clusters["clusters"][0]["nodes"], 1);
     assert_eq!(clusters["clusters"][0]["gpus"], 2);
@@ -297,6 +306,28 @@ async fn of_parent(live: &Live, cluster: &str, path: &str) -> f64 {
         .unwrap()
 }
 
+/// Request `id`'s impact preview: the GPUs replayed, and ai/molmo's share of them now and
+/// proposed.
+async fn molmo_impact(live: &Live, id: i64) -> (i64, f64, f64) {
+    let (status, impact) = live
+        .get("pat", &format!("/api/v1/change-requests/{id}/impact"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{impact}");
+    let row = impact["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "ai/molmo")
+        .cloned()
+        .unwrap_or_else(|| panic!("no ai/molmo row: {impact}"));
+    let round = |v: &Value| (v.as_f64().unwrap() * 1e9).round() / 1e9;
+    (
+        impact["gpus"].as_i64().unwrap(),
+        round(&row["share_now"]),
+        round(&row["share_proposed"]),
+    )
+}
+
 #[tokio::test]
 async fn an_approved_change_for_one_cluster_sets_its_shares_there_until_a_change_for_every_cluster()
 {
@@ -345,6 +376,8 @@ async fn an_approved_change_for_one_cluster_sets_its_shares_there_until_a_change
     assert_eq!(status, StatusCode::CREATED, "{request}");
     assert_eq!(request["cluster"], "west");
     let id = request["id"].as_i64().unwrap();
+    // Its impact preview replays west alone, from west's shares.
+    assert_eq!(molmo_impact(&live, id).await, (1, 0.25, 0.75));
     // Same rules as any request: the proposer may not approve it; the owner may.
     let (status, _) = live
         .post(
@@ -366,6 +399,18 @@ async fn an_approved_change_for_one_cluster_sets_its_shares_there_until_a_change
 
     assert_eq!(of_parent(&live, "west", "ai/molmo").await, 0.75);
     assert_eq!(of_parent(&live, "east", "ai/molmo").await, 0.25);
+    // The node's share history lists it, for west alone, with who proposed and approved it.
+    let (status, history) = live.get("bob", "/api/v1/tree/shares?path=ai/molmo").await;
+    assert_eq!(status, StatusCode::OK, "{history}");
+    let versions = history["versions"].as_array().unwrap();
+    let last = versions.last().unwrap();
+    assert_eq!(last["cluster"], "west", "{history}");
+    assert_eq!(last["share"], 3.0, "{history}");
+    assert_eq!(last["origin"]["proposer"], "ada", "{history}");
+    assert_eq!(last["origin"]["decided_by"], "pat", "{history}");
+    assert!(versions[..versions.len() - 1]
+        .iter()
+        .all(|v| v.get("cluster").is_none()));
     // The scheduler decides west with west's shares.
     let now = live.runtime.now();
     let mut read = db::begin_read(&live.app.pool).await.unwrap();
@@ -397,6 +442,8 @@ async fn an_approved_change_for_one_cluster_sets_its_shares_there_until_a_change
         .cloned()
         .unwrap();
     assert_eq!(molmo["old_share"], 3.0, "{again}");
+    let again_id = again["id"].as_i64().unwrap();
+    assert_eq!(molmo_impact(&live, again_id).await, (1, 0.75, 0.5));
     live.post(
         "ada",
         &format!("/api/v1/change-requests/{}/withdraw", again["id"]),
@@ -409,6 +456,10 @@ async fn an_approved_change_for_one_cluster_sets_its_shares_there_until_a_change
         .post("ada", "/api/v1/change-requests", shares(1.0, 1.0, None))
         .await;
     assert_eq!(everywhere["cluster"], Value::Null);
+    // Replayed on each cluster with its own shares: molmo's mean share of the two GPUs is
+    // (0.75 + 0.25) / 2 now and a half under the change.
+    let everywhere_id = everywhere["id"].as_i64().unwrap();
+    assert_eq!(molmo_impact(&live, everywhere_id).await, (2, 0.5, 0.5));
     let (status, _) = live
         .post(
             "pat",

@@ -12,8 +12,41 @@ use serde_json::json;
 
 #[tokio::test]
 async fn every_page_and_api_answers_on_a_single_database_connection() {
+    every_page_and_api_answers_on_one_connection(false).await;
+}
+
+/// With several clusters, lists, the tree and the review read each one's figures: still on the
+/// one connection a request holds.
+#[tokio::test]
+async fn every_page_and_api_answers_on_a_single_database_connection_with_two_clusters() {
+    every_page_and_api_answers_on_one_connection(true).await;
+}
+
+async fn every_page_and_api_answers_on_one_connection(two_clusters: bool) {
     let app = TestApp::with_one_connection().await;
     let (node_token, token) = seed_org(&app.pool).await;
+    if two_clusters {
+        let (_, west_token) = server::nodes::service::register_node(
+            &app.pool,
+            "w1",
+            Some("west"),
+            crate::support::now(),
+        )
+        .await
+        .unwrap();
+        let sync = app
+            .send(
+                Request::post("/api/agent/v1/sync")
+                    .header(header::AUTHORIZATION, format!("Bearer {west_token}"))
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(Body::from(
+                        json!({ "name": "w1", "gpus": 4, "cluster": "west" }).to_string(),
+                    ))
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
+    }
     server::users::service::create_user(
         &app.pool,
         "admin",
@@ -39,7 +72,8 @@ async fn every_page_and_api_answers_on_a_single_database_connection() {
                 .header(header::CONTENT_TYPE, "application/json")
                 .body(Body::from(
                     json!({ "project": "ai/olmo", "name": "w", "command": "true", "gpus": 1,
-                            "min_runtime_s": 60, "resumable": true, "priority": 0 })
+                            "min_runtime_s": 60, "resumable": true, "priority": 0,
+                            "cluster": "default" })
                     .to_string(),
                 ))
                 .unwrap(),
@@ -84,6 +118,8 @@ async fn every_page_and_api_answers_on_a_single_database_connection() {
         "/api/v1/change-requests",
         "/api/v1/reports/quarter?year=2026&quarter=4",
         "/api/v1/reports/usage.csv",
+        "/api/v1/clusters",
+        "/api/v1/tree?cluster=default",
     ] {
         let response = app
             .send(

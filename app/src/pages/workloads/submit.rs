@@ -56,7 +56,8 @@ pub fn SubmitPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let (projects, cap, clusters) = match choices.await {
                     Ok(c) => (c.projects, c.max_min_runtime_s, c.clusters),
-                    Err(_) => (Vec::new(), 0, Vec::new()),
+                    // Said as it is, never shown as "no projects".
+                    Err(e) => return view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
                 };
                 let original = original.await;
                 if projects.is_empty() {
