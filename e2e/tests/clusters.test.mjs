@@ -9,6 +9,7 @@ const ORG = `
 [shares]
 "ai" = 1
 "ai/olmo" = 1
+"ai/molmo" = 3
 
 [owners]
 "ai" = ["root"]
@@ -93,6 +94,45 @@ describe('several clusters in the browser', () => {
       await page.getByLabel('Cluster').selectOption('east');
       await page.getByRole('region', { name: 'Node west-1' }).waitFor({ state: 'detached' });
       await page.getByRole('region', { name: 'Node east-1' }).getByText(/cluster east/).waitFor();
+    });
+  });
+
+  test("the share editor starts a change for every cluster from the tree's shares, and one for a cluster from that cluster's own", async (t) => {
+    const token = (user) => server.cli(['admin', 'create-token', '--username', user]).trim().split('\n').pop();
+    const post = async (tok, path, body) => {
+      const response = await fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      assert.ok(response.ok, `${path}: ${response.status} ${text}`);
+      return JSON.parse(text);
+    };
+    // West gets shares of its own for ai's children: proposed by ada, approved by root.
+    const request = await post(token('ada'), '/api/v1/change-requests', {
+      node: 'ai', shares: { 'ai/olmo': 2, 'ai/molmo': 2 }, justification: 'west-only-shares', cluster: 'west',
+    });
+    await post(token('root'), `/api/v1/change-requests/${request.id}/approve`, { comment: 'ok' });
+
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'root', 'root-password-1');
+      await page.getByRole('heading', { name: 'Welcome, root' }).waitFor();
+      await page.goto(`${server.url}/tree?cluster=west`);
+      await waitForHydration(page);
+      await page.getByRole('button', { name: 'Propose a change to ai' }).click();
+      const editor = page.getByRole('region', { name: 'Rebalance ai' });
+      await editor.waitFor();
+      await editor.getByText(/west has shares of its own for these children/).waitFor();
+      const molmo = editor.getByLabel('Share of molmo');
+      assert.equal(await molmo.inputValue(), '3', "every cluster: the tree's share");
+      const id = await molmo.getAttribute('id');
+      const valueIs = (value) =>
+        page.waitForFunction(([i, v]) => document.getElementById(i)?.value === v, [id, value]);
+      await editor.getByLabel('Applies to').selectOption('west');
+      await valueIs('2');
+      await editor.getByLabel('Applies to').selectOption('');
+      await valueIs('3');
     });
   });
 });

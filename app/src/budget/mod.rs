@@ -62,6 +62,10 @@ pub struct TreeNodeView {
     pub name: String,
     pub depth: usize,
     pub share: f64,
+    /// The tree's own share now, the one every cluster uses unless a change for one cluster
+    /// alone overrides it there (then `share` is that cluster's). `None` for the root.
+    #[serde(default)]
+    pub tree_share: Option<f64>,
     /// Share as a fraction of the parent (siblings sum to 1).
     pub of_parent: f64,
     /// Effective fraction of the whole cluster.

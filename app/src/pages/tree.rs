@@ -260,17 +260,48 @@ fn ShareEditor(
     };
     let depth = node.depth + 1;
     let children: Vec<TreeNodeView> = below.iter().filter(|n| n.depth == depth).cloned().collect();
+    // Where the shown cluster overrides these children's shares, a change for every cluster
+    // starts from the tree's own shares and one for that cluster alone from its: switching
+    // "Applies to" puts the matching ones in the fields.
+    let tree_share = |c: &TreeNodeView| c.tree_share.unwrap_or(c.share);
+    let overridden = children
+        .iter()
+        .any(|c| (tree_share(c) - c.share).abs() > 1e-12);
+    let start = StoredValue::new(
+        children
+            .iter()
+            .map(|c| (c.name.clone(), tree_share(c), c.share))
+            .collect::<Vec<_>>(),
+    );
     let rows = RwSignal::new(
         children
             .iter()
             .map(|c| Row {
                 original: Some(StoredValue::new(c.name.clone())),
                 name: RwSignal::new(c.name.clone()),
-                share: RwSignal::new(format!("{}", c.share)),
+                share: RwSignal::new(format!("{}", tree_share(c))),
                 removed: RwSignal::new(false),
             })
             .collect::<Vec<_>>(),
     );
+    if overridden {
+        Effect::new(move |first: Option<()>| {
+            let every = applies_to.with(String::is_empty);
+            if first.is_some() {
+                for row in rows.get_untracked() {
+                    let Some(original) = row.original.map(|o| o.get_value()) else {
+                        continue;
+                    };
+                    start.with_value(|s| {
+                        if let Some((_, tree, here)) = s.iter().find(|(n, _, _)| *n == original) {
+                            row.share
+                                .set(format!("{}", if every { *tree } else { *here }));
+                        }
+                    });
+                }
+            }
+        });
+    }
     let justification = RwSignal::new(String::new());
     // Problems are shown once the person tries to submit, not while they type.
     let attempted = RwSignal::new(false);
@@ -511,6 +542,13 @@ fn ShareEditor(
                         {clusters.iter().map(|c| view! { <option value=c.clone()>{format!("Only {c}")}</option> }).collect_view()}
                     </select>
                     <p id="applies-to-hint" class="hint">"A change for one cluster only sets shares there (adding, renaming or removing nodes is for every cluster); a later change for every cluster replaces it."</p>
+                    {overridden.then(|| view! {
+                        <p class="hint">{format!(
+                            "{} has shares of its own for these children, approved for it alone: \"Every cluster\" starts from the tree's shares, \"Only {}\" from its own.",
+                            clusters.first().cloned().unwrap_or_default(),
+                            clusters.first().cloned().unwrap_or_default(),
+                        )}</p>
+                    })}
                 })}
                 <label for="justification">"Justification"</label>
                 <textarea id="justification" rows="3" prop:value=move || justification.get()

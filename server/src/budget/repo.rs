@@ -332,6 +332,22 @@ pub async fn shares_in_force(
     Ok(rows.into_iter().collect())
 }
 
+/// Every live node's share in force at `at` on the tree itself (no cluster's override), by path.
+pub async fn tree_shares_at(
+    db: impl AnyExecutor<'_>,
+    at: i64,
+) -> Result<std::collections::BTreeMap<String, f64>, sqlx::Error> {
+    let rows: Vec<(String, f64)> = sqlx::query_as(
+        "select b.path, s.share from budget_node b join share_version s on s.budget_node_id = b.budget_node_id
+         where b.removed_at is null and b.path != '' and s.effective_from <= $1
+           and (s.effective_to is null or s.effective_to > $1)",
+    )
+    .bind(at)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// The shares an approved change for `cluster_id` alone sets there, by path.
 pub async fn overrides_in_force_by_path(
     db: impl AnyExecutor<'_>,

@@ -69,6 +69,7 @@ pub async fn tree_view_of(
     }
     let standings = snap.engine.standings(now);
     let shares = tree.version_at(now);
+    let tree_shares = super::repo::tree_shares_at(&mut *db, now).await?;
     let mut out = Vec::with_capacity(tree.len());
     let mut order = Vec::with_capacity(tree.len());
     let mut stack = vec![(scheduler::BudgetId::ROOT, 0usize)];
@@ -86,6 +87,7 @@ pub async fn tree_view_of(
             },
             depth,
             share: shares.share(id),
+            tree_share: tree_shares.get(&path).copied(),
             of_parent: if siblings > 0.0 {
                 shares.share(id) / siblings
             } else {

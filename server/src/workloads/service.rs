@@ -456,7 +456,9 @@ async fn queue_order(
     let Some(snaps) = snap.as_ref() else {
         return Ok(Vec::new());
     };
-    // Each cluster's queue in its own order, one cluster after another.
+    // Each cluster's queue in its own order; the clusters' queues interleaved by position (each
+    // one's first, then each one's second…), so a list cut at its first rows shows the head of
+    // every cluster's queue, not only the first cluster's.
     let mut entries = Vec::new();
     for snap in &snaps.clusters {
         let standings = snap.engine.standings(now);
@@ -489,6 +491,7 @@ async fn queue_order(
                 }),
         );
     }
+    entries.sort_by_key(|e| (e.position, e.cluster_id));
     Ok(entries)
 }
 

@@ -399,6 +399,19 @@ async fn an_approved_change_for_one_cluster_sets_its_shares_there_until_a_change
 
     assert_eq!(of_parent(&live, "west", "ai/molmo").await, 0.75);
     assert_eq!(of_parent(&live, "east", "ai/molmo").await, 0.25);
+    // West's tree shows west's share and, for the editor, the tree's own.
+    let (_, west_tree) = live.get("ada", "/api/v1/tree?cluster=west").await;
+    let molmo = west_tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["path"] == "ai/molmo")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (molmo["share"].as_f64(), molmo["tree_share"].as_f64()),
+        (Some(3.0), Some(1.0))
+    );
     // The node's share history lists it, for west alone, with who proposed and approved it.
     let (status, history) = live.get("bob", "/api/v1/tree/shares?path=ai/molmo").await;
     assert_eq!(status, StatusCode::OK, "{history}");
