@@ -201,17 +201,21 @@ fn ReviewCharts(
     node: RwSignal<String>,
     granularity: RwSignal<String>,
 ) -> impl IntoView {
-    // Charts are drawn in the browser, so their data is fetched there, after the page arrives:
-    // rendering the page on the server does not wait for (nor pay for) figures only a script
-    // can show.
-    let overview = LocalResource::new(move || usage_series(String::new(), from, to, "day".into()));
-    let allocation =
-        LocalResource::new(move || usage_series(node.get(), from, to, granularity.get()));
+    let overview = Resource::new(
+        || (),
+        move |_| usage_series(String::new(), from, to, "day".into()),
+    );
+    let allocation = Resource::new(
+        move || (node.get(), granularity.get()),
+        move |(n, g)| usage_series(n, from, to, g),
+    );
     let activity_granularity = RwSignal::new("day".to_string());
-    let activity =
-        LocalResource::new(move || cluster_activity(from, to, activity_granularity.get()));
+    let activity = Resource::new(
+        move || activity_granularity.get(),
+        move |g| cluster_activity(from, to, g),
+    );
     // The engine's usage ratios over the lookback window, now (the Budget tree's figures).
-    let tree = LocalResource::new(|| get_tree(String::new()));
+    let tree = Resource::new(|| (), |_| get_tree(String::new()));
     let ratio = move || async move {
         let n = node.get();
         tree.await.ok().map(|nodes| {
@@ -547,8 +551,7 @@ fn QuarterTrend(year: i32, quarter: u32) -> impl IntoView {
 fn People(from: i64, to: i64, paths: Vec<String>) -> impl IntoView {
     let first = paths.first().cloned().unwrap_or_default();
     let path = RwSignal::new(first);
-    // Fetched in the browser once the page is there (a detail below the review).
-    let people = LocalResource::new(move || people_usage(path.get(), from, to));
+    let people = Resource::new(move || path.get(), move |p| people_usage(p, from, to));
     view! {
         <section class="card" aria-labelledby="people-heading">
             <h2 id="people-heading">"Who used the time"</h2>
