@@ -310,9 +310,14 @@ pub fn project(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::cluster::{GpuSet, Health, NodeGpus, Placement};
+    use crate::engine::Config;
+    use crate::ids::{NodeId, HOUR};
+    use crate::tree::BudgetTree;
+
     #[test]
     fn a_merged_projection_says_each_workload_waits_past_its_own_clusters_horizon() {
-        use super::*;
         let waiting = |id: u64, until: Time| Projection {
             from: 0,
             until,
@@ -334,12 +339,6 @@ mod tests {
         assert_eq!(merged.start_of(WorkloadId(3)), Estimate::Unknown);
         assert_eq!(merged.until, 0);
     }
-
-    use super::*;
-    use crate::cluster::{GpuSet, Health, NodeGpus, Placement};
-    use crate::engine::Config;
-    use crate::ids::{NodeId, HOUR};
-    use crate::tree::BudgetTree;
 
     fn spec(id: u64, leaf: crate::ids::BudgetId, gpus: u32, at: Time) -> WorkloadSpec {
         WorkloadSpec {

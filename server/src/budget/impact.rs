@@ -162,12 +162,11 @@ pub async fn impact(
     })
 }
 
-/// The 90th percentile of some waits, if there are any.
+/// The 90th percentile of some waits, as the simulator's reports take it.
 fn p90(waits: Option<&Vec<i64>>) -> Option<i64> {
-    let mut w = waits.filter(|w| !w.is_empty())?.clone();
-    w.sort_unstable();
-    let k = ((0.9 * w.len() as f64).ceil() as usize).clamp(1, w.len()) - 1;
-    Some(w[k])
+    let mut sorted = waits?.clone();
+    sorted.sort_unstable();
+    scheduler::sim::WaitStats::of_sorted(&sorted).p90
 }
 
 /// One or more clusters' replays added up, by leaf path.
