@@ -66,6 +66,23 @@ export class TestServer {
     this.cli(['admin', 'import-tree', file]);
   }
 
+  /** A new API token for `username`, made with the CLI as an operator would. */
+  apiToken(username) {
+    return this.cli(['admin', 'create-token', '--username', username]).trim().split('\n').pop();
+  }
+
+  /** POSTs `body` as JSON to the API with `token`; fails the test unless it succeeds; the answer. */
+  async postJson(token, path, body) {
+    const response = await fetch(`${this.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`POST ${path}: ${response.status} ${text}`);
+    return JSON.parse(text);
+  }
+
   /** Registers a node in `cluster` and starts a real agent for it with `gpus` simulated GPUs. */
   async startAgent(name, gpus, cluster = 'default') {
     const token = this.cli(['admin', 'register-node', '--name', name, '--cluster', cluster]).trim().split('\n').pop();

@@ -98,22 +98,11 @@ describe('several clusters in the browser', () => {
   });
 
   test("the share editor starts a change for every cluster from the tree's shares, and one for a cluster from that cluster's own", async (t) => {
-    const token = (user) => server.cli(['admin', 'create-token', '--username', user]).trim().split('\n').pop();
-    const post = async (tok, path, body) => {
-      const response = await fetch(`${server.url}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const text = await response.text();
-      assert.ok(response.ok, `${path}: ${response.status} ${text}`);
-      return JSON.parse(text);
-    };
     // West gets shares of its own for ai's children: proposed by ada, approved by root.
-    const request = await post(token('ada'), '/api/v1/change-requests', {
+    const request = await server.postJson(server.apiToken('ada'), '/api/v1/change-requests', {
       node: 'ai', shares: { 'ai/olmo': 2, 'ai/molmo': 2 }, justification: 'west-only-shares', cluster: 'west',
     });
-    await post(token('root'), `/api/v1/change-requests/${request.id}/approve`, { comment: 'ok' });
+    await server.postJson(server.apiToken('root'), `/api/v1/change-requests/${request.id}/approve`, { comment: 'ok' });
 
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'root', 'root-password-1');

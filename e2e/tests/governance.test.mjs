@@ -191,18 +191,8 @@ describe('budget governance', () => {
   });
 
   test('a request overtaken by another change says it is stale; its proposer rebases it, withdraws the new one, and opens it from the history', async (t) => {
-    const token = (user) => server.cli(['admin', 'create-token', '--username', user]).trim().split('\n').pop();
-    const [bob, pat] = [token('bob'), token('pat')];
-    const post = async (tok, path, body) => {
-      const response = await fetch(`${server.url}${path}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const text = await response.text();
-      assert.ok(response.ok, `${path}: ${response.status} ${text}`);
-      return JSON.parse(text);
-    };
+    const [bob, pat] = [server.apiToken('bob'), server.apiToken('pat')];
+    const post = (token, path, body) => server.postJson(token, path, body);
     await post(bob, '/api/v1/change-requests', {
       node: 'ai', shares: { 'ai/olmo': 2, 'ai/molmo': 2 }, justification: 'overtaken-request',
     });

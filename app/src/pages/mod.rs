@@ -3,6 +3,7 @@ pub mod home;
 pub mod inbox;
 pub mod lab;
 pub mod login;
+mod made_once;
 pub mod nodes;
 pub mod not_found;
 pub mod queue;

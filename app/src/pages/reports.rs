@@ -1,8 +1,9 @@
 //! Quarterly review for leadership: funded vs owed vs delivered per program and project, with the
 //! headline figures the reference reports; CSV export and a print-friendly layout.
 
+use super::made_once::MadeOnce;
 use crate::{
-    budget::api::get_tree,
+    budget::{api::get_tree, TreeNodeView},
     clock::now_s,
     components::chart::{ActivityChart, AllocationChart, ChartScript, OverviewChart},
     components::tree_toggle::{Collapsed, TreeToggle},
@@ -12,7 +13,7 @@ use crate::{
             usage_series,
         },
         explain::shortfalls,
-        Review,
+        ClusterActivity, PersonUsage, Review, Trend, UsageSeries,
     },
     workloads::sentences::duration_or_dash,
 };
@@ -32,6 +33,33 @@ fn gpu_h(x: f64) -> String {
 }
 
 use crate::calendar::Fiscal;
+use crate::error::AppError;
+
+/// What the review's parts load, made once per period (or quarter) under the page: see
+/// [`MadeOnce`] — a server render builds the review's view more than once.
+#[derive(Clone, Copy)]
+struct Made {
+    charts: MadeOnce<(i64, i64), ChartData>,
+    trends: MadeOnce<(i32, u32), Resource<Result<Trend, AppError>>>,
+    people: MadeOnce<(i64, i64), PeopleData>,
+}
+
+/// The charts' data for one period.
+#[derive(Clone, Copy)]
+struct ChartData {
+    overview: Resource<Result<UsageSeries, AppError>>,
+    allocation: Resource<Result<UsageSeries, AppError>>,
+    activity_granularity: RwSignal<String>,
+    activity: Resource<Result<ClusterActivity, AppError>>,
+    tree: Resource<Result<Vec<TreeNodeView>, AppError>>,
+}
+
+/// The people table's choice and data for one period.
+#[derive(Clone, Copy)]
+struct PeopleData {
+    path: RwSignal<String>,
+    people: Resource<Result<Vec<PersonUsage>, AppError>>,
+}
 
 #[component]
 pub fn ReportsPage() -> impl IntoView {
@@ -70,6 +98,11 @@ pub fn ReportsPage() -> impl IntoView {
     // The tree node the allocation chart shows (empty: the whole cluster) and its buckets.
     let node = RwSignal::new(String::new());
     let granularity = RwSignal::new("day".to_string());
+    provide_context(Made {
+        charts: MadeOnce::new(),
+        trends: MadeOnce::new(),
+        people: MadeOnce::new(),
+    });
     let review = Resource::new(
         move || (year.get(), quarter.get(), period.get()),
         |(y, q, period)| async move {
@@ -201,21 +234,32 @@ fn ReviewCharts(
     node: RwSignal<String>,
     granularity: RwSignal<String>,
 ) -> impl IntoView {
-    let overview = Resource::new(
-        || (),
-        move |_| usage_series(String::new(), from, to, "day".into()),
-    );
-    let allocation = Resource::new(
-        move || (node.get(), granularity.get()),
-        move |(n, g)| usage_series(n, from, to, g),
-    );
-    let activity_granularity = RwSignal::new("day".to_string());
-    let activity = Resource::new(
-        move || activity_granularity.get(),
-        move |g| cluster_activity(from, to, g),
-    );
-    // The engine's usage ratios over the lookback window, now (the Budget tree's figures).
-    let tree = Resource::new(|| (), |_| get_tree(String::new()));
+    let ChartData {
+        overview,
+        allocation,
+        activity_granularity,
+        activity,
+        tree,
+    } = expect_context::<Made>().charts.get((from, to), || {
+        let activity_granularity = RwSignal::new("day".to_string());
+        ChartData {
+            overview: Resource::new(
+                || (),
+                move |_| usage_series(String::new(), from, to, "day".into()),
+            ),
+            allocation: Resource::new(
+                move || (node.get(), granularity.get()),
+                move |(n, g)| usage_series(n, from, to, g),
+            ),
+            activity_granularity,
+            activity: Resource::new(
+                move || activity_granularity.get(),
+                move |g| cluster_activity(from, to, g),
+            ),
+            // The engine's usage ratios over the lookback window, now (the Budget tree's figures).
+            tree: Resource::new(|| (), |_| get_tree(String::new())),
+        }
+    });
     let ratio = move || async move {
         let n = node.get();
         tree.await.ok().map(|nodes| {
@@ -491,7 +535,9 @@ fn change(before: Option<f64>, after: Option<f64>) -> String {
 /// Each program's and project's delivered / owed over the last quarters up to this one.
 #[component]
 fn QuarterTrend(year: i32, quarter: u32) -> impl IntoView {
-    let trend = Resource::new(|| (), move |_| quarter_trend(Some(year), Some(quarter)));
+    let trend = expect_context::<Made>().trends.get((year, quarter), || {
+        Resource::new(|| (), move |_| quarter_trend(Some(year), Some(quarter)))
+    });
     view! {
         <section class="card" aria-labelledby="trend-heading">
             <h2 id="trend-heading">"Quarter over quarter"</h2>
@@ -550,8 +596,13 @@ fn QuarterTrend(year: i32, quarter: u32) -> impl IntoView {
 #[component]
 fn People(from: i64, to: i64, paths: Vec<String>) -> impl IntoView {
     let first = paths.first().cloned().unwrap_or_default();
-    let path = RwSignal::new(first);
-    let people = Resource::new(move || path.get(), move |p| people_usage(p, from, to));
+    let PeopleData { path, people } = expect_context::<Made>().people.get((from, to), || {
+        let path = RwSignal::new(first);
+        PeopleData {
+            path,
+            people: Resource::new(move || path.get(), move |p| people_usage(p, from, to)),
+        }
+    });
     view! {
         <section class="card" aria-labelledby="people-heading">
             <h2 id="people-heading">"Who used the time"</h2>
