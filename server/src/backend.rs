@@ -428,13 +428,11 @@ impl Backend for ServerBackend {
     ) -> Result<app::reports::Review, AppError> {
         let now = self.runtime.now();
         let fiscal = self.runtime.config().fiscal();
-        let mut review =
-            crate::reports::review::quarter(&self.pool, fiscal, year.zip(quarter), now, None)
-                .await?;
-        if each_cluster {
-            crate::reports::review::each_cluster(&self.pool, &mut review, now).await?;
-        }
-        Ok(review)
+        let scope = crate::reports::review::Scope::of(None, each_cluster);
+        Ok(
+            crate::reports::review::quarter(&self.pool, fiscal, year.zip(quarter), now, scope)
+                .await?,
+        )
     }
 
     async fn trend(
@@ -483,12 +481,8 @@ impl Backend for ServerBackend {
         let to = day("to", &to)? + app::calendar::DAY;
         let now = self.runtime.now();
         let fiscal = self.runtime.config().fiscal();
-        let mut review =
-            crate::reports::review::period(&self.pool, fiscal, from, to, now, None).await?;
-        if each_cluster {
-            crate::reports::review::each_cluster(&self.pool, &mut review, now).await?;
-        }
-        Ok(review)
+        let scope = crate::reports::review::Scope::of(None, each_cluster);
+        Ok(crate::reports::review::period(&self.pool, fiscal, from, to, now, scope).await?)
     }
 
     async fn usage_series(

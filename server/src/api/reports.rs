@@ -43,7 +43,8 @@ fn year_quarter(
 }
 
 /// The review of the quarter asked for, or why there is none.
-async fn review_of(state: &AppState, q: &QuarterQuery) -> Result<Review, ServerError> {
+/// With `each`, over every cluster, each one's headline too.
+async fn review_of(state: &AppState, q: &QuarterQuery, each: bool) -> Result<Review, ServerError> {
     let scope =
         crate::workloads::service::cluster_filter(&state.pool, q.cluster.as_deref()).await?;
     review::quarter(
@@ -51,7 +52,7 @@ async fn review_of(state: &AppState, q: &QuarterQuery) -> Result<Review, ServerE
         state.runtime.config().fiscal(),
         year_quarter(q.year, q.quarter)?,
         state.runtime.now(),
-        scope.as_ref(),
+        review::Scope::of(scope.as_ref(), each),
     )
     .await
 }
@@ -117,9 +118,7 @@ pub async fn quarter(
     ApiUser(_user): ApiUser,
     Query(q): Query<QuarterQuery>,
 ) -> Result<Json<Review>, ServerError> {
-    let mut r = review_of(&state, &q).await?;
-    review::each_cluster(&state.pool, &mut r, state.runtime.now()).await?;
-    Ok(Json(r))
+    Ok(Json(review_of(&state, &q, true).await?))
 }
 
 /// `GET /api/v1/reports/quarter.csv?year=…&quarter=…`: the review's table, one row per tree
@@ -129,7 +128,7 @@ pub async fn quarter_csv(
     ApiUser(_user): ApiUser,
     Query(q): Query<QuarterQuery>,
 ) -> Result<impl IntoResponse, ServerError> {
-    let r = review_of(&state, &q).await?;
+    let r = review_of(&state, &q, false).await?;
     Ok(csv_download(
         format!("hourglass-{}.csv", r.label.replace(' ', "-")),
         review::csv(&r),
@@ -147,7 +146,8 @@ pub struct RangeQuery {
 }
 
 /// The review of the period asked for, or why there is none.
-async fn range_review(state: &AppState, q: &RangeQuery) -> Result<Review, ServerError> {
+/// With `each`, over every cluster, each one's headline too.
+async fn range_review(state: &AppState, q: &RangeQuery, each: bool) -> Result<Review, ServerError> {
     let from = calendar::moment_opt("from", q.from.as_deref())?.ok_or_else(|| {
         ServerError::invalid(
             "from",
@@ -168,7 +168,7 @@ async fn range_review(state: &AppState, q: &RangeQuery) -> Result<Review, Server
         from,
         to,
         state.runtime.now(),
-        scope.as_ref(),
+        review::Scope::of(scope.as_ref(), each),
     )
     .await
 }
@@ -179,9 +179,7 @@ pub async fn range(
     ApiUser(_user): ApiUser,
     Query(q): Query<RangeQuery>,
 ) -> Result<Json<Review>, ServerError> {
-    let mut r = range_review(&state, &q).await?;
-    review::each_cluster(&state.pool, &mut r, state.runtime.now()).await?;
-    Ok(Json(r))
+    Ok(Json(range_review(&state, &q, true).await?))
 }
 
 /// `GET /api/v1/reports/review.csv?from=…&to=…`: that review's table.
@@ -190,7 +188,7 @@ pub async fn range_csv(
     ApiUser(_user): ApiUser,
     Query(q): Query<RangeQuery>,
 ) -> Result<impl IntoResponse, ServerError> {
-    let r = range_review(&state, &q).await?;
+    let r = range_review(&state, &q, false).await?;
     Ok(csv_download(
         format!(
             "hourglass-{}-to-{}.csv",

@@ -23,7 +23,7 @@ pub async fn quarter(
     fiscal: Fiscal,
     year_quarter: Option<(i32, u32)>,
     now: i64,
-    scope: Option<&Cluster>,
+    scope: Scope<'_>,
 ) -> Result<Review, ServerError> {
     let (year, quarter) = year_quarter.unwrap_or_else(|| fiscal.quarter_of(now));
     let (from, to) = fiscal
@@ -47,7 +47,7 @@ pub async fn period(
     from: i64,
     to: i64,
     now: i64,
-    scope: Option<&Cluster>,
+    scope: Scope<'_>,
 ) -> Result<Review, ServerError> {
     if to <= from {
         return Err(ServerError::invalid(
@@ -75,19 +75,50 @@ pub async fn review(
     label: String,
     now: i64,
 ) -> Result<Review, ServerError> {
-    review_of(pool, from, to, label, now, None).await
+    review_of(pool, from, to, label, now, Scope::All).await
 }
 
-/// The review of `[from, to)` on one cluster (`scope`) or over all of them ([`each_cluster`] adds
-/// each one's headline to the latter).
+/// What a review covers.
+#[derive(Clone, Copy, Debug)]
+pub enum Scope<'a> {
+    /// Every cluster together.
+    All,
+    /// Every cluster together, and each one's headline beside it where more than one had
+    /// capacity in the period (the Reports page and the API; the Overview and the trend need
+    /// only the total, so they do not pay for it).
+    AllAndEach,
+    /// One cluster.
+    One(&'a Cluster),
+}
+
+impl<'a> Scope<'a> {
+    /// One cluster when `cluster` names one; otherwise all, with each one's headline if `each`.
+    pub fn of(cluster: Option<&'a Cluster>, each: bool) -> Scope<'a> {
+        match (cluster, each) {
+            (Some(c), _) => Scope::One(c),
+            (None, true) => Scope::AllAndEach,
+            (None, false) => Scope::All,
+        }
+    }
+
+    fn cluster(self) -> Option<&'a Cluster> {
+        match self {
+            Scope::One(c) => Some(c),
+            Scope::All | Scope::AllAndEach => None,
+        }
+    }
+}
+
+/// The review of `[from, to)` in `scope`.
 pub async fn review_of(
     pool: &AnyPool,
     from: i64,
     to: i64,
     label: String,
     now: i64,
-    scope: Option<&Cluster>,
+    scope: Scope<'_>,
 ) -> Result<Review, ServerError> {
+    let cluster = scope.cluster();
     let mut db = pool.acquire().await?;
     let data_since = repo::first_capacity_hour(&mut *db).await?;
     let Some(tree) = tree_snapshot::load(&mut db).await? else {
@@ -100,12 +131,17 @@ pub async fn review_of(
             data_since,
             quarter: None,
             fiscal_start_month: 1,
-            cluster: scope.map(|c| c.name.clone()),
+            cluster: cluster.map(|c| c.name.clone()),
             clusters: Vec::new(),
         });
     };
     let submitted = waits::submitted_between(&mut db, from, to, now).await?;
-    let (headline, rows) = figures(&mut db, &tree, from, to, now, scope, &submitted, true).await?;
+    let (headline, rows) =
+        figures(&mut db, &tree, from, to, now, cluster, &submitted, true).await?;
+    let clusters = match scope {
+        Scope::AllAndEach => each_cluster(&mut db, &tree, from, to, now, &submitted).await?,
+        Scope::All | Scope::One(_) => Vec::new(),
+    };
     Ok(Review {
         from,
         to,
@@ -115,51 +151,39 @@ pub async fn review_of(
         data_since,
         quarter: None,
         fiscal_start_month: 1,
-        cluster: scope.map(|c| c.name.clone()),
-        clusters: Vec::new(),
+        cluster: cluster.map(|c| c.name.clone()),
+        clusters,
     })
 }
 
-/// Adds each cluster's headline to a review over every cluster, where more than one had
-/// capacity in its period (the Reports page and the API show them beside the total; the
-/// Overview and the trend need only the total, so they do not pay for it).
-pub async fn each_cluster(
-    pool: &AnyPool,
-    review: &mut Review,
+/// Each cluster's headline over `[from, to)`, where more than one had capacity in it (none
+/// otherwise: the total is that one cluster's).
+async fn each_cluster(
+    db: &mut sqlx::AnyConnection,
+    tree: &tree_snapshot::TreeSnapshot,
+    from: i64,
+    to: i64,
     now: i64,
-) -> Result<(), ServerError> {
-    if review.cluster.is_some() {
-        return Ok(());
-    }
-    let (from, to) = (review.from, review.to);
-    let mut db = pool.acquire().await?;
+    submitted: &[waits::Wait],
+) -> Result<Vec<ClusterHeadline>, ServerError> {
     let used = crate::clusters::repo::with_capacity_between(&mut *db, from, to).await?;
     if used.len() < 2 {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let Some(tree) = tree_snapshot::load(&mut db).await? else {
-        return Ok(());
-    };
-    let submitted = waits::submitted_between(&mut db, from, to, now).await?;
-    let all = crate::clusters::repo::all(&mut *db).await?;
-    for cluster in all.iter().filter(|c| used.contains(&c.cluster_id)) {
-        let (headline, _) = figures(
-            &mut db,
-            &tree,
-            from,
-            to,
-            now,
-            Some(cluster),
-            &submitted,
-            false,
-        )
-        .await?;
-        review.clusters.push(ClusterHeadline {
+    let mut clusters = Vec::new();
+    for cluster in crate::clusters::repo::all(&mut *db)
+        .await?
+        .iter()
+        .filter(|c| used.contains(&c.cluster_id))
+    {
+        let (headline, _) =
+            figures(db, tree, from, to, now, Some(cluster), submitted, false).await?;
+        clusters.push(ClusterHeadline {
             name: cluster.name.clone(),
             headline,
         });
     }
-    Ok(())
+    Ok(clusters)
 }
 
 /// The headline and (when `with_rows`) the per-node rows of `[from, to)` on `scope`.

@@ -41,7 +41,7 @@ pub async fn trend(
     let mut at = last.unwrap_or_else(|| fiscal.quarter_of(now));
     let mut reviews = Vec::new();
     for _ in 0..count {
-        let r = review::quarter(pool, fiscal, Some(at), now, None).await?;
+        let r = review::quarter(pool, fiscal, Some(at), now, review::Scope::All).await?;
         let before_data = r.data_since.is_none_or(|since| r.to <= since);
         if before_data && !reviews.is_empty() {
             break;
