@@ -61,6 +61,15 @@ describe('reports', () => {
         await page.getByRole('link', { name: 'Export this table (CSV)' }).getAttribute('href'),
         `/api/v1/reports/quarter.csv?year=${now.getFullYear()}&quarter=1`,
       );
+      // Every quarter so far in turn and back to the first: each shows its own review, and the
+      // people table of the quarter shown answers (the page keeps the two latest quarters' data).
+      for (const q of [...Array(thisQuarter).keys()].map((i) => i + 1).concat([1])) {
+        await page.getByLabel('Quarter', { exact: true }).selectOption(String(q));
+        await page.getByText(new RegExp(`^Q${q} \\d{4}: per program and project`)).waitFor();
+      }
+      const quarterPeople = page.getByRole('region', { name: 'Who used the time' });
+      await quarterPeople.getByLabel('Program or project').selectOption('ai/molmo');
+      await quarterPeople.getByText("Nobody's work ran under ai/molmo in this period.").waitFor();
       // Opening that link directly shows that quarter.
       await page.goto(`${server.url}/reports?year=${now.getFullYear()}&quarter=1`);
       await page.getByText(/^Q1 \d{4}: per program and project/).waitFor();
