@@ -37,8 +37,17 @@ pub async fn tree_view_of(
     else {
         return Ok(Vec::new());
     };
-    // The standings of one cluster: each keeps its own ledger.
-    let Some(snap) = snaps.named(scope.as_ref().map(|c| c.name.as_str())) else {
+    // The standings of one cluster: each keeps its own ledger. Without one named, the cluster
+    // the page's menu shows first (the first with registered nodes, connected or not yet).
+    let name = match scope {
+        Some(cluster) => Some(cluster.name),
+        None => crate::clusters::in_use(&mut db)
+            .await?
+            .into_iter()
+            .next()
+            .map(|c| c.name),
+    };
+    let Some(snap) = snaps.named(name.as_deref()) else {
         return Ok(Vec::new());
     };
     let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -150,7 +150,9 @@ impl Snapshots {
     }
 
     /// The snapshot of the cluster named `name`, or when `name` is `None` of the first cluster by
-    /// name with nodes (the first cluster when none has): the clusters menus' first choice.
+    /// name with connected nodes (the first cluster when none has). Pages that offer a menu of
+    /// clusters name the one it shows first (`clusters::in_use`), which counts nodes registered
+    /// and not connected yet too.
     pub fn named(&self, name: Option<&str>) -> Option<&Snapshot> {
         match name {
             Some(name) => self.clusters.iter().find(|s| s.cluster.name == name),

@@ -484,3 +484,57 @@ async fn an_approved_change_for_one_cluster_sets_its_shares_there_until_a_change
     assert_eq!(of_parent(&live, "west", "ai/molmo").await, 0.5);
     assert_eq!(of_parent(&live, "east", "ai/molmo").await, 0.5);
 }
+
+#[tokio::test]
+async fn without_a_cluster_named_the_tree_shows_the_one_its_menu_offers_first() {
+    let mut live = Live::start().await;
+    live.add_agent_in("west-1", 1, "west").await;
+    // East's node is registered and has not connected yet: the clusters menu offers east first.
+    server::nodes::service::register_node(
+        &live.app.pool,
+        "east-1",
+        Some("east"),
+        crate::support::now(),
+    )
+    .await
+    .unwrap();
+    let (_, clusters) = live.get("ada", "/api/v1/clusters").await;
+    assert_eq!(names(&clusters, "clusters"), ["east", "west"]);
+    // East has shares of its own for ai's children.
+    let (status, request) = live
+        .post(
+            "ada",
+            "/api/v1/change-requests",
+            json!({
+                "node": "ai",
+                "shares": { "ai/olmo": 1.0, "ai/molmo": 3.0 },
+                "justification": "east starts with molmo",
+                "cluster": "east",
+            }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{request}");
+    let id = request["id"].as_i64().unwrap();
+    let (status, approved) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{id}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{approved}");
+    assert_eq!(of_parent(&live, "east", "ai/molmo").await, 0.75);
+    assert_eq!(of_parent(&live, "west", "ai/molmo").await, 0.25);
+
+    // Without a cluster, the tree is east's, as the menu says.
+    let (status, tree) = live.get("ada", "/api/v1/tree").await;
+    assert_eq!(status, StatusCode::OK, "{tree}");
+    let molmo = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["path"] == "ai/molmo")
+        .cloned()
+        .unwrap();
+    assert_eq!(molmo["of_parent"].as_f64(), Some(0.75), "{tree}");
+}
