@@ -267,12 +267,6 @@ fn ShareEditor(
     let overridden = children
         .iter()
         .any(|c| (tree_share(c) - c.share).abs() > 1e-12);
-    let start = StoredValue::new(
-        children
-            .iter()
-            .map(|c| (c.name.clone(), tree_share(c), c.share))
-            .collect::<Vec<_>>(),
-    );
     let rows = RwSignal::new(
         children
             .iter()
@@ -284,6 +278,8 @@ fn ShareEditor(
             })
             .collect::<Vec<_>>(),
     );
+    // The children as the page showed them: their shares here and the tree's, their fractions.
+    let known = StoredValue::new(children);
     if overridden {
         Effect::new(move |first: Option<()>| {
             let every = applies_to.with(String::is_empty);
@@ -292,10 +288,10 @@ fn ShareEditor(
                     let Some(original) = row.original.map(|o| o.get_value()) else {
                         continue;
                     };
-                    start.with_value(|s| {
-                        if let Some((_, tree, here)) = s.iter().find(|(n, _, _)| *n == original) {
+                    known.with_value(|known| {
+                        if let Some(c) = known.iter().find(|c| c.name == original) {
                             row.share
-                                .set(format!("{}", if every { *tree } else { *here }));
+                                .set(format!("{}", if every { tree_share(c) } else { c.share }));
                         }
                     });
                 }
@@ -368,7 +364,6 @@ fn ShareEditor(
         }
         None
     };
-    let known = StoredValue::new(children);
     let old_fraction = move |name: &str| {
         known.with_value(|c| c.iter().find(|c| c.name == name).map(|c| c.fraction))
     };
