@@ -107,8 +107,14 @@ describe('several clusters in the browser', () => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'root', 'root-password-1');
       await page.getByRole('heading', { name: 'Welcome, root' }).waitFor();
+      // Without a cluster in the URL, the menu shows the cluster whose shares are shown: the
+      // first (it has no "All clusters": each cluster keeps its own books).
+      await page.goto(`${server.url}/tree`);
+      await waitForHydration(page);
+      assert.equal(await page.getByRole('combobox', { name: /^Cluster/ }).inputValue(), 'east');
       await page.goto(`${server.url}/tree?cluster=west`);
       await waitForHydration(page);
+      assert.equal(await page.getByRole('combobox', { name: /^Cluster/ }).inputValue(), 'west');
       await page.getByRole('button', { name: 'Propose a change to ai' }).click();
       const editor = page.getByRole('region', { name: 'Rebalance ai' });
       await editor.waitFor();

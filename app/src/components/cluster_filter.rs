@@ -28,12 +28,20 @@ pub fn ClusterFilter(
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {
                 let list = clusters.await;
+                // With `one`, empty shows the first cluster: the menu says so too (a value that
+                // names no option would leave it blank).
+                let first = list.first().map(|c| c.name.clone()).unwrap_or_default();
+                let shown = move || {
+                    let s = selected.get();
+                    if one && s.is_empty() { first.clone() } else { s }
+                };
                 (list.len() > 1).then(|| view! {
-                    <label class="inline-field">
-                        "Cluster "
+                    <div class="inline-field">
+                        <label for="cluster-filter">"Cluster"</label>
                         <select
+                            id="cluster-filter"
                             name="cluster"
-                            prop:value=move || selected.get()
+                            prop:value=shown
                             on:change=move |ev| selected.set(event_target_value(&ev))
                         >
                             {(!one).then(|| view! { <option value="">"All clusters"</option> })}
@@ -42,7 +50,7 @@ pub fn ClusterFilter(
                                 view! { <option value=c.name>{label}</option> }
                             }).collect_view()}
                         </select>
-                    </label>
+                    </div>
                 })
             })}
         </Suspense>
