@@ -39,6 +39,9 @@ pub fn build_app(state: AppState) -> Router {
         state.lab.clone(),
     ));
     let shell_options = state.leptos_options.clone();
+    // Pages the router does not know (and missing files) are rendered by the fallback: with the
+    // same backend, so their frame (the navigation's counts, the demo banner) loads as on any page.
+    let fallback_backend = backend.clone();
 
     Router::new()
         .route("/healthz", get(readyz))
@@ -59,7 +62,12 @@ pub fn build_app(state: AppState) -> Router {
             state.clone(),
             crate::metrics::http::track,
         ))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<
+            AppState,
+            _,
+        >(
+            move || provide_context(fallback_backend.clone()), shell
+        ))
         // Nothing but the event stream may take longer (agents' held syncs answer within a third
         // of the heartbeat deadline and a minute at most).
         .layer(TimeoutLayer::with_status_code(

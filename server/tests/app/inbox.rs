@@ -82,6 +82,16 @@ async fn each_person_is_told_what_waits_for_them_and_what_happened_to_their_work
         .contains("deadline"));
     let (_, counts) = call(&live, "/api/nav/counts", Some(&pat)).await;
     assert_eq!(counts, json!({ "awaiting": 1, "unread": 1 }));
+    // Every page's navigation says so, the page for an address that does not exist too (it is
+    // rendered by the fallback, which must give the page the server's backend as well).
+    for path in ["/approvals", "/no-such-page"] {
+        let page = live.app.get(path, Some(&pat)).await;
+        assert!(
+            page.body.contains(", 1 waiting for you"),
+            "{path} ({}) shows the count",
+            page.status
+        );
+    }
     let (_, inbox) = call(&live, "/api/inbox", Some(&ada)).await;
     assert_eq!(
         kinds(&inbox),
