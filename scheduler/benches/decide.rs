@@ -83,6 +83,7 @@ fn scenario(node_count: usize, running_target: usize, queued_count: usize) -> Sc
             resumable: rng.below(4) != 0,
             priority: rng.below(3) as i32 - 1,
             submitted_at: now - rng.below(2 * DAY as u64) as i64,
+            time_limit: None,
         }
     };
     // A tenth of the hosts run two-host gangs; the rest are packed with small work.

@@ -39,16 +39,13 @@ fn main() {
         .and_then(|i| std::env::args().nth(i + 1));
     if let Some(p) = only
         .as_deref()
-        .filter(|p| !["fair-share", "priority"].contains(p))
+        .filter(|p| !["fair-share", "priority", "slurm"].contains(p))
     {
-        eprintln!("--policy is fair-share or priority, not \"{p}\"");
+        eprintln!("--policy is fair-share, priority or slurm, not \"{p}\"");
         std::process::exit(2);
     }
-    for policy in [Policy::FairShare, Policy::Priority] {
-        let name = match policy {
-            Policy::FairShare => "fair-share",
-            Policy::Priority => "priority",
-        };
+    for policy in [Policy::FairShare, Policy::Priority, Policy::Slurm] {
+        let name = policy.name();
         if only.as_deref().is_some_and(|p| p != name) {
             continue;
         }

@@ -338,6 +338,7 @@ mod tests {
                     resumable: true,
                     priority: rng.range(-1, 2) as i32,
                     submitted_at: rng.range(0, 20),
+                    time_limit: None,
                 })
                 .collect();
             let turns: Vec<Turn> = (0..n)

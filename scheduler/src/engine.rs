@@ -5,6 +5,7 @@ use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::ledger::{Ledger, LedgerConfig};
 use crate::ranking::{Recent, Standings};
 use crate::reasons::Decision;
+use crate::slurm::{self, SlurmConfig};
 use crate::snapshot::{ClusterState, SnapshotError};
 use crate::tree::{BudgetTree, TreeError};
 use crate::{decide, priority};
@@ -17,6 +18,20 @@ pub enum Policy {
     FairShare,
     /// The pre-budget baseline: global priority then age, protected GPUs capped per leaf.
     Priority,
+    /// The SLURM peer: multifactor priority with Fair Tree, scavenger preemption, EASY backfill
+    /// ([`crate::SlurmConfig`]).
+    Slurm,
+}
+
+impl Policy {
+    /// The policy's name in reports, files and flags.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::FairShare => "fair-share",
+            Policy::Priority => "priority",
+            Policy::Slurm => "slurm",
+        }
+    }
 }
 
 /// Engine settings. `Config::default()` is the documented production default.
@@ -51,6 +66,8 @@ pub struct Config {
     /// The recent window blended into the ratio siblings are ordered by (not the one preemption
     /// compares): see [`crate::ranking`]. `Recent::OFF` orders by the week's ratio alone.
     pub recent: Recent,
+    /// The SLURM peer's weights and limits (read only under [`Policy::Slurm`]).
+    pub slurm: SlurmConfig,
 }
 
 impl Default for Config {
@@ -67,6 +84,7 @@ impl Default for Config {
                 window: 2 * crate::ids::HOUR,
                 weight: 0.15,
             },
+            slurm: SlurmConfig::default(),
         }
     }
 }
@@ -183,6 +201,7 @@ impl Engine {
         match self.config.policy {
             Policy::FairShare => decide::fair_share(self, state, now, watch),
             Policy::Priority => priority::baseline(self, state, now, watch),
+            Policy::Slurm => slurm::pass(self, state, now, watch),
         }
     }
 }

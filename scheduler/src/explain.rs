@@ -94,12 +94,20 @@ pub(crate) fn explain(
 ) -> Option<Explanation> {
     let w = *state.queued.iter().find(|q| q.id == workload)?;
     let standings = engine.standings(now);
-    let key = |q: &WorkloadSpec| match engine.config().policy {
-        Policy::FairShare => QueueKey::fair_share(q, standings.leaf_rank(q.leaf)),
-        Policy::Priority => QueueKey::baseline(q),
+    let ahead = match engine.config().policy {
+        Policy::FairShare | Policy::Priority => {
+            let key = |q: &WorkloadSpec| match engine.config().policy {
+                Policy::FairShare => QueueKey::fair_share(q, standings.leaf_rank(q.leaf)),
+                _ => QueueKey::baseline(q),
+            };
+            let mine = key(&w);
+            state.queued.iter().filter(|q| key(q) < mine).count()
+        }
+        Policy::Slurm => crate::slurm::keys(engine, state, now)
+            .iter()
+            .position(|&(_, q)| state.queued[q as usize].id == workload)
+            .unwrap_or(0),
     };
-    let mine = key(&w);
-    let ahead = state.queued.iter().filter(|q| key(q) < mine).count();
     let path = engine
         .tree()
         .path_ids(w.leaf)

@@ -14,6 +14,7 @@
 
 use std::collections::VecDeque;
 
+use crate::decayed::Decayed;
 use crate::ids::{BudgetId, Time, DAY, HOUR};
 use crate::tree::BudgetTree;
 
@@ -25,6 +26,9 @@ pub struct LedgerConfig {
     /// Bucket width; the trailing edge of the window is exact to one bucket. Default 1 hour,
     /// the width the server stores.
     pub bucket: Time,
+    /// Half-life of the decayed usage the SLURM peer ranks by ([`Ledger::decayed_usage`];
+    /// SLURM's `PriorityDecayHalfLife`). Default 7 days, SLURM's default.
+    pub decay_half_life: Time,
 }
 
 impl Default for LedgerConfig {
@@ -32,6 +36,7 @@ impl Default for LedgerConfig {
         LedgerConfig {
             window: 7 * DAY,
             bucket: HOUR,
+            decay_half_life: 7 * DAY,
         }
     }
 }
@@ -42,6 +47,7 @@ pub struct Ledger {
     config: LedgerConfig,
     parent: Vec<Option<BudgetId>>,
     series: Vec<Series>,
+    decayed: Vec<Decayed>,
     capacity: Capacity,
 }
 
@@ -53,11 +59,13 @@ impl Ledger {
             config.bucket > 0 && config.window >= config.bucket,
             "the bucket must be positive and no longer than the window"
         );
+        assert!(config.decay_half_life > 0, "the half-life must be positive");
         let retain = (config.window / config.bucket + 2) as usize;
         Ledger {
             config,
             parent: tree.parents().to_vec(),
             series: vec![Series::new(retain); tree.len()],
+            decayed: vec![Decayed::new(); tree.len()],
             capacity: Capacity::default(),
         }
     }
@@ -71,6 +79,8 @@ impl Ledger {
     pub fn charge(&mut self, leaf: BudgetId, from: Time, to: Time, gpu_seconds: f64) {
         let bucket = self.config.bucket;
         self.for_path(leaf, |s| s.add_spread(from, to, gpu_seconds, bucket));
+        let half_life = self.config.decay_half_life;
+        self.for_path_decayed(leaf, |d| d.add_spread(from, to, gpu_seconds, half_life));
     }
 
     /// From `at` on, `leaf` is charged `gpus` GPU-seconds per second until a matching
@@ -88,6 +98,8 @@ impl Ledger {
     fn change_rate(&mut self, leaf: BudgetId, delta: f64, at: Time) {
         let bucket = self.config.bucket;
         self.for_path(leaf, |s| s.change_rate(delta, at, bucket));
+        let half_life = self.config.decay_half_life;
+        self.for_path_decayed(leaf, |d| d.change_rate(delta, at, half_life));
     }
 
     /// The healthy capacity (GPUs) from `at` on. Record every change: a node going down,
@@ -114,6 +126,12 @@ impl Ledger {
         let bucket = self.config.bucket;
         let s = &self.series[node.index()];
         (s.total_at(now) - s.interpolated(now - window.min(self.config.window), bucket)).max(0.0)
+    }
+
+    /// GPU-seconds charged to `node` up to `now`, each decayed by its age with the configured
+    /// half-life (no window): SLURM's usage, read by the SLURM peer's fair-share factor.
+    pub fn decayed_usage(&self, node: BudgetId, now: Time) -> f64 {
+        self.decayed[node.index()].at(now, self.config.decay_half_life)
     }
 
     /// GPU-seconds ever charged to `node` up to `now`, window or not.
@@ -151,6 +169,14 @@ impl Ledger {
             }
         }
         out
+    }
+
+    fn for_path_decayed(&mut self, leaf: BudgetId, mut apply: impl FnMut(&mut Decayed)) {
+        let mut at = Some(leaf);
+        while let Some(node) = at {
+            apply(&mut self.decayed[node.index()]);
+            at = self.parent[node.index()];
+        }
     }
 
     fn for_path(&mut self, leaf: BudgetId, mut apply: impl FnMut(&mut Series)) {

@@ -54,6 +54,7 @@
 //!     resumable: true,
 //!     priority: 0,
 //!     submitted_at: now,
+//!     time_limit: None,
 //! }];
 //! let state = ClusterState { nodes: &nodes, running: &[], queued: &queued };
 //! let decision = engine.decide(&state, now).unwrap();
@@ -68,6 +69,7 @@
 
 mod baseline_order;
 mod cluster;
+mod decayed;
 mod decide;
 mod engine;
 mod explain;
@@ -84,6 +86,7 @@ mod ranking;
 mod reasons;
 mod settle;
 pub mod sim;
+mod slurm;
 mod snapshot;
 mod tree;
 
@@ -99,6 +102,7 @@ pub use reasons::{
     Protection, Reservation,
 };
 pub use settle::{Settle, MAX_PASSES_PER_MOMENT};
+pub use slurm::SlurmConfig;
 pub use snapshot::{
     ClusterState, RunningWorkload, SnapshotError, WorkloadSpec, DEBUG_MAX_GPUS,
     DEBUG_MAX_MIN_RUNTIME,

@@ -227,6 +227,19 @@ impl Pool {
         gpus: u32,
         eventually: &dyn Fn(&Run) -> bool,
     ) -> Option<(Time, Vec<NodeGpus>)> {
+        let now = self.now;
+        self.earliest_by(gpus, &|r: &Run| {
+            eventually(r).then(|| r.protected_until.unwrap_or(now))
+        })
+    }
+
+    /// As [`Pool::earliest`], with each run's GPUs free from the moment `free_at` gives (`None`:
+    /// never; a moment past is now).
+    pub(crate) fn earliest_by(
+        &self,
+        gpus: u32,
+        free_at: &dyn Fn(&Run) -> Option<Time>,
+    ) -> Option<(Time, Vec<NodeGpus>)> {
         let mut hosts: Vec<(Time, usize, GpuSet)> = Vec::new();
         let mut moments: Vec<(Time, GpuSet)> = Vec::new();
         let single = gpus <= self.node_size;
@@ -246,13 +259,13 @@ impl Pool {
                 if !r.alive {
                     continue;
                 }
-                if eventually(r) {
-                    if !held.is_empty() {
-                        let at = r.protected_until.unwrap_or(self.now).max(self.now);
-                        moments.push((at, held));
+                match free_at(r) {
+                    Some(at) => {
+                        if !held.is_empty() {
+                            moments.push((at.max(self.now), held));
+                        }
                     }
-                } else {
-                    blocked = blocked.union(held);
+                    None => blocked = blocked.union(held),
                 }
             }
             if single {

@@ -17,6 +17,7 @@
 //! let spec = |id, gpus| WorkloadSpec {
 //!     id: WorkloadId(id), leaf: a, gpus, min_runtime: HOUR, resumable: true, priority: 0,
 //!     submitted_at: 0,
+//!     time_limit: None,
 //! };
 //! let nodes = [NodeState { gpus: 8, health: Health::Healthy }];
 //! let running = [RunningWorkload {
@@ -349,6 +350,7 @@ mod tests {
             resumable: true,
             priority: 0,
             submitted_at: at,
+            time_limit: None,
         }
     }
 

@@ -34,6 +34,16 @@ impl QueueKey {
         self.class_rank as u32
     }
 
+    /// The SLURM peer's order: its integer job priority (higher first), then age.
+    pub(crate) fn slurm(w: &WorkloadSpec, priority: u64) -> QueueKey {
+        QueueKey {
+            class_rank: u64::MAX - priority,
+            neg_priority: 0,
+            submitted_at: w.submitted_at,
+            id: w.id,
+        }
+    }
+
     /// The baseline's order: global priority, then age.
     pub(crate) fn baseline(w: &WorkloadSpec) -> QueueKey {
         QueueKey {

@@ -20,6 +20,9 @@ pub struct WorkloadSpec {
     /// Higher first, and only among its own leaf's work (DESIGN §4.10).
     pub priority: i32,
     pub submitted_at: Time,
+    /// Read only by the SLURM peer ([`crate::Policy::Slurm`]): the wall-time limit the user gave,
+    /// which its backfill plans by. `None`: the partition's maximum.
+    pub time_limit: Option<Time>,
 }
 
 impl WorkloadSpec {

@@ -99,15 +99,22 @@ pub fn members(seed: u64, days: u32, philly_csv: Option<&str>) -> Result<Vec<Mem
     Ok(out)
 }
 
-/// A member's reports under both policies.
+/// A member's reports under the three policies.
 #[derive(Clone, Debug)]
 pub struct MatrixRow {
     pub name: &'static str,
     pub fair_share: Report,
     pub priority: Report,
+    pub slurm: Report,
 }
 
-/// Runs one member under both policies. Each run goes through `timed`, which calls it and may
+impl MatrixRow {
+    pub fn reports(&self) -> [&Report; 3] {
+        [&self.fair_share, &self.priority, &self.slurm]
+    }
+}
+
+/// Runs one member under the three policies. Each run goes through `timed`, which calls it and may
 /// fill in the report's `wall_s` (the simulator has no clock).
 pub fn run_member(
     member: &Member,
@@ -121,6 +128,7 @@ pub fn run_member(
         name: member.name,
         fair_share: report(Policy::FairShare),
         priority: report(Policy::Priority),
+        slurm: report(Policy::Slurm),
     })
 }
 
@@ -135,7 +143,7 @@ pub fn matrix_table(rows: &[MatrixRow]) -> String {
     out.push_str(&"|---".repeat(17));
     out.push_str("|\n");
     for row in rows {
-        for r in [&row.fair_share, &row.priority] {
+        for r in row.reports() {
             let d = &r.delivered_over_owed;
             let _ = writeln!(
                 out,

@@ -4,10 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use super::report::{DeliveredOverOwed, NodeReport, Report, WaitStats, Waits, Workloads};
+use super::report::{
+    DeliveredOverOwed, NodeReport, Report, TimeLimits, WaitStats, Waits, Workloads,
+};
 use super::run::{JobEnd, Outcome};
 use super::timeline::SegmentEnd;
-use super::SimInput;
+use super::{SimConfig, SimInput};
 use crate::engine::Policy;
 use crate::ids::{Time, HOUR};
 
@@ -48,7 +50,8 @@ fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
 
-pub(crate) fn measure(input: &SimInput, policy: Policy, out: &Outcome) -> Report {
+pub(crate) fn measure(input: &SimInput, config: &SimConfig, out: &Outcome) -> Report {
+    let policy = config.policy;
     let tree = &input.tree;
     let cluster = &input.cluster;
     let horizon = out.horizon;
@@ -225,11 +228,7 @@ pub(crate) fn measure(input: &SimInput, policy: Policy, out: &Outcome) -> Report
         .map(|(k, v)| (k.to_string(), *v))
         .collect();
     Report {
-        policy: match policy {
-            Policy::FairShare => "fair-share",
-            Policy::Priority => "priority",
-        }
-        .into(),
+        policy: policy.name().into(),
         horizon_s: horizon,
         gpus: cluster.total_gpus(),
         wall_s: 0.0,
@@ -265,6 +264,10 @@ pub(crate) fn measure(input: &SimInput, policy: Policy, out: &Outcome) -> Report
         lost_fraction: share_of(lost, busy),
         zero_length_runs,
         free_runs_under_a_minute,
+        time_limits: (policy == Policy::Slurm).then(|| TimeLimits {
+            factor: config.time_limit_factor,
+            max_wall_s: config.slurm.max_wall,
+        }),
         large_over_single_wait,
         min_runtime_capped: out.capped,
         decisions: out.decisions,

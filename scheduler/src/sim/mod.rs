@@ -41,20 +41,22 @@ use std::fmt;
 
 use crate::engine::Policy;
 use crate::ids::{Time, DAY, HOUR};
+use crate::slurm::SlurmConfig;
 use crate::tree::BudgetTree;
 
 pub use files::{parse_cluster, parse_tree, Cluster, ClusterNode, Outage};
 pub use input::{parse_duration, InputError};
 pub use measures::{DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 pub use report::{
-    both_json, preemption_reasons, summary_table, DeliveredOverOwed, Report, WaitStats,
+    both_json, preemption_reasons, reports_json, summary_table, DeliveredOverOwed, Report,
+    TimeLimits, WaitStats,
 };
 pub use timeline::{timeline_csv, Segment, SegmentEnd, TIMELINE_HEADER};
 pub use trace::{parse_trace, write_trace, TraceRecord, TraceRow, TRACE_HEADER};
 
 /// The simulator's knobs. `SimConfig::default()`: fair share, 7-day window, 8-hour cap on
 /// minimum runtime, horizon at the last submission.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SimConfig {
     pub policy: Policy,
     /// The ledger's lookback window.
@@ -63,6 +65,21 @@ pub struct SimConfig {
     pub max_min_runtime: Time,
     /// Measures cover `[0, horizon]` and the run stops there. `None`: the last submission time.
     pub horizon: Option<Time>,
+    /// The SLURM peer's settings (read only under [`Policy::Slurm`]).
+    pub slurm: SlurmConfig,
+    /// Every workload's time limit, for the SLURM peer's backfill: SLURM users over-estimate,
+    /// so the limit is the trace's true duration times this (default 2), capped at
+    /// [`SlurmConfig::max_wall`] but never below the true duration (the trace's work is done
+    /// whole; a site would have it split into jobs that chain).
+    pub time_limit_factor: f64,
+}
+
+impl SimConfig {
+    /// The time limit a workload of `duration` is submitted with.
+    pub fn time_limit(&self, duration: Time) -> Time {
+        let padded = (duration as f64 * self.time_limit_factor.max(1.0)).ceil() as Time;
+        padded.min(self.slurm.max_wall).max(duration).max(1)
+    }
 }
 
 impl Default for SimConfig {
@@ -72,6 +89,8 @@ impl Default for SimConfig {
             window: 7 * DAY,
             max_min_runtime: 8 * HOUR,
             horizon: None,
+            slurm: SlurmConfig::default(),
+            time_limit_factor: 2.0,
         }
     }
 }
@@ -167,7 +186,7 @@ pub struct SimOutput {
 /// (`wall_s` is left 0 for the caller to fill in).
 pub fn run(input: &SimInput, config: &SimConfig) -> SimOutput {
     let outcome = run::simulate(input, config);
-    let report = measures::measure(input, config.policy, &outcome);
+    let report = measures::measure(input, config, &outcome);
     SimOutput {
         report,
         segments: outcome.segments,

@@ -9,7 +9,7 @@ use crate::ids::Time;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
-    /// `fair-share` or `priority`.
+    /// `fair-share`, `priority` or `slurm`.
     pub policy: String,
     pub horizon_s: Time,
     pub gpus: u32,
@@ -67,6 +67,18 @@ pub struct Report {
     pub min_runtime_capped: u64,
     /// Decision passes the engine ran.
     pub decisions: u64,
+    /// The SLURM peer's time limits (only under `slurm`): what its backfill planned by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_limits: Option<TimeLimits>,
+}
+
+/// How the SLURM peer's time limits were made from the trace's true durations.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimeLimits {
+    /// Limit = duration × this…
+    pub factor: f64,
+    /// …at most this (the partition's `MaxTime`), but never below the true duration.
+    pub max_wall_s: Time,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -167,16 +179,17 @@ pub fn preemption_reasons<'a>(reports: &[&'a Report]) -> Vec<&'a str> {
 
 /// `{"fair_share": …, "priority": …}` for `--policy both`.
 pub fn both_json(fair_share: &Report, priority: &Report) -> String {
-    #[derive(Serialize)]
-    struct Both<'a> {
-        fair_share: &'a Report,
-        priority: &'a Report,
-    }
-    serde_json::to_string_pretty(&Both {
-        fair_share,
-        priority,
-    })
-    .expect("a report always serialises")
+    reports_json(&[fair_share, priority])
+}
+
+/// Several policies' reports in one object, each under its policy's name (`fair_share`,
+/// `priority`, `slurm`).
+pub fn reports_json(reports: &[&Report]) -> String {
+    let by_policy: BTreeMap<String, &Report> = reports
+        .iter()
+        .map(|r| (r.policy.replace('-', "_"), *r))
+        .collect();
+    serde_json::to_string_pretty(&by_policy).expect("a report always serialises")
 }
 
 /// A human summary, one column per report (side by side for `both`).
@@ -258,6 +271,20 @@ pub fn summary_table(reports: &[&Report]) -> String {
         format!("{:.0} ({:.2}%)", r.lost_gpu_h, 100.0 * r.lost_fraction)
     });
     row("zero-length runs", &|r| r.zero_length_runs.to_string());
+    if reports.iter().any(|r| r.time_limits.is_some()) {
+        row("time limits (SLURM backfill)", &|r| {
+            r.time_limits.as_ref().map_or_else(
+                || "-".into(),
+                |t| {
+                    format!(
+                        "true duration x{}, at most {} (never below the duration)",
+                        t.factor,
+                        duration(Some(t.max_wall_s))
+                    )
+                },
+            )
+        });
+    }
     row("free runs preempted < 1 min", &|r| {
         r.free_runs_under_a_minute.to_string()
     });

@@ -104,6 +104,7 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
                     resumable: r.resumable,
                     priority: r.priority,
                     submitted_at: r.submit,
+                    time_limit: Some(config.time_limit(r.duration)),
                 },
                 row,
                 remaining: r.duration,
@@ -125,7 +126,9 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
         ledger: LedgerConfig {
             window: config.window,
             bucket: crate::ids::HOUR,
+            decay_half_life: config.slurm.decay_half_life,
         },
+        slurm: config.slurm,
         ..Config::default()
     };
     let mut engine = Engine::new(input.tree.clone(), engine_config);

@@ -256,3 +256,8 @@ fn the_trace_cluster_and_timeline_recompute_the_fair_share_report() {
 fn the_trace_cluster_and_timeline_recompute_the_baseline_report() {
     audit(Policy::Priority);
 }
+
+#[test]
+fn the_trace_cluster_and_timeline_recompute_the_slurm_report() {
+    audit(Policy::Slurm);
+}

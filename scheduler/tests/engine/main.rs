@@ -9,5 +9,6 @@ mod placement;
 mod properties;
 mod shortcuts;
 mod simulator;
+mod slurm;
 mod support;
 mod validation;

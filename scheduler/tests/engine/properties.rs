@@ -131,6 +131,7 @@ fn build(case: &Case, policy: Policy, reservations: usize) -> Built {
             resumable,
             priority,
             submitted_at: -10 * HOUR,
+            time_limit: None,
         };
         let mut parts = Vec::new();
         if gpus <= largest {
@@ -194,6 +195,7 @@ fn build(case: &Case, policy: Policy, reservations: usize) -> Built {
                 resumable,
                 priority,
                 submitted_at: -ago * 600,
+                time_limit: None,
             }
         })
         .collect();
@@ -271,7 +273,7 @@ fn check_protection(b: &Built, d: &Decision, policy: Policy) -> Result<(), TestC
         };
         let protected = |r: &RunningWorkload| match policy {
             Policy::FairShare => r.is_protected(now),
-            Policy::Priority => r.baseline_protected,
+            Policy::Priority | Policy::Slurm => r.baseline_protected,
         };
         match action {
             Action::Preempt { reason, .. } => {
@@ -371,7 +373,7 @@ proptest! {
 
     #[test]
     fn no_gpu_is_double_booked_and_no_protected_workload_is_preempted(case in case()) {
-        for policy in [Policy::FairShare, Policy::Priority] {
+        for policy in [Policy::FairShare, Policy::Priority, Policy::Slurm] {
             let b = build(&case, policy, case.reservations);
             let d = b.engine.decide(&b.state(), 0).expect("valid snapshot");
             apply(&b, &d)?;
@@ -407,7 +409,7 @@ proptest! {
 
     #[test]
     fn the_same_input_gives_the_same_actions_in_any_order(case in case()) {
-        for policy in [Policy::FairShare, Policy::Priority] {
+        for policy in [Policy::FairShare, Policy::Priority, Policy::Slurm] {
             let mut b = build(&case, policy, case.reservations);
             let first = b.engine.decide(&b.state(), 0).expect("valid snapshot");
             prop_assert_eq!(&first, &b.engine.decide(&b.state(), 0).unwrap());
@@ -423,7 +425,7 @@ proptest! {
 
     #[test]
     fn explaining_a_workload_never_changes_the_pass_that_explains_it(case in case()) {
-        for policy in [Policy::FairShare, Policy::Priority] {
+        for policy in [Policy::FairShare, Policy::Priority, Policy::Slurm] {
             let b = build(&case, policy, case.reservations);
             let plain = b.engine.decide(&b.state(), 0).expect("valid snapshot");
             for q in &b.queued {

@@ -38,7 +38,7 @@ fn rows(input: &SimInput, out: &sim::SimOutput) -> Vec<String> {
 #[test]
 fn the_same_inputs_give_byte_identical_reports_and_timelines() {
     let input = small_reference(11);
-    for policy in [Policy::FairShare, Policy::Priority] {
+    for policy in [Policy::FairShare, Policy::Priority, Policy::Slurm] {
         let config = SimConfig {
             policy,
             ..SimConfig::default()

@@ -74,6 +74,7 @@ impl World {
             resumable: true,
             priority: 0,
             submitted_at: self.now,
+            time_limit: None,
         }
     }
 

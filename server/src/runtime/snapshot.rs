@@ -356,6 +356,7 @@ pub fn assemble(base: Arc<Base>, active: Arc<Active>, now: i64) -> Snapshot {
             resumable: row.resumable,
             priority: row.priority as i32,
             submitted_at: row.submitted_at,
+            time_limit: None,
         };
         let parts: Vec<NodeGpus> = active
             .runs

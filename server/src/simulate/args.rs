@@ -19,9 +19,12 @@ pub struct SimulateArgs {
     /// Workloads: `id,submit_s,project,user,gpus,duration_s,min_runtime_s,resumable,priority`.
     #[arg(long, required = true)]
     pub trace: Option<PathBuf>,
-    /// Which scheduler decides; `both` runs each on the same input and compares them.
+    /// Which scheduler decides; `both` runs fair share and the priority baseline on the same
+    /// input and compares them, `all` adds the SLURM peer.
     #[arg(long, value_enum, default_value = "fair-share")]
     pub policy: PolicyChoice,
+    #[command(flatten)]
+    pub slurm: SlurmArgs,
     /// The fair-share lookback window (`7d`, `36h`, or seconds).
     #[arg(long, default_value = "7d")]
     pub window: String,
@@ -43,7 +46,59 @@ pub struct SimulateArgs {
 pub enum PolicyChoice {
     FairShare,
     Priority,
+    /// A SLURM site's multifactor priority (Fair Tree), scavenger QOS and EASY backfill.
+    Slurm,
+    /// Fair share and the priority baseline.
     Both,
+    /// Fair share, the priority baseline and the SLURM peer.
+    All,
+}
+
+/// The SLURM peer's settings (`--policy slurm` or `all`): `slurm.conf`'s names in brackets.
+#[derive(Debug, Clone, Args)]
+pub struct SlurmArgs {
+    /// Each workload's time limit is its true duration times this (users over-estimate).
+    #[arg(long = "slurm-limit-factor", default_value_t = 2.0)]
+    pub limit_factor: f64,
+    /// Time limits are capped here, but never below the true duration (MaxTime).
+    #[arg(long = "slurm-max-wall", default_value = "7d")]
+    pub max_wall: String,
+    /// Half-life of the usage fair share ranks by (PriorityDecayHalfLife).
+    #[arg(long = "slurm-half-life", default_value = "7d")]
+    pub half_life: String,
+    /// Queued this long, a job's age factor is 1 (PriorityMaxAge).
+    #[arg(long = "slurm-max-age", default_value = "7d")]
+    pub max_age: String,
+    /// PriorityWeightFairshare.
+    #[arg(long = "slurm-weight-fairshare", default_value_t = 10_000)]
+    pub weight_fairshare: u32,
+    /// PriorityWeightAge.
+    #[arg(long = "slurm-weight-age", default_value_t = 1_000)]
+    pub weight_age: u32,
+    /// PriorityWeightJobSize.
+    #[arg(long = "slurm-weight-job-size", default_value_t = 1_000)]
+    pub weight_job_size: u32,
+    /// PriorityWeightQOS (QOS factors: scavenger 0, normal 0.5, debug 1).
+    #[arg(long = "slurm-weight-qos", default_value_t = 20_000)]
+    pub weight_qos: u32,
+}
+
+impl SlurmArgs {
+    /// The engine's settings, with durations read by `duration` (which names the flag).
+    pub fn config<E>(
+        &self,
+        duration: impl Fn(&str, &'static str) -> Result<i64, E>,
+    ) -> Result<scheduler::SlurmConfig, E> {
+        Ok(scheduler::SlurmConfig {
+            weight_fairshare: self.weight_fairshare,
+            weight_age: self.weight_age,
+            weight_job_size: self.weight_job_size,
+            weight_qos: self.weight_qos,
+            max_age: duration(&self.max_age, "slurm-max-age")?,
+            max_wall: duration(&self.max_wall, "slurm-max-wall")?,
+            decay_half_life: duration(&self.half_life, "slurm-half-life")?,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Subcommand)]

@@ -88,10 +88,7 @@ fn matrix(seed: u64, days: u32, philly: Option<&Path>, out_dir: &Path) -> Result
             report
         })
         .map_err(|e| ServerError::invalid("scenario", e.to_string()))?;
-        write(
-            &dir.join("report.json"),
-            &sim::both_json(&row.fair_share, &row.priority),
-        )?;
+        write(&dir.join("report.json"), &sim::reports_json(&row.reports()))?;
         rows.push(row);
     }
     let table = sim::family::matrix_table(&rows);
@@ -122,18 +119,38 @@ fn simulate(args: &SimulateArgs) -> Result<(), ServerError> {
             .as_deref()
             .map(|h| duration(h, "horizon"))
             .transpose()?,
+        slurm: args.slurm.config(duration)?,
+        time_limit_factor: args.slurm.limit_factor,
         ..SimConfig::default()
     };
+    if !(1.0..=100.0).contains(&base.time_limit_factor) {
+        return Err(ServerError::invalid(
+            "slurm-limit-factor",
+            "--slurm-limit-factor must be between 1 and 100 (limits are never below the true duration)",
+        ));
+    }
+    for (value, flag) in [
+        (base.slurm.decay_half_life, "slurm-half-life"),
+        (base.slurm.max_age, "slurm-max-age"),
+        (base.slurm.max_wall, "slurm-max-wall"),
+    ] {
+        if value < 60 {
+            return Err(ServerError::invalid(
+                flag,
+                format!("--{flag} must be at least 1m"),
+            ));
+        }
+    }
     if base.window < 3_600 {
         return Err(ServerError::invalid(
             "window",
             "--window must be at least 1h",
         ));
     }
-    if args.timeline.is_some() && args.policy == PolicyChoice::Both {
+    if args.timeline.is_some() && matches!(args.policy, PolicyChoice::Both | PolicyChoice::All) {
         return Err(ServerError::invalid(
             "timeline",
-            "--timeline needs a single --policy (fair-share or priority)",
+            "--timeline needs a single --policy (fair-share, priority or slurm)",
         ));
     }
     let input = SimInput::parse(&read(&tree)?, &read(&cluster)?, &read(&trace)?).map_err(|e| {
@@ -148,7 +165,9 @@ fn simulate(args: &SimulateArgs) -> Result<(), ServerError> {
     let policies: &[Policy] = match args.policy {
         PolicyChoice::FairShare => &[Policy::FairShare],
         PolicyChoice::Priority => &[Policy::Priority],
+        PolicyChoice::Slurm => &[Policy::Slurm],
         PolicyChoice::Both => &[Policy::FairShare, Policy::Priority],
+        PolicyChoice::All => &[Policy::FairShare, Policy::Priority, Policy::Slurm],
     };
     let mut outputs = Vec::new();
     for &policy in policies {
@@ -162,9 +181,8 @@ fn simulate(args: &SimulateArgs) -> Result<(), ServerError> {
 
     if let Some(out) = &args.out {
         let json = match reports.as_slice() {
-            [fair_share, priority] => sim::both_json(fair_share, priority),
             [one] => one.to_json(),
-            _ => unreachable!("one or two policies"),
+            several => sim::reports_json(several),
         };
         write(out, &json)?;
         say!("report: {}", out.display());

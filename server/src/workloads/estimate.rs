@@ -261,6 +261,7 @@ mod tests {
             resumable: true,
             priority: 0,
             submitted_at: 0,
+            time_limit: None,
         }
     }
 

@@ -1,0 +1,397 @@
+//! The SLURM peer: what a well-configured SLURM site would run instead of Hourglass, so the
+//! simulator can answer "would SLURM do as well?" on the same trace ([`crate::Policy::Slurm`]).
+//!
+//! Configured as sites configure it (each page is what this module follows):
+//! - `PriorityType=priority/multifactor` with the Fair Tree fair-share factor on usage decayed with
+//!   a half-life (`PriorityDecayHalfLife`, 7 days by default: [`crate::LedgerConfig`]), plus age
+//!   (saturating at `PriorityMaxAge`, 7 days), job size and QOS factors; the weights are
+//!   [`SlurmConfig`]'s. See [`priority`], <https://slurm.schedmd.com/priority_multifactor.html> and
+//!   <https://slurm.schedmd.com/fair_tree.html>.
+//! - Three QOS: work with `min_runtime = 0` runs in a *scavenger* QOS that every other job may
+//!   preempt, with requeue (`PreemptType=preempt/qos`, `PreemptMode=REQUEUE`:
+//!   <https://slurm.schedmd.com/preempt.html>); debug work (DESIGN §5's definition) in a *debug* QOS
+//!   of the highest priority, as sites give their short debug queue; the rest in *normal*. No
+//!   fair-share preemption: running normal and debug jobs run to completion.
+//! - `SchedulerType=sched/backfill` as EASY backfill: jobs are taken in priority order; the first
+//!   that cannot start (scavenger work aside) is given the earliest start its GPUs allow, judged by
+//!   the running jobs' time limits, and reserves those GPUs; a lower-priority job starts only where
+//!   it leaves that start alone — on GPUs the reservation does not need, or, by its own time limit,
+//!   ending before it (<https://slurm.schedmd.com/sched_config.html>). SLURM's backfill runs every
+//!   30 s over a bounded number of jobs; this one runs at every event over the whole queue, its
+//!   best case.
+//!
+//! Time limits come with the work ([`crate::WorkloadSpec::time_limit`]; the simulator sets them
+//! from the trace's true durations); work without one gets [`SlurmConfig::max_wall`]. A job is
+//! never stopped at its limit here: limits only shape the backfill plan.
+
+mod order;
+mod priority;
+
+use std::cell::OnceCell;
+
+use crate::cluster::Health;
+use crate::engine::Engine;
+use crate::explain::WaitReason;
+use crate::health::drain_hosts;
+use crate::ids::{Time, WorkloadId, DAY};
+use crate::placement::Rules;
+use crate::pool::{Held, Pool, Run};
+use crate::queue::QueueKey;
+use crate::ranking;
+use crate::reasons::{Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection};
+use crate::snapshot::{ClusterState, WorkloadSpec};
+
+use order::Order;
+
+use priority::Priorities;
+
+/// The SLURM peer's settings: the multifactor weights (integers, as in `slurm.conf`) and limits.
+/// The defaults are the example configuration of SLURM's multifactor page (fair share 10,000,
+/// age 1,000, job size 1,000) with a QOS weight a site with a debug QOS would set: 20,000, so
+/// debug work (QOS factor 1) goes ahead of normal work (0.5) whatever the fair-share factors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlurmConfig {
+    pub weight_fairshare: u32,
+    pub weight_age: u32,
+    pub weight_job_size: u32,
+    pub weight_qos: u32,
+    /// `PriorityMaxAge`: queued this long, the age factor is 1. Default 7 days.
+    pub max_age: Time,
+    /// The partition's `MaxTime`: the time limit of work that gives none. Default 7 days.
+    pub max_wall: Time,
+    /// `PriorityDecayHalfLife`. Default 7 days. The ledger keeps the decayed usage
+    /// ([`crate::LedgerConfig::decay_half_life`]); drivers copy this there.
+    pub decay_half_life: Time,
+}
+
+impl Default for SlurmConfig {
+    fn default() -> Self {
+        SlurmConfig {
+            weight_fairshare: 10_000,
+            weight_age: 1_000,
+            weight_job_size: 1_000,
+            weight_qos: 20_000,
+            max_age: 7 * DAY,
+            max_wall: 7 * DAY,
+            decay_half_life: 7 * DAY,
+        }
+    }
+}
+
+impl SlurmConfig {
+    fn limit(&self, w: &WorkloadSpec) -> Time {
+        w.time_limit.unwrap_or(self.max_wall).max(1)
+    }
+}
+
+/// Scavenger work: free, preemptible by any other job at once.
+fn scavenger(w: &WorkloadSpec) -> bool {
+    !w.is_allocated()
+}
+
+/// The queue in SLURM's order at `now`.
+pub(crate) fn keys(engine: &Engine, state: &ClusterState<'_>, now: Time) -> Vec<(QueueKey, u32)> {
+    let mut keys = unsorted_keys(engine, state, now);
+    keys.sort_unstable();
+    keys
+}
+
+/// Every queued job's key and queue index, in queue order.
+fn unsorted_keys(engine: &Engine, state: &ClusterState<'_>, now: Time) -> Vec<(QueueKey, u32)> {
+    let priorities = Priorities::new(engine, now, cluster_gpus(state), &engine.config().slurm);
+    state
+        .queued
+        .iter()
+        .enumerate()
+        .map(|(q, w)| (QueueKey::slurm(w, priorities.of(w)), q as u32))
+        .collect()
+}
+
+fn cluster_gpus(state: &ClusterState<'_>) -> u32 {
+    state
+        .nodes
+        .iter()
+        .filter(|n| n.health.takes_new_work())
+        .map(|n| n.gpus)
+        .sum()
+}
+
+pub(crate) fn pass(
+    engine: &Engine,
+    state: &ClusterState<'_>,
+    now: Time,
+    watch: Option<WorkloadId>,
+) -> (Decision, Option<WaitReason>) {
+    let config = engine.config().slurm;
+    // Ratios only go into preemption and drain reasons.
+    let allocated = OnceCell::new();
+    let party = |spec: &WorkloadSpec| {
+        let allocated = allocated.get_or_init(|| engine.ledger().allocated_all(engine.tree(), now));
+        Party {
+            workload: spec.id,
+            leaf: spec.leaf,
+            ratio: ranking::ratio(
+                engine.ledger().usage(spec.leaf, now),
+                allocated[spec.leaf.index()],
+                engine.tree().version_at(now).fraction(spec.leaf),
+            ),
+            priority: spec.priority,
+        }
+    };
+    // Running normal and debug jobs are `baseline_protected` (started with `UntilDone`):
+    // only scavenger work is ever preempted.
+    let mut pool = Pool::new(state, now, 1, |_| 0, |r, _| !r.baseline_protected);
+    let mut actions = Vec::new();
+    if state.nodes.iter().any(|n| n.health != Health::Healthy) {
+        drain_hosts(
+            &mut pool,
+            &party,
+            &|r: &Run| r.baseline_protected.then_some(Time::MAX),
+            &mut actions,
+        );
+    }
+    let mut watched = None;
+    let finish = |actions, watched: Option<WaitReason>, pool: &Pool| {
+        let watched = watched.or_else(|| {
+            watch.map(|_| WaitReason::Capacity {
+                idle_gpus: pool.idle_total,
+                protected_gpus: 0,
+                protected_until: None,
+                outranking_gpus: 0,
+                within_margin_gpus: 0,
+                holders: Vec::new(),
+            })
+        });
+        let decision = Decision {
+            actions,
+            reservations: Vec::new(),
+            next_wake: None,
+            decide_again: pool.decide_again(),
+        };
+        (decision, watched)
+    };
+    // Nothing idle and nothing to preempt: no job can start, and a reservation only matters to
+    // jobs that could.
+    if (pool.idle_total == 0 && pool.baseline_preemptible_gpus == 0) || state.queued.is_empty() {
+        return finish(actions, watched, &pool);
+    }
+
+    let mut order = Order::new(unsorted_keys(engine, state, now));
+    let mut normal_left = state.queued.iter().filter(|w| !scavenger(w)).count();
+    // GPUs freed when: scavenger work at once (any job may preempt it), the rest at the end of
+    // its time limit.
+    let free_at = |r: &Run| {
+        Some(if scavenger(&r.spec) {
+            now
+        } else {
+            r.started_at.saturating_add(config.limit(&r.spec))
+        })
+    };
+    let mut reserved: Option<WorkloadId> = None;
+    // Searches that failed since the last preemption: `(victims allowed, gpus, limit)`. A
+    // request at least as large, with a limit at least as long (so no more reserved GPUs it may
+    // use), under the same rule fails the same way.
+    let mut failed: Vec<(bool, u32, Time)> = Vec::new();
+    let smallest = state.queued.iter().map(|w| w.gpus).min().unwrap_or(0);
+    while let Some((key, q)) = order.next() {
+        let w = state.queued[q as usize];
+        let normal = !scavenger(&w);
+        if normal {
+            normal_left -= 1;
+        } else if normal_left == 0 && pool.idle_total < smallest {
+            // Only scavenger work is left, and it starts on idle GPUs alone.
+            break;
+        }
+        let reach = pool.idle_total
+            + if normal {
+                pool.baseline_preemptible_gpus
+            } else {
+                0
+            };
+        if reserved.is_some()
+            && watch.is_none()
+            && pool.idle_total + pool.baseline_preemptible_gpus < smallest
+        {
+            // Nothing left could start: the pass is over.
+            break;
+        }
+        let limit = config.limit(&w);
+        let ends_by = now.saturating_add(limit);
+        // Scavenger work may use reserved GPUs whatever its limit: the holder preempts it.
+        let may_backfill = |h: &Held| !normal || ends_by <= h.at;
+        let victim = |r: &Run| scavenger(&r.spec) && !r.fresh;
+        let hopeless = |failed: &[(bool, u32, Time)], victims: bool| {
+            failed
+                .iter()
+                .any(|&(v, gpus, l)| v == victims && w.gpus >= gpus && limit >= l)
+        };
+        let mut choice = None;
+        if w.gpus <= pool.idle_total && pool.idle_could_fit(w.gpus) && !hopeless(&failed, false) {
+            choice = pool.find(
+                w.gpus,
+                &Rules {
+                    may_backfill: &may_backfill,
+                    victim: None,
+                    only: None,
+                },
+            );
+            if choice.is_none() {
+                failed.push((false, w.gpus, limit));
+            }
+        }
+        if choice.is_none() && normal && w.gpus <= reach && !hopeless(&failed, true) {
+            choice = pool.find(
+                w.gpus,
+                &Rules {
+                    may_backfill: &may_backfill,
+                    victim: Some(&victim),
+                    only: None,
+                },
+            );
+            if choice.is_none() {
+                failed.push((true, w.gpus, limit));
+            }
+        }
+        let Some(choice) = choice else {
+            if normal && reserved.is_none() {
+                // EASY backfill: the first job that cannot start reserves its earliest start.
+                if let Some((at, parts)) = pool.earliest_by(w.gpus, &free_at) {
+                    pool.reserve(w.id, key, at, parts);
+                    reserved = Some(w.id);
+                    failed.clear();
+                    normal_left = narrow(&mut order, &pool, state, &config, at);
+                }
+            }
+            if watch == Some(w.id) {
+                watched = Some(WaitReason::Capacity {
+                    idle_gpus: pool.idle_total,
+                    protected_gpus: 0,
+                    protected_until: None,
+                    outranking_gpus: 0,
+                    within_margin_gpus: 0,
+                    holders: Vec::new(),
+                });
+            }
+            continue;
+        };
+        if !choice.victims.is_empty() {
+            failed.clear();
+        }
+        for &v in &choice.victims {
+            let r = &pool.runs[v as usize];
+            actions.push(Action::Preempt {
+                workload: r.spec.id,
+                reason: PreemptReason {
+                    rule: PreemptRule::FreeWork,
+                    at: now,
+                    preemptor: party(&w),
+                    victim: party(&r.spec),
+                    victim_started_at: r.started_at,
+                    victim_min_runtime: r.spec.min_runtime,
+                    victim_protected_until: None,
+                },
+                then: AfterStop::after_preemption(r.spec.resumable),
+            });
+            pool.release(v);
+        }
+        pool.occupy(w, 0, &choice.placement, normal);
+        if watch == Some(w.id) {
+            watched = Some(WaitReason::StartsNow {
+                placement: choice.placement.clone(),
+            });
+        }
+        actions.push(Action::Start {
+            workload: w.id,
+            placement: choice.placement,
+            protection: if normal {
+                Protection::UntilDone
+            } else {
+                Protection::None
+            },
+        });
+    }
+    finish(actions, watched, &pool)
+}
+
+/// After the reservation (starting at `at`): keeps the jobs that could still start. Nothing a
+/// pass does adds to a host's idle and scavenger GPUs together, so a normal job needs no more
+/// than those on one host (on whole such hosts for a gang), outside the reserved GPUs unless its
+/// limit ends by `at`; scavenger work needs idle GPUs, which only a normal job's preemption can
+/// add to.
+/// Returns how many normal jobs are kept.
+fn narrow(
+    order: &mut Order,
+    pool: &Pool,
+    state: &ClusterState<'_>,
+    config: &SlurmConfig,
+    at: Time,
+) -> usize {
+    // (most on one host, on whole hosts) for: idle outside the reservation and scavenger work
+    // there; idle and scavenger anywhere; idle anywhere.
+    let mut open = Room::default();
+    let mut any = Room::default();
+    let mut idle = Room::default();
+    for (node, slot) in pool.slots.iter().enumerate() {
+        if !slot.schedulable() {
+            continue;
+        }
+        let mut scavenged = crate::cluster::GpuSet::EMPTY;
+        for &(run, held) in pool.slot_runs(node) {
+            let r = &pool.runs[run as usize];
+            if r.alive && scavenger(&r.spec) {
+                scavenged = scavenged.union(held);
+            }
+        }
+        let takeable = slot.free.union(scavenged);
+        open.add(takeable.without(slot.reserved).count(), slot.size);
+        any.add(takeable.count(), slot.size);
+        idle.add(slot.free.count(), slot.size);
+    }
+    let now = pool.now;
+    let node_size = pool.node_size;
+    let normal_could = |w: &WorkloadSpec| {
+        open.holds(w.gpus, node_size)
+            || (now.saturating_add(config.limit(w)) <= at && any.holds(w.gpus, node_size))
+    };
+    let any_normal = state
+        .queued
+        .iter()
+        .any(|w| !scavenger(w) && normal_could(w));
+    let scavenger_room = if any_normal { any } else { idle };
+    let normal_kept = std::cell::Cell::new(0);
+    order.narrow(|q| {
+        let w = &state.queued[q as usize];
+        if scavenger(w) {
+            scavenger_room.holds(w.gpus, node_size)
+        } else {
+            let could = normal_could(w);
+            normal_kept.set(normal_kept.get() + usize::from(could));
+            could
+        }
+    });
+    normal_kept.get()
+}
+
+/// GPUs a kind of request could gather: the most on one host, and the sum over whole hosts.
+#[derive(Clone, Copy, Default)]
+struct Room {
+    one_host: u32,
+    whole_hosts: u32,
+}
+
+impl Room {
+    fn add(&mut self, gpus: u32, host_size: u32) {
+        self.one_host = self.one_host.max(gpus);
+        if gpus == host_size {
+            self.whole_hosts += gpus;
+        }
+    }
+
+    fn holds(&self, gpus: u32, node_size: u32) -> bool {
+        if gpus <= node_size {
+            gpus <= self.one_host
+        } else {
+            gpus <= self.whole_hosts
+        }
+    }
+}
