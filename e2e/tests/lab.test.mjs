@@ -38,7 +38,7 @@ describe('simulator lab', () => {
     });
   });
 
-  test('leadership uploads files, runs both policies and zooms the Gantt chart', async (t) => {
+  test('leadership uploads files, runs the three policies and zooms the Gantt charts side by side', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'lee', 'lee-password-1');
       await page.getByRole('heading', { name: 'Welcome, lee' }).waitFor();
@@ -54,25 +54,25 @@ describe('simulator lab', () => {
       await page.getByLabel('Budget tree (TOML)').setInputFiles(join(inputs, 'tree.toml'));
       await page.getByLabel('Cluster (TOML)').setInputFiles(join(inputs, 'cluster.toml'));
       await page.getByLabel('Trace (CSV)').setInputFiles(broken);
-      await page.getByRole('button', { name: 'Run both policies' }).click();
+      await page.getByRole('button', { name: 'Run the three policies' }).click();
       const lines = trace.trimEnd().split('\n').length;
       await page.locator('#trace-error').getByText(`The trace file: line ${lines + 1}`).waitFor();
 
       await page.getByLabel('Trace (CSV)').setInputFiles(join(inputs, 'trace.csv'));
-      await page.getByRole('button', { name: 'Run both policies' }).click();
+      await page.getByRole('button', { name: 'Run the three policies' }).click();
       await page.waitForURL(/\/lab\/\d+$/);
       await page.getByRole('heading', { name: /^Uploaded files \(\d+ workloads on 1024 GPUs\)/ }).waitFor();
       const summary = page.getByRole('table', { name: /Summary/ });
       await summary.waitFor({ timeout: 60_000 });
       const overall = summary.getByRole('row', { name: /Delivered \/ owed, overall/ });
-      assert.match(await overall.textContent(), /\d+\.\d% *\d+\.\d%/);
+      assert.match(await overall.textContent(), /\d+\.\d% *\d+\.\d% *\d+\.\d%/);
       // Each measure says in words which policy does better, and by how much.
       assert.match(
         await overall.textContent(),
         /(Fair share|The priority baseline) is better by \d+\.\d points of what teams were owed|About the same under both/,
       );
       const demand = summary.getByRole('row', { name: /Demand \/ capacity/ });
-      assert.match(await demand.textContent(), /The same input for both: its workloads ask for \d+\.\d\d× the GPU time/);
+      assert.match(await demand.textContent(), /The same input for all: its workloads ask for \d+\.\d\d× the GPU time/);
       await page.getByRole('heading', { name: 'Wait distributions' }).waitFor();
       await page.getByRole('heading', { name: 'Delivered / owed per team' }).waitFor();
       await page.locator('#lab-waits-1 canvas').waitFor({ timeout: 20_000 });
@@ -87,13 +87,24 @@ describe('simulator lab', () => {
       await page.getByRole('button', { name: 'Zoom in' }).click();
       await page.getByRole('img', { name: /^Runs on the first 32 GPUs under fair share, d0 0[56]:\d\d to d0 1[78]:\d\d/ }).waitFor();
       await page.getByRole('button', { name: 'Earlier' }).click();
-      await page.getByRole('img', { name: /, d0 00:00 to d0 1[12]:\d\d/ }).waitFor();
+      await page.getByRole('img', { name: /fair share, d0 00:00 to d0 1[12]:\d\d/ }).waitFor();
       assert.match(await window.textContent(), /^Showing d0 00:00 to d0 1[12]:\d\d$/);
       await page.getByRole('button', { name: 'Whole run' }).click();
       await page.getByRole('img', { name: new RegExp(`d0 00:00 to ${whole[1]}`) }).waitFor();
-      await page.getByLabel('Policy').selectOption('priority');
-      await page.getByText(/^Runs on the first 32 GPUs under the priority baseline, /).waitFor();
-      assert.ok((await page.locator('figure.gantt g.gantt-bar').count()) > 0, 'the baseline has bars too');
+      // The SLURM peer is drawn beside fair share on the same GPUs and window; either side can
+      // show any of the three policies.
+      const slurm = page.getByRole('img', { name: new RegExp(`^Runs on the first 32 GPUs under the SLURM peer, d0 00:00 to ${whole[1]}`) });
+      await slurm.waitFor();
+      assert.ok((await slurm.locator('g.gantt-bar').count()) > 0, 'the SLURM peer has bars too');
+      await page.getByLabel('Left', { exact: true }).selectOption('priority');
+      const baseline = page.getByRole('img', { name: /^Runs on the first 32 GPUs under the priority baseline, / });
+      await baseline.waitFor();
+      assert.ok((await baseline.locator('g.gantt-bar').count()) > 0, 'the baseline has bars too');
+      // Each measure also says whether fair share or the SLURM peer does better.
+      assert.match(
+        await overall.textContent(),
+        /(Fair share|The SLURM peer) is better by \d+\.\d points of what teams were owed|About the same under both/,
+      );
     });
   });
 
@@ -107,7 +118,7 @@ describe('simulator lab', () => {
         await page.getByLabel('Seed', { exact: true }).fill('4');
         await page.getByLabel('Days to simulate').fill('1');
         await page.getByLabel('Usage lookback window').fill(window);
-        await page.getByRole('button', { name: 'Run both policies' }).click();
+        await page.getByRole('button', { name: 'Run the three policies' }).click();
         await page.waitForURL(/\/lab\/\d+$/);
         await page.getByRole('table', { name: /Summary/ }).waitFor({ timeout: 60_000 });
       }
@@ -116,7 +127,7 @@ describe('simulator lab', () => {
       const runs = page.getByRole('region', { name: 'Recent runs' });
       const week = runs.getByRole('row', { name: /seed 4, 1 day.*7 d lookback window, minimum runtimes capped at 8 h/ });
       const twoDays = runs.getByRole('row', { name: /seed 4, 1 day.*2 d lookback window/ });
-      assert.match(await week.textContent(), /1024.*\d+.*(\d+ s|\d+ min|—) \/ .*\d\.\d\d \/ \d\.\d\d/);
+      assert.match(await week.textContent(), /1024.*\d+.*(\d+ s|\d+ min|—) \/ .* \/ .*\d\.\d\d \/ \d\.\d\d \/ \d\.\d\d/);
       await page.getByText('Select two finished runs to compare them.').waitFor();
       await week.getByRole('checkbox').check();
       await twoDays.getByRole('checkbox').check();

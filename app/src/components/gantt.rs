@@ -1,8 +1,9 @@
 //! The lab's Gantt chart, drawn as SVG: one row per GPU, one bar per run coloured by team, solid
 //! while the run was protected and hatched where it could be interrupted, with a red right edge
-//! where it was preempted. Zoom and pan re-fetch only the visible window from the server.
+//! where it was preempted. Two chosen policies are drawn next to each other on the same GPUs and
+//! window, as the reference's figure does. Zoom and pan re-fetch only the visible window.
 
-use crate::lab::{api::lab_gantt, Gantt};
+use crate::lab::{api::lab_gantt, policy_label, Gantt, POLICIES};
 use leptos::prelude::*;
 
 /// Team colours, cycled (colour-blind-aware Tableau 10, then lighter variants).
@@ -36,7 +37,8 @@ fn sim_time(t: i64) -> String {
 
 #[component]
 pub fn GanttChart(id: u64, horizon_s: i64, gpus: u32) -> impl IntoView {
-    let policy = RwSignal::new("fair-share".to_string());
+    let left = RwSignal::new("fair-share".to_string());
+    let right = RwSignal::new("slurm".to_string());
     let rows = RwSignal::new(gpus.min(32));
     // The visible window: the whole run when it is short, else its first day.
     let first = if horizon_s <= 2 * 86_400 {
@@ -45,10 +47,13 @@ pub fn GanttChart(id: u64, horizon_s: i64, gpus: u32) -> impl IntoView {
         86_400
     };
     let window = RwSignal::new((0, first));
-    let data = Resource::new(
-        move || (policy.get(), rows.get(), window.get()),
-        move |(p, n, (from, to))| lab_gantt(id, p, n, from, to),
-    );
+    let chart = move |policy: RwSignal<String>| {
+        Resource::new(
+            move || (policy.get(), rows.get(), window.get()),
+            move |(p, n, (from, to))| lab_gantt(id, p, n, from, to),
+        )
+    };
+    let (left_data, right_data) = (chart(left), chart(right));
     let zoom = move |factor: f64| {
         window.update(|(from, to)| {
             let centre = (*from + *to) / 2;
@@ -74,11 +79,8 @@ pub fn GanttChart(id: u64, horizon_s: i64, gpus: u32) -> impl IntoView {
         .collect();
     view! {
         <div class="gantt-controls no-print" role="group" aria-label="Gantt chart controls">
-            <label for="gantt-policy">"Policy"</label>
-            <select id="gantt-policy" on:change=move |ev| policy.set(event_target_value(&ev))>
-                <option value="fair-share" selected=true>"Fair share"</option>
-                <option value="priority">"Priority baseline"</option>
-            </select>
+            <PolicyChoice id="gantt-policy" label="Left" chosen=left />
+            <PolicyChoice id="gantt-policy-right" label="Right" chosen=right />
             <label for="gantt-rows">"GPUs shown"</label>
             <select id="gantt-rows" on:change=move |ev| rows.set(event_target_value(&ev).parse().unwrap_or(32))>
                 {options.into_iter().map(|n| view! { <option value=n.to_string() selected=n == gpus.min(32)>{format!("first {n}")}</option> }).collect_view()}
@@ -92,19 +94,37 @@ pub fn GanttChart(id: u64, horizon_s: i64, gpus: u32) -> impl IntoView {
                 {move || { let (f, t) = window.get(); format!("Showing {} to {}", sim_time(f), sim_time(t)) }}
             </span>
         </div>
-        <Transition fallback=|| view! { <p class="loading">"Loading the chart…"</p> }>
-            {move || Suspend::new(async move {
-                match data.await {
-                    Ok(g) => view! { <GanttSvg gantt=g /> }.into_any(),
-                    Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
-                }
+        <div class="gantt-pair">
+            {[("left", left_data), ("right", right_data)].map(|(side, data)| view! {
+                <Transition fallback=|| view! { <p class="loading">"Loading the chart…"</p> }>
+                    {move || Suspend::new(async move {
+                        match data.await {
+                            Ok(g) => view! { <GanttSvg gantt=g side /> }.into_any(),
+                            Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
+                        }
+                    })}
+                </Transition>
             })}
-        </Transition>
+        </div>
     }
 }
 
+/// A menu of the lab's policies for one of the two charts.
 #[component]
-fn GanttSvg(gantt: Gantt) -> impl IntoView {
+fn PolicyChoice(id: &'static str, label: &'static str, chosen: RwSignal<String>) -> impl IntoView {
+    view! {
+        <label for=id>{label}</label>
+        <select id=id on:change=move |ev| chosen.set(event_target_value(&ev))>
+            {POLICIES.map(|(value, name)| view! {
+                <option value=value selected=move || *chosen.read() == value>{name}</option>
+            })}
+        </select>
+    }
+}
+
+/// One chart; `side` keeps its hatch patterns' ids apart from the other chart's.
+#[component]
+fn GanttSvg(gantt: Gantt, side: &'static str) -> impl IntoView {
     let height = gantt.rows.len() as f64 * ROW + AXIS;
     let span = (gantt.to - gantt.from).max(1) as f64;
     let x = move |t: i64| LABELS + (t - gantt.from) as f64 / span * (WIDTH - LABELS);
@@ -115,10 +135,11 @@ fn GanttSvg(gantt: Gantt) -> impl IntoView {
     let label = format!(
         "Runs on the first {} GPUs under {}, {} to {}: {} bars, {} ending in a preemption.",
         gantt.rows.len(),
-        if gantt.policy == "fair-share" {
-            "fair share"
-        } else {
-            "the priority baseline"
+        match gantt.policy.as_str() {
+            "fair-share" => "fair share",
+            "priority" => "the priority baseline",
+            "slurm" => "the SLURM peer",
+            other => policy_label(other),
         },
         sim_time(gantt.from),
         sim_time(gantt.to),
@@ -129,11 +150,12 @@ fn GanttSvg(gantt: Gantt) -> impl IntoView {
     let used: std::collections::BTreeSet<u32> = gantt.bars.iter().map(|b| b.team).collect();
     view! {
         <figure class="gantt">
+            <h3 class="gantt-title">{policy_label(&gantt.policy)}</h3>
             <svg viewBox=format!("0 0 {WIDTH} {height}") role="img" aria-label=label.clone() preserveAspectRatio="none"
                 style=format!("height: {}px", height.max(60.0))>
                 <defs>
                     {teams.iter().enumerate().map(|(i, _)| view! {
-                        <pattern id=format!("hatch-{i}") patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">
+                        <pattern id=format!("hatch-{side}-{i}") patternUnits="userSpaceOnUse" width="6" height="6" patternTransform="rotate(45)">
                             <rect width="6" height="6" fill=team_colour(i as u32) opacity="0.45" />
                             <line x1="0" y1="0" x2="0" y2="6" stroke=team_colour(i as u32) stroke-width="3" />
                         </pattern>
@@ -167,7 +189,7 @@ fn GanttSvg(gantt: Gantt) -> impl IntoView {
                             <title>{title}</title>
                             <rect x=x0 y=y width=(solid_end - x0).max(0.0) height=ROW - 2.0 fill=team_colour(b.team) />
                             <rect class="gantt-hatched" x=solid_end y=y width=(x1 - solid_end).max(0.0) height=ROW - 2.0
-                                fill=format!("url(#hatch-{})", b.team) />
+                                fill=format!("url(#hatch-{side}-{})", b.team) />
                             {b.preempted.then(|| view! {
                                 <rect class="gantt-preempted" x=x1 - 2.0 y=y width="2" height=ROW - 2.0 fill="#d0021b" />
                             })}

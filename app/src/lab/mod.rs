@@ -1,9 +1,24 @@
-//! The simulator lab: DTOs of a lab run (both policies on one input) and its server functions.
+//! The simulator lab: DTOs of a lab run (the three policies on one input) and its server functions.
 //! The simulation itself runs on the server, in the `scheduler` crate the live system uses.
 
 pub mod api;
 
 use serde::{Deserialize, Serialize};
+
+/// The policies a lab run compares, in order: their names in reports and their names in words.
+pub const POLICIES: [(&str, &str); 3] = [
+    ("fair-share", "Fair share"),
+    ("priority", "Priority baseline"),
+    ("slurm", "SLURM peer"),
+];
+
+/// A policy's name in words ("fair-share" → "Fair share").
+pub fn policy_label(policy: &str) -> &'static str {
+    POLICIES
+        .iter()
+        .find(|p| p.0 == policy)
+        .map_or("Unknown policy", |p| p.1)
+}
 
 /// What a person asks the lab to simulate. Text fields are validated on the server.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -89,14 +104,14 @@ pub struct LabRunView {
     pub headline: Option<LabHeadline>,
 }
 
-/// A finished run's figures at a glance: fair share first, then the priority baseline.
+/// A finished run's figures at a glance, by policy in [`POLICIES`] order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabHeadline {
     pub gpus: u32,
     pub workloads: u64,
-    pub debug_p90_s: [Option<i64>; 2],
+    pub debug_p90_s: [Option<i64>; 3],
     /// The worst team's delivered ÷ owed.
-    pub worst_team: [Option<f64>; 2],
+    pub worst_team: [Option<f64>; 3],
 }
 
 impl LabResult {
@@ -117,20 +132,20 @@ impl LabResult {
         LabHeadline {
             gpus: self.gpus,
             workloads: self.workloads,
-            debug_p90_s: [p90("fair-share"), p90("priority")],
-            worst_team: [worst(0), worst(1)],
+            debug_p90_s: POLICIES.map(|p| p90(p.0)),
+            worst_team: [worst(0), worst(1), worst(2)],
         }
     }
 }
 
-/// Both policies' measures, side by side.
+/// The three policies' measures, side by side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabResult {
     pub gpus: u32,
     pub hosts: u32,
     pub horizon_s: i64,
     pub workloads: u64,
-    /// The summary table: one row per measure, fair share then the priority baseline.
+    /// The summary table: one row per measure, the policies in [`POLICIES`] order.
     pub measures: Vec<MeasureRow>,
     pub waits: Vec<WaitRow>,
     pub teams: Vec<TeamRow>,
@@ -143,9 +158,14 @@ pub struct MeasureRow {
     pub detail: bool,
     pub fair_share: String,
     pub priority: String,
-    /// Which policy does better on this measure and by how much, in words (`None` where the
-    /// measure has no better direction).
+    #[serde(default)]
+    pub slurm: String,
+    /// Whether fair share or the priority baseline does better on this measure and by how much,
+    /// in words (`None` where the measure has no better direction).
     pub verdict: Option<String>,
+    /// The same between fair share and the SLURM peer.
+    #[serde(default)]
+    pub verdict_slurm: Option<String>,
 }
 
 /// Wait percentiles of one class of workloads under one policy.
@@ -153,7 +173,7 @@ pub struct MeasureRow {
 pub struct WaitRow {
     /// `all`, `debug`, `large` or `requeue`.
     pub class: String,
-    /// `fair-share` or `priority`.
+    /// `fair-share`, `priority` or `slurm`.
     pub policy: String,
     pub count: u64,
     pub p50_s: Option<i64>,
@@ -166,10 +186,10 @@ pub struct WaitRow {
 pub struct TeamRow {
     pub path: String,
     pub fraction: f64,
-    /// Fair share, then the priority baseline.
-    pub owed_gpu_h: [f64; 2],
-    pub delivered_gpu_h: [f64; 2],
-    pub delivered_over_owed: [Option<f64>; 2],
+    /// By policy, in [`POLICIES`] order.
+    pub owed_gpu_h: [f64; 3],
+    pub delivered_gpu_h: [f64; 3],
+    pub delivered_over_owed: [Option<f64>; 3],
 }
 
 /// The run segments of the first GPUs over `[from, to)`: the data of the Gantt chart.

@@ -1,5 +1,5 @@
-//! The simulator lab: pick or upload an input, run fair share and the priority baseline side by
-//! side on the server, and compare them in a table, charts and a Gantt chart of the first GPUs.
+//! The simulator lab: pick or upload an input, run fair share, the priority baseline and the
+//! SLURM peer side by side on the server, and compare them in a table, charts and a Gantt chart of the first GPUs.
 
 use crate::{
     clock::now_s,
@@ -11,7 +11,7 @@ use crate::{
     error::AppError,
     lab::{
         api::{get_lab_run, lab_runs, lab_sources, start_lab_run},
-        LabForm, LabResult, LabRunView, LabState,
+        policy_label, LabForm, LabResult, LabRunView, LabState,
     },
     pages::reports::pct,
     workloads::sentences::{duration, duration_or_dash, moment, ratio_or_dash},
@@ -28,7 +28,8 @@ pub fn LabPage() -> impl IntoView {
         <Title text="Simulator lab" />
         <h1>"Simulator lab"</h1>
         <p class="lede">
-            "Replay a month of work under fair share and under the priority baseline (the pre-budget world), "
+            "Replay a month of work under fair share, under the priority baseline (the pre-budget world) and under "
+            "a well-configured SLURM site (multifactor priority with Fair Tree, a scavenger QOS, EASY backfill), "
             "with the same engine the cluster runs, and compare what each team was owed and delivered."
         </p>
         <Suspense fallback=|| view! { <p class="loading">"Loading the lab…"</p> }>
@@ -71,8 +72,8 @@ fn RecentRuns(runs: Vec<LabRunView>) -> impl IntoView {
                     <th scope="col">"Settings"</th>
                     <th scope="col" class="num">"GPUs"</th>
                     <th scope="col" class="num">"Workloads"</th>
-                    <th scope="col" class="num">"Debug p90 (fair share / baseline)"</th>
-                    <th scope="col" class="num">"Worst team delivered ÷ owed (fair share / baseline)"</th>
+                    <th scope="col" class="num">"Debug p90 (fair share / baseline / SLURM)"</th>
+                    <th scope="col" class="num">"Worst team delivered ÷ owed (fair share / baseline / SLURM)"</th>
                     <th scope="col">"Requested"</th>
                     <th scope="col">"State"</th>
                 </tr></thead>
@@ -93,8 +94,8 @@ fn RecentRuns(runs: Vec<LabRunView>) -> impl IntoView {
                                 <td>{r.parameters.clone()}</td>
                                 <td class="num">{h.as_ref().map(|h| h.gpus.to_string())}</td>
                                 <td class="num">{h.as_ref().map(|h| h.workloads.to_string())}</td>
-                                <td class="num">{h.as_ref().map(|h| format!("{} / {}", wait(h.debug_p90_s[0]), wait(h.debug_p90_s[1])))}</td>
-                                <td class="num">{h.as_ref().map(|h| format!("{} / {}", ratio(h.worst_team[0]), ratio(h.worst_team[1])))}</td>
+                                <td class="num">{h.as_ref().map(|h| h.debug_p90_s.map(wait).join(" / "))}</td>
+                                <td class="num">{h.as_ref().map(|h| h.worst_team.map(ratio).join(" / "))}</td>
                                 <td>{format!("{}, {}", r.requested_by, moment(r.requested_at, now_s()))}</td>
                                 <td>{r.state.as_str()}</td>
                             </tr>
@@ -351,7 +352,7 @@ fn LabFormView(philly: bool, philly_note: String) -> impl IntoView {
                 </div>
             </div>
             <button type="submit" disabled=move || { start.pending().get() || reading.get() > 0 }>
-                {move || if start.pending().get() { "Preparing the input…" } else if reading.get() > 0 { "Reading files…" } else { "Run both policies" }}
+                {move || if start.pending().get() { "Preparing the input…" } else if reading.get() > 0 { "Reading files…" } else { "Run the three policies" }}
             </button>
         </form>
     }
@@ -504,15 +505,21 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
         )}</p>
         <div class="card table-wrap">
             <table class="table lab-summary">
-                <caption>"Summary: each measure under both policies, and which does better"</caption>
-                <thead><tr><th scope="col">"Measure"</th><th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Priority baseline"</th><th scope="col">"Verdict"</th></tr></thead>
+                <caption>"Summary: each measure under the three policies, and whether fair share does better"</caption>
+                <thead><tr>
+                    <th scope="col">"Measure"</th><th scope="col" class="num">"Fair share"</th>
+                    <th scope="col" class="num">"Priority baseline"</th><th scope="col" class="num">"SLURM peer"</th>
+                    <th scope="col">"Against the baseline"</th><th scope="col">"Against SLURM"</th>
+                </tr></thead>
                 <tbody>
                     {measures.into_iter().map(|m| view! {
                         <tr class:detail=m.detail>
                             <th scope="row">{m.label}</th>
                             <td class="num">{m.fair_share}</td>
                             <td class="num">{m.priority}</td>
+                            <td class="num">{m.slurm}</td>
                             <td class="verdict">{m.verdict}</td>
+                            <td class="verdict">{m.verdict_slurm}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>
@@ -528,7 +535,7 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
                         {waits.into_iter().map(|w| view! {
                             <tr>
                                 <td>{w.class}</td>
-                                <td>{if w.policy == "fair-share" { "fair share" } else { "priority baseline" }}</td>
+                                <td>{policy_label(&w.policy)}</td>
                                 <td class="num">{w.count}</td>
                                 <td class="num">{wait(w.p50_s)}</td>
                                 <td class="num">{wait(w.p90_s)}</td>
@@ -542,7 +549,7 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
                 <h2 id="teams-heading">"Delivered / owed per team"</h2>
                 <TeamsChart rows=teams.clone() id=format!("lab-teams-{id}") />
                 <table class="table compact">
-                    <thead><tr><th scope="col">"Team"</th><th scope="col" class="num">"Share"</th><th scope="col" class="num">"Owed GPU-h"</th><th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th></tr></thead>
+                    <thead><tr><th scope="col">"Team"</th><th scope="col" class="num">"Share"</th><th scope="col" class="num">"Owed GPU-h"</th><th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th><th scope="col" class="num">"SLURM"</th></tr></thead>
                     <tbody>
                         {teams.into_iter().map(|t| view! {
                             <tr>
@@ -551,6 +558,7 @@ fn ResultView(id: u64, result: LabResult) -> impl IntoView {
                                 <td class="num">{format!("{:.0}", t.owed_gpu_h[0])}</td>
                                 <td class="num">{pct(t.delivered_over_owed[0])}</td>
                                 <td class="num">{pct(t.delivered_over_owed[1])}</td>
+                                <td class="num">{pct(t.delivered_over_owed[2])}</td>
                             </tr>
                         }).collect_view()}
                     </tbody>

@@ -1,5 +1,5 @@
-//! The simulator lab: leadership and administrators run both policies on a chosen input on the
-//! server and compare them. Runs are kept in memory (the last [`KEEP`]); they are what-if studies,
+//! The simulator lab: leadership and administrators run the three policies (fair share, the
+//! priority baseline, the SLURM peer) on a chosen input on the server and compare them. Runs are kept in memory (the last [`KEEP`]); they are what-if studies,
 //! not records, and a restart clears them. One run simulates at a time, off the async runtime, so
 //! the lab never slows the live scheduler's passes much on a small server.
 
@@ -20,8 +20,8 @@ use std::time::Instant;
 
 /// How many runs the lab remembers.
 pub const KEEP: usize = 5;
-/// Steps a run reports: waiting, fair share, the priority baseline, summarising.
-const STEPS: u32 = 3;
+/// Steps a run reports: fair share, the priority baseline, the SLURM peer, summarising.
+const STEPS: u32 = 4;
 
 #[derive(Clone)]
 pub struct Lab {
@@ -66,6 +66,7 @@ struct Outputs {
     input: SimInput,
     fair_share: SimOutput,
     priority: SimOutput,
+    slurm: SimOutput,
 }
 
 /// Only leadership and administrators may use the lab: it spends the server's CPU on what-if
@@ -190,10 +191,11 @@ impl Lab {
         let output = match policy {
             "fair-share" => &outputs.fair_share,
             "priority" => &outputs.priority,
+            "slurm" => &outputs.slurm,
             other => {
                 return Err(ServerError::invalid(
                     "policy",
-                    format!("Unknown policy \"{other}\": choose fair-share or priority."),
+                    format!("Unknown policy \"{other}\": choose fair-share, priority or slurm."),
                 ))
             }
         };
@@ -218,7 +220,7 @@ impl Lab {
     }
 }
 
-/// Runs both policies, reporting each step in `run`'s state.
+/// Runs the three policies, reporting each step in `run`'s state.
 fn simulate(run: &Run, input: SimInput, config: SimConfig) {
     let started = Instant::now();
     let set = |step: u32, stage: &'static str| {
@@ -238,14 +240,20 @@ fn simulate(run: &Run, input: SimInput, config: SimConfig) {
     let fair_share = timed(Policy::FairShare);
     set(1, "Simulating the priority baseline");
     let priority = timed(Policy::Priority);
-    set(2, "Summarising");
-    let result = results::summarise(&input, [&fair_share.report, &priority.report]);
+    set(2, "Simulating the SLURM peer");
+    let slurm = timed(Policy::Slurm);
+    set(3, "Summarising");
+    let result = results::summarise(
+        &input,
+        [&fair_share.report, &priority.report, &slurm.report],
+    );
     *run.state.lock().expect("lab run lock") = State::Done {
         result: Box::new(result),
         outputs: Box::new(Outputs {
             input,
             fair_share,
             priority,
+            slurm,
         }),
         elapsed_s: started.elapsed().as_secs_f64(),
     };
@@ -255,9 +263,11 @@ fn simulate(run: &Run, input: SimInput, config: SimConfig) {
 fn parameters(config: &SimConfig) -> String {
     use app::workloads::sentences::duration;
     format!(
-        "{} lookback window, minimum runtimes capped at {}",
+        "{} lookback window, minimum runtimes capped at {}; SLURM time limits {}× the true duration, at most {}",
         duration(config.window),
-        duration(config.max_min_runtime)
+        duration(config.max_min_runtime),
+        config.time_limit_factor,
+        duration(config.slurm.max_wall)
     )
 }
 

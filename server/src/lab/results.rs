@@ -1,11 +1,11 @@
-//! A lab run's result for the page: the two policies' reports as a side-by-side table, their wait
-//! distributions and what each team was owed and delivered.
+//! A lab run's result for the page: the three policies' reports as a side-by-side table, their
+//! wait distributions and what each team was owed and delivered.
 
-use app::lab::{LabResult, MeasureRow, TeamRow, WaitRow};
+use app::lab::{LabResult, MeasureRow, TeamRow, WaitRow, POLICIES};
 use scheduler::sim::{preemption_reasons, Report, SimInput, WaitStats};
 
-/// `reports` is fair share, then the priority baseline.
-pub fn summarise(input: &SimInput, reports: [&Report; 2]) -> LabResult {
+/// `reports` is fair share, the priority baseline, then the SLURM peer.
+pub fn summarise(input: &SimInput, reports: [&Report; 3]) -> LabResult {
     let mut measures = Vec::new();
     let mut row = |label: &str, detail: bool, f: &dyn Fn(&Report) -> String| {
         measures.push(MeasureRow {
@@ -13,7 +13,9 @@ pub fn summarise(input: &SimInput, reports: [&Report; 2]) -> LabResult {
             detail,
             fair_share: f(reports[0]),
             priority: f(reports[1]),
+            slurm: f(reports[2]),
             verdict: None,
+            verdict_slurm: None,
         });
     };
     row("Delivered / owed, overall", false, &|r| {
@@ -61,11 +63,12 @@ pub fn summarise(input: &SimInput, reports: [&Report; 2]) -> LabResult {
     row("Decision passes", false, &|r| r.decisions.to_string());
     row("Wall time", false, &|r| format!("{:.2} s", r.wall_s));
     for m in &mut measures {
-        m.verdict = verdict(&m.label, reports[0], reports[1]);
+        m.verdict = verdict(&m.label, reports[0], reports[1], "The priority baseline");
+        m.verdict_slurm = verdict(&m.label, reports[0], reports[2], "The SLURM peer");
     }
 
     let mut waits = Vec::new();
-    for (policy, r) in ["fair-share", "priority"].into_iter().zip(reports) {
+    for (policy, r) in POLICIES.map(|p| p.0).into_iter().zip(reports) {
         for (class, stats) in [
             ("all", &r.wait_s.all),
             ("debug", &r.wait_s.debug),
@@ -90,13 +93,13 @@ pub fn summarise(input: &SimInput, reports: [&Report; 2]) -> LabResult {
         .enumerate()
         .filter(|(_, n)| leaves.contains(&n.path.as_str()))
         .map(|(i, n)| {
-            let other = &reports[1].nodes[i];
+            let each = reports.map(|r| &r.nodes[i]);
             TeamRow {
                 path: n.path.clone(),
                 fraction: n.fraction,
-                owed_gpu_h: [n.owed_gpu_h, other.owed_gpu_h],
-                delivered_gpu_h: [n.delivered_gpu_h, other.delivered_gpu_h],
-                delivered_over_owed: [n.delivered_over_owed, other.delivered_over_owed],
+                owed_gpu_h: each.map(|n| n.owed_gpu_h),
+                delivered_gpu_h: each.map(|n| n.delivered_gpu_h),
+                delivered_over_owed: each.map(|n| n.delivered_over_owed),
             }
         })
         .collect();
@@ -127,28 +130,32 @@ fn triple(s: &WaitStats) -> String {
     format!("{} / {} / {}", wait(s.p50), wait(s.p90), wait(s.p99))
 }
 
-/// The plain-language verdict for one summary row: which policy is better on it and by how much.
-fn verdict(label: &str, fair: &Report, baseline: &Report) -> Option<String> {
+/// The plain-language verdict for one summary row: whether fair share or `other` (named, as a
+/// sentence starts) is better on it and by how much.
+fn verdict(label: &str, fair: &Report, baseline: &Report, other: &str) -> Option<String> {
     let share = |r: &Report| r.delivered_over_owed.overall;
     Some(match label {
-        "Delivered / owed, overall" => points(share(fair), share(baseline), "what teams were owed")?,
+        "Delivered / owed, overall" => points(share(fair), share(baseline), "what teams were owed", other)?,
         "Worst team" => points(
             fair.delivered_over_owed.min,
             baseline.delivered_over_owed.min,
             "what the worst-served team was owed",
+            other,
         )?,
         "Hourly tracking" => points(
             fair.delivered_over_owed.hourly,
             baseline.delivered_over_owed.hourly,
             "owed time delivered in the hour it was owed",
+            other,
         )?,
         "Occupancy" => points(
             Some(fair.occupancy),
             Some(baseline.occupancy),
             "GPU time kept busy",
+            other,
         )?,
-        "Debug wait p90" => waits(fair.wait_s.debug.p90, baseline.wait_s.debug.p90)?,
-        "Large wait p90" => waits(fair.wait_s.large.p90, baseline.wait_s.large.p90)?,
+        "Debug wait p90" => waits(fair.wait_s.debug.p90, baseline.wait_s.debug.p90, other)?,
+        "Large wait p90" => waits(fair.wait_s.large.p90, baseline.wait_s.large.p90, other)?,
         "Lost GPU-hours" => {
             let (f, b) = (fair.lost_gpu_h, baseline.lost_gpu_h);
             if (f - b).abs() < 0.5 {
@@ -156,7 +163,7 @@ fn verdict(label: &str, fair: &Report, baseline: &Report) -> Option<String> {
             } else if f < b {
                 format!("Fair share loses {:.0} GPU-hours less of work that cannot resume.", b - f)
             } else {
-                format!("The priority baseline loses {:.0} GPU-hours less of work that cannot resume.", f - b)
+                format!("{other} loses {:.0} GPU-hours less of work that cannot resume.", f - b)
             }
         }
         "Preemptions" => {
@@ -169,11 +176,11 @@ fn verdict(label: &str, fair: &Report, baseline: &Report) -> Option<String> {
                     times(f, b)
                 )
             } else {
-                format!("The priority baseline preempts {} as often.", times(b, f))
+                format!("{other} preempts {} as often.", times(b, f))
             }
         }
-        "Demand / capacity" => format!(
-            "The same input for both: its workloads ask for {:.2}× the GPU time the healthy GPUs offer over the period.",
+        "Demand / capacity" if other == "The priority baseline" => format!(
+            "The same input for all: its workloads ask for {:.2}× the GPU time the healthy GPUs offer over the period.",
             fair.demand_over_capacity
         ),
         _ => return None,
@@ -181,7 +188,7 @@ fn verdict(label: &str, fair: &Report, baseline: &Report) -> Option<String> {
 }
 
 /// "Fair share is better by 12.3 points …" for a fraction where higher is better.
-fn points(fair: Option<f64>, baseline: Option<f64>, what: &str) -> Option<String> {
+fn points(fair: Option<f64>, baseline: Option<f64>, what: &str, other: &str) -> Option<String> {
     let (f, b) = (fair?, baseline?);
     let d = (f - b) * 100.0;
     Some(if d.abs() < 0.5 {
@@ -189,15 +196,12 @@ fn points(fair: Option<f64>, baseline: Option<f64>, what: &str) -> Option<String
     } else if d > 0.0 {
         format!("Fair share is better by {d:.1} points of {what}.")
     } else {
-        format!(
-            "The priority baseline is better by {:.1} points of {what}.",
-            -d
-        )
+        format!("{other} is better by {:.1} points of {what}.", -d)
     })
 }
 
 /// Which policy's wait is shorter, and how much, where shorter is better.
-fn waits(fair: Option<i64>, baseline: Option<i64>) -> Option<String> {
+fn waits(fair: Option<i64>, baseline: Option<i64>, other: &str) -> Option<String> {
     let (f, b) = (fair?, baseline?);
     let duration = app::workloads::sentences::duration;
     Some(if f.max(b) < 60 {
@@ -210,7 +214,7 @@ fn waits(fair: Option<i64>, baseline: Option<i64>) -> Option<String> {
         )
     } else if b < f {
         format!(
-            "The priority baseline starts them {} sooner ({} shorter).",
+            "{other} starts them {} sooner ({} shorter).",
             duration(f - b),
             times(f as f64, b as f64)
         )
@@ -228,30 +232,32 @@ fn times(a: f64, b: f64) -> String {
 mod tests {
     use super::*;
 
+    const B: &str = "The priority baseline";
+
     #[test]
     fn a_verdict_names_the_better_policy_and_by_how_much() {
         assert_eq!(
-            points(Some(0.95), Some(0.80), "what teams were owed").unwrap(),
+            points(Some(0.95), Some(0.80), "what teams were owed", B).unwrap(),
             "Fair share is better by 15.0 points of what teams were owed."
         );
         assert_eq!(
-            points(Some(0.70), Some(0.72), "x").unwrap(),
-            "The priority baseline is better by 2.0 points of x."
+            points(Some(0.70), Some(0.72), "x", "The SLURM peer").unwrap(),
+            "The SLURM peer is better by 2.0 points of x."
         );
-        assert!(points(Some(0.9), Some(0.902), "x")
+        assert!(points(Some(0.9), Some(0.902), "x", B)
             .unwrap()
             .starts_with("About the same"));
-        assert_eq!(points(None, Some(0.9), "x"), None);
+        assert_eq!(points(None, Some(0.9), "x", B), None);
         assert_eq!(
-            waits(Some(30), Some(7_200)).unwrap(),
+            waits(Some(30), Some(7_200), B).unwrap(),
             "Fair share starts them 1 h 59 min sooner (240.0× shorter)."
         );
         assert_eq!(
-            waits(Some(900), Some(120)).unwrap(),
+            waits(Some(900), Some(120), B).unwrap(),
             "The priority baseline starts them 13 min sooner (7.5× shorter)."
         );
         assert_eq!(
-            waits(Some(0), Some(58)).unwrap(),
+            waits(Some(0), Some(58), B).unwrap(),
             "Both start these within a minute."
         );
     }

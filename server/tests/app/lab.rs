@@ -150,7 +150,7 @@ async fn bad_lab_input_names_its_field_and_queues_nothing() {
 }
 
 #[tokio::test]
-async fn a_lab_run_reports_both_policies_as_the_simulator_measures_them() {
+async fn a_lab_run_reports_the_three_policies_as_the_simulator_measures_them() {
     let app = TestApp::new().await;
     let leader = signed_in(&app, "lee", "leadership").await;
     let start = post(
@@ -192,6 +192,13 @@ async fn a_lab_run_reports_both_policies_as_the_simulator_measures_them() {
             ..config
         },
     );
+    let slurm = sim::run(
+        &input,
+        &SimConfig {
+            policy: Policy::Slurm,
+            ..config
+        },
+    );
 
     let result = &run["result"];
     assert_eq!(result["gpus"], 1024);
@@ -215,6 +222,11 @@ async fn a_lab_run_reports_both_policies_as_the_simulator_measures_them() {
         overall["priority"],
         pct(baseline.report.delivered_over_owed.overall)
     );
+    assert_eq!(
+        overall["slurm"],
+        pct(slurm.report.delivered_over_owed.overall)
+    );
+    assert!(overall["verdict_slurm"].as_str().is_some(), "{overall}");
     let preemptions = measure("Preemptions");
     assert_eq!(
         preemptions["fair_share"],
@@ -224,6 +236,7 @@ async fn a_lab_run_reports_both_policies_as_the_simulator_measures_them() {
         preemptions["priority"],
         baseline.report.preemptions.to_string()
     );
+    assert_eq!(preemptions["slurm"], slurm.report.preemptions.to_string());
     let debug = result["waits"]
         .as_array()
         .unwrap()
@@ -237,6 +250,44 @@ async fn a_lab_run_reports_both_policies_as_the_simulator_measures_them() {
         serde_json::json!(baseline.report.wait_s.debug.p90)
     );
     assert_eq!(result["teams"].as_array().unwrap().len(), 15);
+    assert_eq!(
+        result["teams"][0]["delivered_over_owed"][2],
+        serde_json::json!(
+            slurm
+                .report
+                .nodes
+                .iter()
+                .find(|n| n.path == result["teams"][0]["path"])
+                .unwrap()
+                .delivered_over_owed
+        )
+    );
+
+    // The SLURM peer's Gantt is there too, with as many bars as its segments give.
+    let slurm_gantt = app
+        .post_form(
+            "/api/lab/gantt",
+            &[
+                ("id", id.to_string().as_str()),
+                ("policy", "slurm"),
+                ("gpus", "16"),
+                ("from", "86400"),
+                ("to", "172800"),
+            ],
+            Some(&leader),
+        )
+        .await;
+    assert_eq!(slurm_gantt.status, StatusCode::OK, "{}", slurm_gantt.body);
+    let expected: usize = slurm
+        .segments
+        .iter()
+        .filter(|seg| seg.node.0 < 2 && seg.start < 172_800 && seg.end > 86_400)
+        .map(|seg| seg.gpus.count() as usize)
+        .sum();
+    assert_eq!(
+        slurm_gantt.json()["bars"].as_array().unwrap().len(),
+        expected
+    );
 
     // The Gantt of the first 16 GPUs on the second day: one bar per segment and GPU there.
     let (from, to) = (86_400i64, 2 * 86_400i64);

@@ -1,7 +1,7 @@
-//! The simulator lab's charts: waits per class and delivered over owed per team, both policies
-//! side by side.
+//! The simulator lab's charts: waits per class and delivered over owed per team, the three
+//! policies side by side.
 
-use crate::lab::{TeamRow, WaitRow};
+use crate::lab::{TeamRow, WaitRow, POLICIES};
 #[cfg(feature = "hydrate")]
 pub use draw::{teams, waits};
 
@@ -16,10 +16,13 @@ pub(super) fn waits_summary(rows: &[WaitRow]) -> String {
     };
     let parts: Vec<String> = ["all", "debug", "large", "requeue"]
         .iter()
-        .map(|c| format!("{c} {} vs {}", p90(c, "fair-share"), p90(c, "priority")))
+        .map(|c| {
+            let each: Vec<String> = POLICIES.iter().map(|p| p90(c, p.0)).collect();
+            format!("{c} {}", each.join(" vs "))
+        })
         .collect();
     format!(
-        "p90 wait, fair share vs the priority baseline: {}.",
+        "p90 wait, fair share vs the priority baseline vs the SLURM peer: {}.",
         parts.join("; ")
     )
 }
@@ -34,17 +37,18 @@ pub(super) fn teams_summary(rows: &[TeamRow]) -> String {
             .unwrap_or_else(|| "no team was owed anything".into())
     };
     format!(
-        "Delivered / owed for {} teams. Worst team under fair share: {}; under the priority baseline: {}.",
+        "Delivered / owed for {} teams. Worst team under fair share: {}; under the priority baseline: {}; under the SLURM peer: {}.",
         rows.len(),
         worst(0),
-        worst(1)
+        worst(1),
+        worst(2)
     )
 }
 
 /// Drawn with charming on the client.
 #[cfg(feature = "hydrate")]
 mod draw {
-    use super::{TeamRow, WaitRow};
+    use super::{TeamRow, WaitRow, POLICIES};
     use charming::{
         component::Axis,
         element::{AxisLabel, AxisType},
@@ -63,7 +67,7 @@ mod draw {
                     .data(CLASSES.iter().map(|c| c.to_string()).collect()),
             )
             .y_axis(Axis::new().type_(AxisType::Value).name("hours"));
-        for (policy, name) in [("fair-share", "Fair share"), ("priority", "Baseline")] {
+        for (policy, name) in POLICIES {
             for (pick, label) in [(0, "p50"), (1, "p90"), (2, "p99")] {
                 let data: Vec<f64> = CLASSES
                     .iter()
@@ -96,7 +100,7 @@ mod draw {
                     .min(0)
                     .axis_label(AxisLabel::new().formatter("{value}%")),
             );
-        for (k, name) in [(0, "Fair share"), (1, "Priority baseline")] {
+        for (k, (_, name)) in POLICIES.iter().enumerate() {
             let data: Vec<f64> = rows
                 .iter()
                 .map(|r| {
