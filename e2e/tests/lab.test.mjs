@@ -90,7 +90,7 @@ describe('simulator lab', () => {
       await page.getByRole('img', { name: /fair share, d0 00:00 to d0 1[12]:\d\d/ }).waitFor();
       assert.match(await window.textContent(), /^Showing d0 00:00 to d0 1[12]:\d\d$/);
       await page.getByRole('button', { name: 'Whole run' }).click();
-      await page.getByRole('img', { name: new RegExp(`d0 00:00 to ${whole[1]}`) }).waitFor();
+      await page.getByRole('img', { name: new RegExp(`fair share, d0 00:00 to ${whole[1]}`) }).waitFor();
       // The SLURM peer is drawn beside fair share on the same GPUs and window; either side can
       // show any of the three policies.
       const slurm = page.getByRole('img', { name: new RegExp(`^Runs on the first 32 GPUs under the SLURM peer, d0 00:00 to ${whole[1]}`) });

@@ -109,7 +109,7 @@ mod draw {
                         .unwrap_or(0.0)
                 })
                 .collect();
-            chart = chart.series(Bar::new().name(name).data(data));
+            chart = chart.series(Bar::new().name(*name).data(data));
         }
         chart
     }
