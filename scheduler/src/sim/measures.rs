@@ -264,7 +264,7 @@ pub(crate) fn measure(input: &SimInput, config: &SimConfig, out: &Outcome) -> Re
         lost_fraction: share_of(lost, busy),
         zero_length_runs,
         free_runs_under_a_minute,
-        time_limits: (policy == Policy::Slurm).then(|| TimeLimits {
+        time_limits: (policy == Policy::Slurm).then_some(TimeLimits {
             factor: config.time_limit_factor,
             max_wall_s: config.slurm.max_wall,
         }),
