@@ -179,6 +179,19 @@ impl Engine {
         Ok(priority::baseline_walk(self, state, now, None, priority::Walk::Full).0)
     }
 
+    /// The SLURM peer's pass taking every job at its turn and making every search, with none of
+    /// the lazy pass's shortcuts: the reference the property tests hold [`Engine::decide`] to
+    /// (feature `full-walk`, tests only).
+    #[cfg(feature = "full-walk")]
+    pub fn slurm_by_full_walk(
+        &self,
+        state: &ClusterState<'_>,
+        now: Time,
+    ) -> Result<Decision, SnapshotError> {
+        state.validate(&self.tree)?;
+        Ok(slurm::walk(self, state, now, None, priority::Walk::Full).0)
+    }
+
     /// The decision of the pass that explains `watch`: the property tests hold it equal to
     /// [`Engine::decide`]'s (feature `full-walk`, tests only).
     #[cfg(feature = "full-walk")]

@@ -36,6 +36,7 @@ use crate::health::drain_hosts;
 use crate::ids::{Time, WorkloadId, DAY};
 use crate::placement::Rules;
 use crate::pool::{Held, Pool, Run};
+use crate::priority::Walk;
 use crate::queue::QueueKey;
 use crate::ranking;
 use crate::reasons::{Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection};
@@ -122,6 +123,19 @@ pub(crate) fn pass(
     now: Time,
     watch: Option<WorkloadId>,
 ) -> (Decision, Option<WaitReason>) {
+    walk(engine, state, now, watch, Walk::Lazy)
+}
+
+/// A pass taking the queue lazily, or every job at its turn with every search made (the
+/// reference the property tests hold the lazy pass to).
+pub(crate) fn walk(
+    engine: &Engine,
+    state: &ClusterState<'_>,
+    now: Time,
+    watch: Option<WorkloadId>,
+    mode: Walk,
+) -> (Decision, Option<WaitReason>) {
+    let lazy = mode == Walk::Lazy;
     let config = engine.config().slurm;
     // Ratios only go into preemption and drain reasons.
     let allocated = OnceCell::new();
@@ -172,7 +186,10 @@ pub(crate) fn pass(
     };
     // Nothing idle and nothing to preempt: no job can start, and a reservation only matters to
     // jobs that could.
-    if (pool.idle_total == 0 && pool.baseline_preemptible_gpus == 0) || state.queued.is_empty() {
+    if lazy
+        && ((pool.idle_total == 0 && pool.baseline_preemptible_gpus == 0)
+            || state.queued.is_empty())
+    {
         return finish(actions, watched, &pool);
     }
 
@@ -198,7 +215,7 @@ pub(crate) fn pass(
         let normal = !scavenger(&w);
         if normal {
             normal_left -= 1;
-        } else if normal_left == 0 && pool.idle_total < smallest {
+        } else if lazy && normal_left == 0 && pool.idle_total < smallest {
             // Only scavenger work is left, and it starts on idle GPUs alone.
             break;
         }
@@ -208,20 +225,22 @@ pub(crate) fn pass(
             } else {
                 0
             };
-        if reserved.is_some()
+        if lazy
+            && reserved.is_some()
             && watch.is_none()
             && pool.idle_total + pool.baseline_preemptible_gpus < smallest
         {
             // Nothing left could start: the pass is over.
             break;
         }
-        let limit = config.limit(&w);
+        // Scavenger work may use reserved GPUs whatever its limit (the holder preempts it): for
+        // what it may use, as a job whose limit ends at once.
+        let limit = if normal { config.limit(&w) } else { 0 };
         let ends_by = now.saturating_add(limit);
-        // Scavenger work may use reserved GPUs whatever its limit: the holder preempts it.
-        let may_backfill = |h: &Held| !normal || ends_by <= h.at;
+        let may_backfill = |h: &Held| ends_by <= h.at;
         let victim = |r: &Run| scavenger(&r.spec) && !r.fresh;
         let hopeless = |failed: &[(bool, u32, Time)], victims: bool| {
-            failed
+            lazy && failed
                 .iter()
                 .any(|&(v, gpus, l)| v == victims && w.gpus >= gpus && limit >= l)
         };
@@ -259,7 +278,9 @@ pub(crate) fn pass(
                     pool.reserve(w.id, key, at, parts);
                     reserved = Some(w.id);
                     failed.clear();
-                    normal_left = narrow(&mut order, &pool, state, &config, at);
+                    if lazy {
+                        normal_left = narrow(&mut order, &pool, state, &config, at);
+                    }
                 }
             }
             if watch == Some(w.id) {

@@ -131,7 +131,8 @@ fn build(case: &Case, policy: Policy, reservations: usize) -> Built {
             resumable,
             priority,
             submitted_at: -10 * HOUR,
-            time_limit: None,
+            // Read by the SLURM peer alone: runs whose limits end at different moments.
+            time_limit: Some(HOUR * (1 + (ago + i64::from(at)) % 12)),
         };
         let mut parts = Vec::new();
         if gpus <= largest {
@@ -195,7 +196,7 @@ fn build(case: &Case, policy: Policy, reservations: usize) -> Built {
                 resumable,
                 priority,
                 submitted_at: -ago * 600,
-                time_limit: None,
+                time_limit: Some((1 + ago % 6) * 1_800 + i64::from(gpus) * 600),
             }
         })
         .collect();
@@ -405,6 +406,14 @@ proptest! {
             let full = b.engine.baseline_by_full_walk(&b.state(), 0).expect("valid snapshot");
             prop_assert_eq!(lazy, full);
         }
+    }
+
+    #[test]
+    fn the_slurm_peer_decides_as_if_it_walked_its_whole_queue_with_every_search(case in case()) {
+        let b = build(&case, Policy::Slurm, case.reservations);
+        let lazy = b.engine.decide(&b.state(), 0).expect("valid snapshot");
+        let full = b.engine.slurm_by_full_walk(&b.state(), 0).expect("valid snapshot");
+        prop_assert_eq!(lazy, full);
     }
 
     #[test]
