@@ -480,7 +480,7 @@ fn RunView(run: LabRunView) -> impl IntoView {
     view! {
         <h1>{heading}</h1>
         <p class="lede">{format!("Requested by {}; {}. ", run.requested_by, run.parameters)}
-            {(run.state == LabState::Done).then(|| format!("Both policies simulated in {:.1} s.", run.elapsed_s))}
+            {(run.state == LabState::Done).then(|| format!("The three policies simulated in {:.1} s.", run.elapsed_s))}
         </p>
         {body}
     }
