@@ -28,6 +28,7 @@ mod runtime;
 mod security;
 mod settings;
 mod shares;
+mod simulate;
 mod snapshot;
 mod storage;
 mod support;

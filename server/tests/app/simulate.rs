@@ -1,0 +1,114 @@
+//! `hourglass simulate`: the three policies on one trace from the command line, and the SLURM
+//! peer's flags.
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_hourglass");
+
+fn hourglass(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).output().expect("runs")
+}
+
+#[test]
+fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = dir.path().join("in");
+    let made = hourglass(&[
+        "simulate",
+        "scenario",
+        "--seed",
+        "2",
+        "--days",
+        "1",
+        "--out-dir",
+        inputs.to_str().unwrap(),
+    ]);
+    assert!(made.status.success(), "{made:?}");
+    let file = |name: &str| inputs.join(name).to_str().unwrap().to_string();
+    let (tree, cluster, trace) = (file("tree.toml"), file("cluster.toml"), file("trace.csv"));
+    let report = dir.path().join("report.json");
+    let out = hourglass(&[
+        "simulate",
+        "--tree",
+        &tree,
+        "--cluster",
+        &cluster,
+        "--trace",
+        &trace,
+        "--policy",
+        "all",
+        "--slurm-limit-factor",
+        "3",
+        "--out",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("true duration x3, at most 7.0 d (never below the duration)"),
+        "{table}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(json["fair_share"]["policy"], "fair-share");
+    assert_eq!(json["priority"]["policy"], "priority");
+    assert_eq!(json["slurm"]["policy"], "slurm");
+    assert_eq!(json["slurm"]["time_limits"]["factor"], 3.0);
+    assert!(json["fair_share"].get("time_limits").is_none());
+    // The input is described the same way under every policy.
+    assert_eq!(
+        json["slurm"]["demand_over_capacity"],
+        json["fair_share"]["demand_over_capacity"]
+    );
+
+    // Bad SLURM settings are refused by name, and nothing is written.
+    let refused = dir.path().join("refused.json");
+    for (flag, value, says) in [
+        (
+            "--slurm-limit-factor",
+            "0.5",
+            "--slurm-limit-factor must be between 1 and 100",
+        ),
+        (
+            "--slurm-half-life",
+            "0s",
+            "--slurm-half-life must be at least 1m",
+        ),
+    ] {
+        let out = hourglass(&[
+            "simulate",
+            "--tree",
+            &tree,
+            "--cluster",
+            &cluster,
+            "--trace",
+            &trace,
+            "--policy",
+            "slurm",
+            flag,
+            value,
+            "--out",
+            refused.to_str().unwrap(),
+        ]);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{flag}: {stderr}");
+        assert!(!refused.exists());
+    }
+    let out = hourglass(&[
+        "simulate",
+        "--tree",
+        &tree,
+        "--cluster",
+        &cluster,
+        "--trace",
+        &trace,
+        "--policy",
+        "all",
+        "--timeline",
+        dir.path().join("t.csv").to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--timeline needs a single --policy (fair-share, priority or slurm)"));
+}
