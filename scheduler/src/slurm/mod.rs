@@ -92,15 +92,20 @@ fn scavenger(w: &WorkloadSpec) -> bool {
 
 /// The queue in SLURM's order at `now`.
 pub(crate) fn keys(engine: &Engine, state: &ClusterState<'_>, now: Time) -> Vec<(QueueKey, u32)> {
+    let mut keys = unsorted_keys(engine, state, now);
+    keys.sort_unstable();
+    keys
+}
+
+/// Every queued job's key and queue index, in queue order.
+fn unsorted_keys(engine: &Engine, state: &ClusterState<'_>, now: Time) -> Vec<(QueueKey, u32)> {
     let priorities = Priorities::new(engine, now, cluster_gpus(state), &engine.config().slurm);
-    let mut keys: Vec<(QueueKey, u32)> = state
+    state
         .queued
         .iter()
         .enumerate()
         .map(|(q, w)| (QueueKey::slurm(w, priorities.of(w)), q as u32))
-        .collect();
-    keys.sort_unstable();
-    keys
+        .collect()
 }
 
 fn cluster_gpus(state: &ClusterState<'_>) -> u32 {
@@ -188,11 +193,7 @@ pub(crate) fn walk(
         return finish(actions, watched, &pool);
     }
 
-    let priorities = Priorities::new(engine, now, cluster_gpus(state), &config);
-    let mut order = Order::new(state.queued.len(), |q| {
-        let w = &state.queued[q as usize];
-        QueueKey::slurm(w, priorities.of(w))
-    });
+    let mut order = Order::new(unsorted_keys(engine, state, now));
     let mut normal_left = state.queued.iter().filter(|w| !scavenger(w)).count();
     // GPUs freed when: scavenger work at once (any job may preempt it), the rest at the end of
     // its time limit.
@@ -340,7 +341,7 @@ pub(crate) fn walk(
 /// add to.
 /// Returns how many normal jobs are kept.
 fn narrow(
-    order: &mut Order<impl Fn(u32) -> QueueKey>,
+    order: &mut Order,
     pool: &Pool,
     state: &ClusterState<'_>,
     config: &SlurmConfig,
