@@ -11,7 +11,7 @@ use crate::{
     error::AppError,
     lab::{
         api::{get_lab_run, lab_runs, lab_sources, start_lab_run},
-        policy_label, LabForm, LabResult, LabRunView, LabState,
+        policy_label, LabForm, LabResult, LabRunView, LabState, POLICIES,
     },
     pages::reports::pct,
     workloads::sentences::{duration, duration_or_dash, moment, ratio_or_dash},
@@ -117,8 +117,8 @@ fn RecentRuns(runs: Vec<LabRunView>) -> impl IntoView {
     }
 }
 
-/// Two finished runs side by side: their settings, every measure under both policies, and each
-/// team's delivered ÷ owed.
+/// Two finished runs side by side: their settings, every measure under the three policies, and
+/// each team's delivered ÷ owed.
 #[component]
 pub fn LabComparePage() -> impl IntoView {
     let params = use_params_map();
@@ -193,7 +193,7 @@ fn Comparison(a: LabRunView, b: LabRunView, ra: LabResult, rb: LabResult) -> imp
         </div>
         <div class="card table-wrap">
             <table class="table lab-summary">
-                <caption>"Each measure under both policies in both runs"</caption>
+                <caption>"Each measure under the three policies in both runs"</caption>
                 <TwoRunsHead first="Measure" a=na.clone() b=nb.clone() />
                 <tbody>
                     {rows.into_iter().map(|(m, other)| view! {
@@ -201,8 +201,10 @@ fn Comparison(a: LabRunView, b: LabRunView, ra: LabResult, rb: LabResult) -> imp
                             <th scope="row">{m.label.clone()}</th>
                             <td class="num">{m.fair_share.clone()}</td>
                             <td class="num">{m.priority.clone()}</td>
+                            <td class="num">{m.slurm.clone()}</td>
                             <td class="num">{other.as_ref().map(|o| o.fair_share.clone()).unwrap_or_else(|| "—".into())}</td>
                             <td class="num">{other.as_ref().map(|o| o.priority.clone()).unwrap_or_else(|| "—".into())}</td>
+                            <td class="num">{other.as_ref().map(|o| o.slurm.clone()).unwrap_or_else(|| "—".into())}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>
@@ -216,10 +218,7 @@ fn Comparison(a: LabRunView, b: LabRunView, ra: LabResult, rb: LabResult) -> imp
                     {teams.into_iter().map(|path| view! {
                         <tr>
                             <th scope="row">{path.clone()}</th>
-                            <td class="num">{team(&ra, &path, 0)}</td>
-                            <td class="num">{team(&ra, &path, 1)}</td>
-                            <td class="num">{team(&rb, &path, 0)}</td>
-                            <td class="num">{team(&rb, &path, 1)}</td>
+                            {[&ra, &rb].map(|r| [0, 1, 2].map(|i| view! { <td class="num">{team(r, &path, i)}</td> }))}
                         </tr>
                     }).collect_view()}
                 </tbody>
@@ -228,20 +227,18 @@ fn Comparison(a: LabRunView, b: LabRunView, ra: LabResult, rb: LabResult) -> imp
     }
 }
 
-/// A table head with both policies under each of two runs.
+/// A table head with the three policies under each of two runs.
 #[component]
 fn TwoRunsHead(first: &'static str, a: String, b: String) -> impl IntoView {
+    let policies = || POLICIES.map(|(_, name)| view! { <th scope="col" class="num">{name}</th> });
     view! {
         <thead>
             <tr>
                 <th scope="col" rowspan="2">{first}</th>
-                <th scope="colgroup" colspan="2">{a}</th>
-                <th scope="colgroup" colspan="2">{b}</th>
+                <th scope="colgroup" colspan="3">{a}</th>
+                <th scope="colgroup" colspan="3">{b}</th>
             </tr>
-            <tr>
-                <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
-                <th scope="col" class="num">"Fair share"</th><th scope="col" class="num">"Baseline"</th>
-            </tr>
+            <tr>{policies()}{policies()}</tr>
         </thead>
     }
 }
