@@ -86,6 +86,21 @@ pub enum WaitReason {
     TooLarge { gpus: u32, largest_placement: u32 },
 }
 
+impl WaitReason {
+    /// Waiting for GPUs where only idle ones are known (the peers' passes: nothing is protected
+    /// for a time, no ratios are compared).
+    pub(crate) fn idle_only(idle_gpus: u32) -> WaitReason {
+        WaitReason::Capacity {
+            idle_gpus,
+            protected_gpus: 0,
+            protected_until: None,
+            outranking_gpus: 0,
+            within_margin_gpus: 0,
+            holders: Vec::new(),
+        }
+    }
+}
+
 pub(crate) fn explain(
     engine: &Engine,
     state: &ClusterState<'_>,

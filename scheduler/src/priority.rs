@@ -50,22 +50,7 @@ pub(crate) fn baseline_walk(
     watch: Option<WorkloadId>,
     walk: Walk,
 ) -> (Decision, Option<WaitReason>) {
-    // Ratios only go into preemption and drain reasons: most passes need none, and a
-    // preemption needs two leaves', not the whole tree ranked.
-    let allocated = OnceCell::new();
-    let party = |spec: &WorkloadSpec| {
-        let allocated = allocated.get_or_init(|| engine.ledger().allocated_all(engine.tree(), now));
-        Party {
-            workload: spec.id,
-            leaf: spec.leaf,
-            ratio: ranking::ratio(
-                engine.ledger().usage(spec.leaf, now),
-                allocated[spec.leaf.index()],
-                engine.tree().version_at(now).fraction(spec.leaf),
-            ),
-            priority: spec.priority,
-        }
-    };
+    let party = parties(engine, now);
     let mut pool = Pool::new(state, now, 1, |_| 0, |r, _| !r.baseline_protected);
     let mut actions = Vec::new();
     if state.nodes.iter().any(|n| n.health != Health::Healthy) {
@@ -186,14 +171,7 @@ pub(crate) fn baseline_walk(
         });
         let Some(choice) = choice else {
             if watch == Some(w.id) {
-                watched = Some(WaitReason::Capacity {
-                    idle_gpus: pool.idle_total,
-                    protected_gpus: 0,
-                    protected_until: None,
-                    outranking_gpus: 0,
-                    within_margin_gpus: 0,
-                    holders: Vec::new(),
-                });
+                watched = Some(WaitReason::idle_only(pool.idle_total));
             }
             continue;
         };
@@ -203,19 +181,7 @@ pub(crate) fn baseline_walk(
         }
         for &v in &choice.victims {
             let r = &pool.runs[v as usize];
-            actions.push(Action::Preempt {
-                workload: r.spec.id,
-                reason: PreemptReason {
-                    rule: PreemptRule::Priority,
-                    at: now,
-                    preemptor: party(&w),
-                    victim: party(&r.spec),
-                    victim_started_at: r.started_at,
-                    victim_min_runtime: r.spec.min_runtime,
-                    victim_protected_until: None,
-                },
-                then: AfterStop::after_preemption(r.spec.resumable),
-            });
+            actions.push(preempt(r, PreemptRule::Priority, now, &party, &w));
             preemptible.remove(r.spec.priority, r.usable_gpus);
             pool.release(v);
         }
@@ -239,14 +205,7 @@ pub(crate) fn baseline_walk(
         });
     }
     if watch.is_some() && watched.is_none() {
-        watched = Some(WaitReason::Capacity {
-            idle_gpus: pool.idle_total,
-            protected_gpus: 0,
-            protected_until: None,
-            outranking_gpus: 0,
-            within_margin_gpus: 0,
-            holders: Vec::new(),
-        });
+        watched = Some(WaitReason::idle_only(pool.idle_total));
     }
     let decision = Decision {
         actions,
@@ -255,6 +214,48 @@ pub(crate) fn baseline_walk(
         decide_again: pool.decide_again(),
     };
     (decision, watched)
+}
+
+/// A leaf's standing for preemption and drain reasons, worked out on first use: most passes
+/// need none, and a preemption needs two leaves', not the whole tree ranked.
+pub(crate) fn parties(engine: &Engine, now: Time) -> impl Fn(&WorkloadSpec) -> Party + '_ {
+    let allocated = OnceCell::new();
+    move |spec: &WorkloadSpec| {
+        let allocated = allocated.get_or_init(|| engine.ledger().allocated_all(engine.tree(), now));
+        Party {
+            workload: spec.id,
+            leaf: spec.leaf,
+            ratio: ranking::ratio(
+                engine.ledger().usage(spec.leaf, now),
+                allocated[spec.leaf.index()],
+                engine.tree().version_at(now).fraction(spec.leaf),
+            ),
+            priority: spec.priority,
+        }
+    }
+}
+
+/// The preemption of `victim` (not protected for a time) under `rule`, for `preemptor`.
+pub(crate) fn preempt(
+    victim: &Run,
+    rule: PreemptRule,
+    now: Time,
+    party: &dyn Fn(&WorkloadSpec) -> Party,
+    preemptor: &WorkloadSpec,
+) -> Action {
+    Action::Preempt {
+        workload: victim.spec.id,
+        reason: PreemptReason {
+            rule,
+            at: now,
+            preemptor: party(preemptor),
+            victim: party(&victim.spec),
+            victim_started_at: victim.started_at,
+            victim_min_runtime: victim.spec.min_runtime,
+            victim_protected_until: None,
+        },
+        then: AfterStop::after_preemption(victim.spec.resumable),
+    }
 }
 
 /// GPUs per priority level; a pass sees only a few levels.

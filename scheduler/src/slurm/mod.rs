@@ -27,8 +27,6 @@
 mod order;
 mod priority;
 
-use std::cell::OnceCell;
-
 use crate::cluster::Health;
 use crate::engine::Engine;
 use crate::explain::WaitReason;
@@ -36,10 +34,9 @@ use crate::health::drain_hosts;
 use crate::ids::{Time, WorkloadId, DAY};
 use crate::placement::Rules;
 use crate::pool::{Held, Pool, Run};
-use crate::priority::Walk;
+use crate::priority::{parties, preempt, Walk};
 use crate::queue::QueueKey;
-use crate::ranking;
-use crate::reasons::{Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection};
+use crate::reasons::{Action, Decision, PreemptRule, Protection};
 use crate::snapshot::{ClusterState, WorkloadSpec};
 
 use order::Order;
@@ -137,21 +134,7 @@ pub(crate) fn walk(
 ) -> (Decision, Option<WaitReason>) {
     let lazy = mode == Walk::Lazy;
     let config = engine.config().slurm;
-    // Ratios only go into preemption and drain reasons.
-    let allocated = OnceCell::new();
-    let party = |spec: &WorkloadSpec| {
-        let allocated = allocated.get_or_init(|| engine.ledger().allocated_all(engine.tree(), now));
-        Party {
-            workload: spec.id,
-            leaf: spec.leaf,
-            ratio: ranking::ratio(
-                engine.ledger().usage(spec.leaf, now),
-                allocated[spec.leaf.index()],
-                engine.tree().version_at(now).fraction(spec.leaf),
-            ),
-            priority: spec.priority,
-        }
-    };
+    let party = parties(engine, now);
     // Running normal and debug jobs are `baseline_protected` (started with `UntilDone`):
     // only scavenger work is ever preempted.
     let mut pool = Pool::new(state, now, 1, |_| 0, |r, _| !r.baseline_protected);
@@ -166,16 +149,7 @@ pub(crate) fn walk(
     }
     let mut watched = None;
     let finish = |actions, watched: Option<WaitReason>, pool: &Pool| {
-        let watched = watched.or_else(|| {
-            watch.map(|_| WaitReason::Capacity {
-                idle_gpus: pool.idle_total,
-                protected_gpus: 0,
-                protected_until: None,
-                outranking_gpus: 0,
-                within_margin_gpus: 0,
-                holders: Vec::new(),
-            })
-        });
+        let watched = watched.or_else(|| watch.map(|_| WaitReason::idle_only(pool.idle_total)));
         let decision = Decision {
             actions,
             reservations: Vec::new(),
@@ -284,14 +258,7 @@ pub(crate) fn walk(
                 }
             }
             if watch == Some(w.id) {
-                watched = Some(WaitReason::Capacity {
-                    idle_gpus: pool.idle_total,
-                    protected_gpus: 0,
-                    protected_until: None,
-                    outranking_gpus: 0,
-                    within_margin_gpus: 0,
-                    holders: Vec::new(),
-                });
+                watched = Some(WaitReason::idle_only(pool.idle_total));
             }
             continue;
         };
@@ -299,20 +266,13 @@ pub(crate) fn walk(
             failed.clear();
         }
         for &v in &choice.victims {
-            let r = &pool.runs[v as usize];
-            actions.push(Action::Preempt {
-                workload: r.spec.id,
-                reason: PreemptReason {
-                    rule: PreemptRule::FreeWork,
-                    at: now,
-                    preemptor: party(&w),
-                    victim: party(&r.spec),
-                    victim_started_at: r.started_at,
-                    victim_min_runtime: r.spec.min_runtime,
-                    victim_protected_until: None,
-                },
-                then: AfterStop::after_preemption(r.spec.resumable),
-            });
+            actions.push(preempt(
+                &pool.runs[v as usize],
+                PreemptRule::FreeWork,
+                now,
+                &party,
+                &w,
+            ));
             pool.release(v);
         }
         pool.occupy(w, 0, &choice.placement, normal);

@@ -26,15 +26,22 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
     assert!(made.status.success(), "{made:?}");
     let file = |name: &str| inputs.join(name).to_str().unwrap().to_string();
     let (tree, cluster, trace) = (file("tree.toml"), file("cluster.toml"), file("trace.csv"));
+    // `simulate` on those inputs, with `more` flags.
+    let simulate = |more: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "--tree",
+            &tree,
+            "--cluster",
+            &cluster,
+            "--trace",
+            &trace,
+        ];
+        args.extend_from_slice(more);
+        hourglass(&args)
+    };
     let report = dir.path().join("report.json");
-    let out = hourglass(&[
-        "simulate",
-        "--tree",
-        &tree,
-        "--cluster",
-        &cluster,
-        "--trace",
-        &trace,
+    let out = simulate(&[
         "--policy",
         "all",
         "--slurm-limit-factor",
@@ -75,14 +82,7 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
             "--slurm-half-life must be at least 1m",
         ),
     ] {
-        let out = hourglass(&[
-            "simulate",
-            "--tree",
-            &tree,
-            "--cluster",
-            &cluster,
-            "--trace",
-            &trace,
+        let out = simulate(&[
             "--policy",
             "slurm",
             flag,
@@ -95,14 +95,7 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
         assert!(stderr.contains(says), "{flag}: {stderr}");
         assert!(!refused.exists());
     }
-    let out = hourglass(&[
-        "simulate",
-        "--tree",
-        &tree,
-        "--cluster",
-        &cluster,
-        "--trace",
-        &trace,
+    let out = simulate(&[
         "--policy",
         "all",
         "--timeline",
