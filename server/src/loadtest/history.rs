@@ -199,8 +199,12 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
     rollup::ensure(&mut tx, &tree, start, end, now).await?;
     crate::reports::waits::ensure(&mut tx, start, now).await?;
     tx.commit().await?;
+    crate::reports::activity_rollup::ensure(&pool, now).await?;
     let rollup_s = clock.elapsed().as_secs_f64();
-    println!("rolled up {} days in {rollup_s:.1} s", args.days);
+    println!(
+        "rolled up {} days (ledger, waits, activity by hour) in {rollup_s:.1} s",
+        args.days
+    );
     drop(db);
 
     let size_before = database_mb(&pool, &url).await?;

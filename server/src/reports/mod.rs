@@ -2,6 +2,8 @@
 //! usage series for a node's subtree.
 
 pub mod activity;
+pub mod activity_hours;
+pub mod activity_rollup;
 pub mod calendar;
 pub mod csv_out;
 pub mod people;

@@ -2,7 +2,7 @@
 
 use super::rollup::NodeTotals;
 use app::workloads::WorkloadState;
-use sqlx::{AnyExecutor, FromRow};
+use sqlx::{AnyConnection, AnyExecutor, FromRow};
 
 /// Healthy GPU-seconds per hour over `[from, to)`, in hour order: of one cluster, or of all
 /// (`None`) summed.
@@ -133,12 +133,54 @@ pub async fn runs_between(
              select workload_id from workload where ended_at >= $1 and submitted_at < $2
              union all
              select workload_id from workload where ended_at is null and submitted_at < $2)
-         order by r.workload_id, r.started_at",
+         order by r.workload_id, r.started_at, r.workload_run_id",
     )
     .bind(from)
     .bind(to)
     .fetch_all(db)
     .await
+}
+
+/// The workloads with these ids (ascending, as given or not), by id.
+pub async fn workloads_by_id(
+    db: &mut AnyConnection,
+    ids: &[i64],
+) -> Result<Vec<ActiveWorkload>, sqlx::Error> {
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(crate::db::ID_CHUNK) {
+        out.extend(
+            sqlx::query_as::<_, ActiveWorkload>(&format!(
+                "select workload_id, gpus, min_runtime_s, state, submitted_at, first_started_at, ended_at
+                 from workload where workload_id in ({})",
+                crate::db::id_list(chunk)
+            ))
+            .fetch_all(&mut *db)
+            .await?,
+        );
+    }
+    out.sort_unstable_by_key(|w| w.workload_id);
+    Ok(out)
+}
+
+/// `(workload, started, ended)` of these workloads' runs, by workload, in start order.
+pub async fn runs_by_workload(
+    db: &mut AnyConnection,
+    ids: &[i64],
+) -> Result<Vec<(i64, i64, Option<i64>)>, sqlx::Error> {
+    let mut out = Vec::new();
+    for chunk in ids.chunks(crate::db::ID_CHUNK) {
+        out.extend(
+            sqlx::query_as::<_, (i64, i64, Option<i64>, i64)>(&format!(
+                "select workload_id, started_at, ended_at, workload_run_id from workload_run
+                 where workload_id in ({})",
+                crate::db::id_list(chunk)
+            ))
+            .fetch_all(&mut *db)
+            .await?,
+        );
+    }
+    out.sort_unstable_by_key(|&(w, start, _, run)| (w, start, run));
+    Ok(out.into_iter().map(|(w, s, e, _)| (w, s, e)).collect())
 }
 
 /// `(at, detail)` of the preemptions and drains in the period.

@@ -270,8 +270,7 @@ async fn figures(
             .iter()
             .flat_map(|leaf| waits_of.get(leaf).into_iter().flatten().copied())
             .collect();
-        waits.sort_unstable();
-        let stats = WaitStats::of_sorted(&waits);
+        let stats = WaitStats::of_unsorted(&mut waits);
         let (sampled_s, utilized_s) = leaves
             .iter()
             .filter_map(|leaf| sampled.get(leaf))
@@ -315,14 +314,13 @@ async fn figures(
         .filter(|w| w.debug)
         .map(|w| w.wait_s)
         .collect();
-    debug.sort_unstable();
     let mut headline = headline(
         &teams,
         tracked,
         capacity_total,
         charged,
         free,
-        WaitStats::of_sorted(&debug).p90,
+        WaitStats::of_unsorted(&mut debug).p90,
     );
     let (sampled_s, utilized_s) = sampled
         .values()

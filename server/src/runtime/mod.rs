@@ -656,6 +656,7 @@ impl Runtime {
         ledger::accrue(&mut tx, now).await?;
         crate::reports::rollup::keep_up(&mut tx, now).await?;
         crate::reports::waits::keep_up(&mut tx, now).await?;
+        crate::reports::activity_rollup::keep_up(&mut tx, now).await?;
         let reshared = crate::budget::changes::apply_due(&mut tx, now).await?;
         if reshared > 0 {
             tracing::info!(requests = reshared, "scheduled budget changes applied");

@@ -2,6 +2,7 @@
 //! (runtime + real agent processes) on loopback. The database is a SQLite file, or a database of
 //! its own on the PostgreSQL server `HOURGLASS_TEST_POSTGRES_URL` names (`support::TestDb`).
 
+mod activity;
 mod agent;
 mod api;
 mod auth;
