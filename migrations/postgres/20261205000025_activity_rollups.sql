@@ -19,3 +19,8 @@ create table activity_rollup (
 
 -- The period's preemptions and drains, without reading every event.
 create index workload_event_stops on workload_event (at) where kind in ('preempted', 'drained');
+
+-- The ledger's cells by hour: every read of them is a range of hours (today's partial day, the
+-- hourly usage series, utilization over a quarter, the window the scheduler loads), and the
+-- primary key leads with the node.
+create index usage_hour_by_hour on usage_hour (hour);

@@ -19,3 +19,26 @@ create table activity_rollup (
 
 -- The period's preemptions and drains, without reading every event.
 create index workload_event_stops on workload_event (at) where kind in ('preempted', 'drained');
+
+-- The ledger's cells kept in hour order: every read of them is a range of hours (today's partial
+-- day, the hourly usage series, utilization over a quarter, the window the scheduler loads), and
+-- the primary key led with the node, so each read the whole table.
+create table usage_hour_by_hour (
+    hour integer not null,
+    budget_node_id integer not null references budget_node (budget_node_id),
+    cluster_id integer not null default 1 references cluster (cluster_id),
+    charged_gpu_s real not null default 0,
+    unallocated_gpu_s real not null default 0,
+    demand_gpu_s real not null default 0,
+    owed_gpu_s real not null default 0,
+    sampled_gpu_s real not null default 0,
+    utilized_gpu_s real not null default 0,
+    primary key (hour, budget_node_id, cluster_id)
+) without rowid;
+insert into usage_hour_by_hour (hour, budget_node_id, cluster_id, charged_gpu_s, unallocated_gpu_s,
+                                demand_gpu_s, owed_gpu_s, sampled_gpu_s, utilized_gpu_s)
+    select hour, budget_node_id, cluster_id, charged_gpu_s, unallocated_gpu_s, demand_gpu_s,
+           owed_gpu_s, sampled_gpu_s, utilized_gpu_s
+    from usage_hour;
+drop table usage_hour;
+alter table usage_hour_by_hour rename to usage_hour;
