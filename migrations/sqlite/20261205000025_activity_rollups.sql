@@ -42,3 +42,30 @@ insert into usage_hour_by_hour (hour, budget_node_id, cluster_id, charged_gpu_s,
     from usage_hour;
 drop table usage_hour;
 alter table usage_hour_by_hour rename to usage_hour;
+
+-- The reports' waits: one row per day and cluster, every leaf's waits in it (24 bytes each), since
+-- a review reads a quarter's days whole and rows cost more than bytes. Derived from the
+-- workloads: rolled up again on the next read.
+drop table wait_day;
+create table wait_day (
+    day integer not null,
+    cluster_id integer not null default 1 references cluster (cluster_id),
+    min_submitted integer not null,
+    waits blob not null,
+    primary key (day, cluster_id)
+);
+delete from wait_rollup_day;
+
+-- Today's finished hours of waits, the same way (a review reads at most the last hour's first
+-- starts from the workloads); dropped once their day is rolled up.
+create table wait_hour (
+    hour integer not null,
+    cluster_id integer not null default 1 references cluster (cluster_id),
+    min_submitted integer not null,
+    waits blob not null,
+    primary key (hour, cluster_id)
+);
+
+create table wait_rollup_hour (
+    hour integer primary key
+);

@@ -1,6 +1,6 @@
 //! The waits the quarterly review reports (DESIGN §5: submission to first start), rolled up by the
 //! day workloads first started. A first start is written once, when it happens, so a finished
-//! day's rollup never changes and is never redone. A review of `[from, to)` reads the rolled-up
+//! day's rollup never changes and is never redone. One row holds a day's waits on one cluster. A review of `[from, to)` reads the rolled-up
 //! days that hold something submitted in the period (`min_submitted`), today's first starts from
 //! the workloads, and the workloads that never started (still queued, or cancelled first), which
 //! wait until the period's end.
@@ -8,7 +8,7 @@
 use crate::ServerError;
 use scheduler::{
     sim::{DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME},
-    DAY,
+    DAY, HOUR,
 };
 use sqlx::{AnyConnection, FromRow};
 use std::collections::BTreeMap;
@@ -52,27 +52,30 @@ impl Row {
 const COLUMNS: &str =
     "budget_node_id, cluster_id, submitted_at, first_started_at, min_runtime_s, gpus";
 
-/// Each entry: submission time, then the wait shifted left once with the debug flag in bit 0.
-const ENTRY: usize = 16;
+/// Each entry: the leaf, the submission time, then the wait shifted left once with the debug flag
+/// in bit 0 (8 bytes each).
+const ENTRY: usize = 24;
 
 fn pack(waits: &[Wait]) -> Vec<u8> {
     let mut out = Vec::with_capacity(waits.len() * ENTRY);
     for w in waits {
+        out.extend_from_slice(&w.leaf.to_le_bytes());
         out.extend_from_slice(&w.submitted_at.to_le_bytes());
         out.extend_from_slice(&((w.wait_s << 1) | i64::from(w.debug)).to_le_bytes());
     }
     out
 }
 
-fn unpack(leaf: i64, cluster: i64, bytes: &[u8], out: &mut Vec<Wait>, from: i64, to: i64) {
+fn unpack(cluster: i64, bytes: &[u8], out: &mut Vec<Wait>, from: i64, to: i64) {
+    let word = |b: &[u8]| i64::from_le_bytes(b.try_into().unwrap_or_default());
     for entry in bytes.chunks_exact(ENTRY) {
-        let submitted_at = i64::from_le_bytes(entry[..8].try_into().unwrap_or_default());
+        let submitted_at = word(&entry[8..16]);
         if submitted_at < from || submitted_at >= to {
             continue;
         }
-        let packed = i64::from_le_bytes(entry[8..].try_into().unwrap_or_default());
+        let packed = word(&entry[16..]);
         out.push(Wait {
-            leaf,
+            leaf: word(&entry[..8]),
             cluster,
             submitted_at,
             wait_s: packed >> 1,
@@ -120,10 +123,11 @@ async fn roll_up(db: &mut AnyConnection, day: i64, now: i64) -> Result<(), Serve
     .bind(day + DAY)
     .fetch_all(&mut *db)
     .await?;
-    let mut by_leaf: BTreeMap<(i64, i64), Vec<Wait>> = BTreeMap::new();
+    // One row per cluster: a review reads a quarter's days whole, and rows cost more than bytes.
+    let mut by_cluster: BTreeMap<i64, Vec<Wait>> = BTreeMap::new();
     for row in &rows {
-        by_leaf
-            .entry((row.budget_node_id, row.cluster_id))
+        by_cluster
+            .entry(row.cluster_id)
             .or_default()
             .push(row.wait(day + DAY));
     }
@@ -131,20 +135,19 @@ async fn roll_up(db: &mut AnyConnection, day: i64, now: i64) -> Result<(), Serve
         .bind(day)
         .execute(&mut *db)
         .await?;
-    for ((leaf, cluster), waits) in by_leaf {
+    for (cluster, waits) in by_cluster {
         let min_submitted = waits.iter().map(|w| w.submitted_at).min().unwrap_or(day);
         sqlx::query(
             // Two readers may roll up the same finished day at once; both compute the same waits.
-            "insert into wait_day (budget_node_id, cluster_id, day, min_submitted, waits)
-             values ($1, $5, $2, $3, $4)
-             on conflict (day, budget_node_id, cluster_id) do update
+            "insert into wait_day (cluster_id, day, min_submitted, waits)
+             values ($1, $2, $3, $4)
+             on conflict (day, cluster_id) do update
              set min_submitted = excluded.min_submitted, waits = excluded.waits",
         )
-        .bind(leaf)
+        .bind(cluster)
         .bind(day)
         .bind(min_submitted)
         .bind(pack(&waits))
-        .bind(cluster)
         .execute(&mut *db)
         .await?;
     }
@@ -159,6 +162,75 @@ async fn roll_up(db: &mut AnyConnection, day: i64, now: i64) -> Result<(), Serve
     Ok(())
 }
 
+/// How long after an hour ends today's hourly rollup takes it in: a first start is written by the
+/// pass that made it, seconds later at most.
+const HOUR_LAG: i64 = 5 * 60;
+
+/// Rolls up today's hours that ended [`HOUR_LAG`] ago or more and are not rolled up yet (one row
+/// per hour and cluster, as the days), dropping earlier days' hours, which the days now hold.
+/// Returns where the rolled-up hours end.
+async fn ensure_hours(db: &mut AnyConnection, now: i64) -> Result<i64, ServerError> {
+    let today = now.div_euclid(DAY) * DAY;
+    let through = ((now - HOUR_LAG).div_euclid(HOUR) * HOUR).max(today);
+    let done: Vec<i64> =
+        sqlx::query_scalar("select hour from wait_rollup_hour where hour >= $1 and hour < $2")
+            .bind(today)
+            .bind(through)
+            .fetch_all(&mut *db)
+            .await?;
+    if done.len() as i64 == (through - today) / HOUR {
+        return Ok(through);
+    }
+    for table in ["wait_hour", "wait_rollup_hour"] {
+        sqlx::query(&format!("delete from {table} where hour < $1"))
+            .bind(today)
+            .execute(&mut *db)
+            .await?;
+    }
+    let mut hour = today;
+    while hour < through {
+        if !done.contains(&hour) {
+            let rows: Vec<Row> = sqlx::query_as(&format!(
+                "select {COLUMNS} from workload where first_started_at >= $1 and first_started_at < $2"
+            ))
+            .bind(hour)
+            .bind(hour + HOUR)
+            .fetch_all(&mut *db)
+            .await?;
+            let mut by_cluster: BTreeMap<i64, Vec<Wait>> = BTreeMap::new();
+            for row in &rows {
+                by_cluster
+                    .entry(row.cluster_id)
+                    .or_default()
+                    .push(row.wait(hour + HOUR));
+            }
+            for (cluster, waits) in by_cluster {
+                let min_submitted = waits.iter().map(|w| w.submitted_at).min().unwrap_or(hour);
+                sqlx::query(
+                    "insert into wait_hour (cluster_id, hour, min_submitted, waits)
+                     values ($1, $2, $3, $4)
+                     on conflict (hour, cluster_id) do update
+                     set min_submitted = excluded.min_submitted, waits = excluded.waits",
+                )
+                .bind(cluster)
+                .bind(hour)
+                .bind(min_submitted)
+                .bind(pack(&waits))
+                .execute(&mut *db)
+                .await?;
+            }
+            sqlx::query(
+                "insert into wait_rollup_hour (hour) values ($1) on conflict (hour) do nothing",
+            )
+            .bind(hour)
+            .execute(&mut *db)
+            .await?;
+        }
+        hour += HOUR;
+    }
+    Ok(through)
+}
+
 /// The waits of the workloads submitted in `[from, to)` as of `now`: those that started by their
 /// first start, the others until the period's end (or now, if sooner).
 pub async fn submitted_between(
@@ -170,8 +242,8 @@ pub async fn submitted_between(
     let today = now.div_euclid(DAY) * DAY;
     ensure(db, from, now).await?;
     let mut out = Vec::new();
-    let rolled: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(
-        "select budget_node_id, cluster_id, waits from wait_day
+    let rolled: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+        "select cluster_id, waits from wait_day
          where day >= $1 and day < $2 and min_submitted < $3",
     )
     .bind(from.div_euclid(DAY) * DAY)
@@ -179,16 +251,30 @@ pub async fn submitted_between(
     .bind(to)
     .fetch_all(&mut *db)
     .await?;
-    for (leaf, cluster, bytes) in &rolled {
-        unpack(*leaf, *cluster, bytes, &mut out, from, to);
+    for (cluster, bytes) in &rolled {
+        unpack(*cluster, bytes, &mut out, from, to);
+    }
+    // Today's finished hours, then the last hour or so from the workloads.
+    let through = ensure_hours(db, now).await?;
+    let hours: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+        "select cluster_id, waits from wait_hour
+         where hour >= $1 and hour < $2 and min_submitted < $3",
+    )
+    .bind(today)
+    .bind(through)
+    .bind(to)
+    .fetch_all(&mut *db)
+    .await?;
+    for (cluster, bytes) in &hours {
+        unpack(*cluster, bytes, &mut out, from, to);
     }
     let end = to.min(now);
-    // Today's first starts, at most a day of them, filtered here: given the period too, a planner
-    // may walk the period's submissions instead (SQLite did, 1.3 s at a million).
+    // The latest first starts, filtered here: given the period too, a planner may walk the
+    // period's submissions instead (SQLite did, 1.3 s at a million).
     let recent: Vec<Row> = sqlx::query_as(&format!(
         "select {COLUMNS} from workload where first_started_at >= $1"
     ))
-    .bind(today.max(from))
+    .bind(through.max(from))
     .fetch_all(&mut *db)
     .await?;
     let recent = recent
@@ -225,7 +311,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn packed_waits_come_back_as_they_went_in_and_only_those_submitted_in_the_period() {
+    fn packed_waits_come_back_as_they_went_in_with_their_leaves_and_only_those_submitted_in_the_period(
+    ) {
         let waits = [
             Wait {
                 leaf: 7,
@@ -235,7 +322,7 @@ mod tests {
                 debug: true,
             },
             Wait {
-                leaf: 7,
+                leaf: 9,
                 cluster: 2,
                 submitted_at: -5,
                 wait_s: 86_400 * 40,
@@ -252,10 +339,10 @@ mod tests {
         let bytes = pack(&waits);
         assert_eq!(bytes.len(), 3 * ENTRY);
         let mut out = Vec::new();
-        unpack(7, 2, &bytes, &mut out, i64::MIN, i64::MAX);
+        unpack(2, &bytes, &mut out, i64::MIN, i64::MAX);
         assert_eq!(out, waits);
         out.clear();
-        unpack(7, 2, &bytes, &mut out, 0, 2_000);
+        unpack(2, &bytes, &mut out, 0, 2_000);
         assert_eq!(out, [waits[0]]);
     }
 }

@@ -221,3 +221,65 @@ async fn rolled_up_activity_reads_the_same_hours_as_the_run_history() {
     }
     assert_rollup_matches_history(&app, start, later).await;
 }
+
+/// Today's waits come from hours rolled up as the day goes and the last hour's first starts: the
+/// same waits whether the hours were rolled up already or not, and the same again once they are.
+#[tokio::test]
+async fn todays_waits_read_the_same_from_rolled_up_hours_as_from_the_workloads() {
+    let app = TestApp::new().await;
+    for name in ["root", "pat", "ada", "bob"] {
+        app.create_user(name, "researcher", "long enough 1").await;
+    }
+    import_org(&app.pool, &OrgFile::parse(ORG).unwrap(), 0)
+        .await
+        .unwrap();
+    let today = 1_780_000_000 / DAY * DAY;
+    let now = today + 5 * HOUR + 1_800;
+    // First starts yesterday, in today's first hours, and in the last half hour; one never
+    // started; one submitted before the period.
+    let mut expected = Vec::new();
+    for (k, (submitted, first)) in [
+        (today - 2 * HOUR, Some(today - HOUR)),
+        (today + 100, Some(today + 700)),
+        (today + HOUR, Some(today + 3 * HOUR + 5)),
+        (today + 4 * HOUR, Some(today + 5 * HOUR - 1)),
+        (today + 5 * HOUR, Some(today + 5 * HOUR + 900)),
+        (today + 5 * HOUR + 60, None),
+        (today - 3 * DAY, Some(today + 2 * HOUR)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let state = if first.is_some() {
+            "succeeded"
+        } else {
+            "queued"
+        };
+        insert_workload(&app, 1 + k as i64, 300, state, submitted, first, first).await;
+        if submitted >= today - DAY {
+            expected.push((submitted, first.unwrap_or(now) - submitted));
+        }
+    }
+    expected.sort_unstable();
+    let mut db = app.pool.acquire().await.unwrap();
+    assert_eq!(waits(&mut db, today, now).await, expected);
+    let rolled: i64 = sqlx::query_scalar("select count(*) from wait_rollup_hour")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(rolled, 5, "hours 0 to 4 of today are rolled up");
+    assert_eq!(waits(&mut db, today, now).await, expected);
+}
+
+/// `(submitted, wait)` of the workloads submitted yesterday or today, as the review reads them.
+async fn waits(db: &mut sqlx::AnyConnection, today: i64, now: i64) -> Vec<(i64, i64)> {
+    let mut got: Vec<(i64, i64)> =
+        server::reports::waits::submitted_between(db, today - DAY, today + DAY, now)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|w| (w.submitted_at, w.wait_s))
+            .collect();
+    got.sort_unstable();
+    got
+}
