@@ -4,7 +4,7 @@
 //! rollup walks forward a day at a time from the first submission, carrying the workloads still
 //! waiting where it stopped: a day's work reads only those, the workloads submitted, stopped or
 //! first started in it, and its preemptions — never the whole history. The runtime keeps it up a
-//! step per pass; a read finishes whatever is left.
+//! step per pass, in the background; a read finishes whatever is left.
 
 use super::{activity_hours, repo};
 use crate::ServerError;
@@ -12,6 +12,8 @@ use app::workloads::reasons::StopRule;
 use scheduler::{DAY, HOUR};
 use sqlx::{AnyConnection, AnyPool};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// How long after an hour ends it is rolled up.
 pub const LAG: i64 = HOUR;
@@ -22,19 +24,25 @@ const SPAN: i64 = DAY;
 /// nothing was ever submitted).
 pub async fn ensure(pool: &AnyPool, now: i64) -> Result<Option<i64>, ServerError> {
     loop {
-        let mut tx = crate::db::begin_write(pool).await?;
-        let (upto, done) = step(&mut tx, now).await?;
-        tx.commit().await?;
+        let (upto, done) = step(pool, now).await?;
         if done {
             return Ok(upto);
         }
     }
 }
 
-/// One step (a day at most), inside the runtime's pass.
-pub async fn keep_up(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
-    step(db, now).await?;
-    Ok(())
+/// One step in the background, for the runtime's pass: the pass never waits on it (a step with
+/// 50,000 workloads waiting reads them all). Skipped while the previous one still runs.
+pub fn spawn_step(pool: AnyPool, now: i64, running: Arc<AtomicBool>) {
+    if running.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    tokio::spawn(async move {
+        if let Err(error) = step(&pool, now).await {
+            tracing::warn!(%error, "rolling up the activity chart's hours failed; the next pass tries again");
+        }
+        running.store(false, Ordering::Release);
+    });
 }
 
 /// Where the rollup ends, if it ever began.
@@ -90,8 +98,11 @@ fn unpack(bytes: &[u8]) -> Vec<i64> {
 }
 
 /// Rolls up at most [`SPAN`] more; returns where the rollup ends and whether it is up to date.
-async fn step(db: &mut AnyConnection, now: i64) -> Result<(Option<i64>, bool), ServerError> {
+/// Reads without a transaction (the hours it rolls up ended [`LAG`] ago and no longer change), then
+/// writes them in a short one, only if no one else moved the rollup meanwhile.
+async fn step(pool: &AnyPool, now: i64) -> Result<(Option<i64>, bool), ServerError> {
     let target = (now - LAG).div_euclid(HOUR) * HOUR;
+    let mut db = pool.acquire().await?;
     let state: Option<(i64, Vec<u8>)> =
         sqlx::query_as("select upto, waiting from activity_rollup where id = 1")
             .fetch_optional(&mut *db)
@@ -109,27 +120,31 @@ async fn step(db: &mut AnyConnection, now: i64) -> Result<(Option<i64>, bool), S
             (first.div_euclid(HOUR) * HOUR, Vec::new())
         }
     };
-    if upto >= target {
-        if !began {
-            save(db, false, upto, upto, &[]).await?;
-        }
+    if upto >= target && began {
         return Ok((Some(upto), true));
     }
-    let mut from = upto;
+    let mut from = upto.min(target);
     if carry.is_empty() {
         // Nothing waits: hours before the next submission, stop or start hold nothing.
-        from = match next_event(db, from).await? {
+        from = match next_event(&mut db, from).await? {
             Some(t) => (t.div_euclid(HOUR) * HOUR).clamp(from, target),
             None => target,
         };
     }
-    let to = (from + SPAN).min(target);
-    let waiting = if from < to {
-        roll(db, from, to, &carry, now).await?
+    let to = (from + SPAN).min(target).max(from);
+    let (hours, waiting) = if from < to {
+        roll(&mut db, from, to, &carry, now).await?
     } else {
-        Vec::new()
+        (BTreeMap::new(), Vec::new())
     };
-    save(db, began, upto, to, &waiting).await?;
+    drop(db);
+    let mut tx = crate::db::begin_write(pool).await?;
+    if save(&mut tx, began, upto, to, &waiting).await? {
+        write_hours(&mut tx, from, to, &hours).await?;
+        tx.commit().await?;
+    } else {
+        tx.rollback().await?;
+    }
     Ok((Some(to), to >= target))
 }
 
@@ -154,14 +169,14 @@ async fn next_event(db: &mut AnyConnection, t: i64) -> Result<Option<i64>, Serve
     Ok(next)
 }
 
-/// Rolls up `[from, to)` given the workloads waiting at `from`; returns those waiting at `to`.
+/// The hours of `[from, to)` given the workloads waiting at `from`, and those waiting at `to`.
 async fn roll(
     db: &mut AnyConnection,
     from: i64,
     to: i64,
     carry: &[i64],
     now: i64,
-) -> Result<Vec<i64>, ServerError> {
+) -> Result<(BTreeMap<i64, activity_hours::HourActivity>, Vec<i64>), ServerError> {
     let mut ids = carry.to_vec();
     for query in [
         "select workload_id from workload where submitted_at >= $1 and submitted_at < $2",
@@ -181,6 +196,16 @@ async fn roll(
     let runs = repo::runs_by_workload(db, &ids).await?;
     let stops = repo::stops_between(&mut *db, from, to).await?;
     let hours = activity_hours::hours(&workloads, &runs, &stops, from, to, now)?;
+    let waiting = activity_hours::waiting_at(&workloads, &runs, to, now);
+    Ok((hours, waiting))
+}
+
+async fn write_hours(
+    db: &mut AnyConnection,
+    from: i64,
+    to: i64,
+    hours: &BTreeMap<i64, activity_hours::HourActivity>,
+) -> Result<(), ServerError> {
     sqlx::query("delete from activity_hour where hour >= $1 and hour < $2")
         .bind(from)
         .bind(to)
@@ -201,25 +226,24 @@ async fn roll(
         .execute(&mut *db)
         .await?;
     }
-    Ok(activity_hours::waiting_at(&workloads, &runs, to, now))
+    Ok(())
 }
 
+/// Moves the rollup from `was` to `upto`; false if someone else moved it first.
 async fn save(
     db: &mut AnyConnection,
     began: bool,
     was: i64,
     upto: i64,
     waiting: &[i64],
-) -> Result<(), ServerError> {
-    if began {
-        sqlx::query(
-            "update activity_rollup set upto = $1, waiting = $2 where id = 1 and upto = $3",
-        )
-        .bind(upto)
-        .bind(pack(waiting))
-        .bind(was)
-        .execute(&mut *db)
-        .await?;
+) -> Result<bool, ServerError> {
+    let moved = if began {
+        sqlx::query("update activity_rollup set upto = $1, waiting = $2 where id = 1 and upto = $3")
+            .bind(upto)
+            .bind(pack(waiting))
+            .bind(was)
+            .execute(&mut *db)
+            .await?
     } else {
         sqlx::query(
             "insert into activity_rollup (id, upto, waiting) values (1, $1, $2)
@@ -228,7 +252,7 @@ async fn save(
         .bind(upto)
         .bind(pack(waiting))
         .execute(&mut *db)
-        .await?;
-    }
-    Ok(())
+        .await?
+    };
+    Ok(moved.rows_affected() == 1)
 }

@@ -47,6 +47,8 @@ struct Inner {
     stopping: watch::Sender<bool>,
     /// How long the leader's recent passes took, database work included (newest last).
     pass_times: Mutex<VecDeque<PassTiming>>,
+    /// An activity rollup step runs in the background (see [`crate::reports::activity_rollup`]).
+    activity_rolling: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// The leader's copy of the queued and running workloads (see [`active`]).
     active: tokio::sync::Mutex<Option<active::Copy>>,
     /// Workloads changed since the copy was brought up to date.
@@ -181,6 +183,7 @@ impl Runtime {
                 queue: queue_cache::QueueCache::default(),
                 stopping,
                 pass_times: Mutex::new(VecDeque::new()),
+                activity_rolling: Default::default(),
                 active: tokio::sync::Mutex::new(None),
                 changed: Mutex::new(active::Changed::default()),
                 writes: active::Writes::default(),
@@ -656,12 +659,16 @@ impl Runtime {
         ledger::accrue(&mut tx, now).await?;
         crate::reports::rollup::keep_up(&mut tx, now).await?;
         crate::reports::waits::keep_up(&mut tx, now).await?;
-        crate::reports::activity_rollup::keep_up(&mut tx, now).await?;
         let reshared = crate::budget::changes::apply_due(&mut tx, now).await?;
         if reshared > 0 {
             tracing::info!(requests = reshared, "scheduled budget changes applied");
         }
         tx.commit().await?;
+        crate::reports::activity_rollup::spawn_step(
+            self.inner.pool.clone(),
+            now,
+            self.inner.activity_rolling.clone(),
+        );
         timing.prepare = lap.lap();
 
         let mut outcome = PassOutcome::default();
