@@ -63,6 +63,8 @@ pub async fn prepare(pool: &AnyPool, now: i64) -> Result<(), ServerError> {
     if users.is_empty() {
         org::seed(pool, now).await?;
         history::backfill(pool, now, 30).await?;
+        // The month's activity chart, rolled up before anyone asks (the runtime then keeps it up).
+        crate::reports::activity_rollup::ensure(pool, now).await?;
         println!("Seeded the demo organisation and a month of usage history.");
     } else if marked.is_none() && !demo_people {
         return Err(ServerError::Config(format!(

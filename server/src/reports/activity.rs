@@ -35,8 +35,15 @@ pub async fn activity(
             "Hourly buckets cover at most 31 days; choose day or week.",
         ));
     }
-    let upto = activity_rollup::ensure(pool, now).await?;
+    // Up to date, a read costs one query on the connection it holds; hours due are rolled up
+    // first, without holding it (the roller takes connections of its own).
     let mut db = pool.acquire().await?;
+    let mut upto = activity_rollup::upto(&mut db).await?;
+    if activity_rollup::behind(upto, now) {
+        drop(db);
+        upto = activity_rollup::ensure(pool, now).await?;
+        db = pool.acquire().await?;
+    }
     let host_size = repo::largest_node(&mut *db).await?;
     let host_size = host_size.unwrap_or(8).max(1);
     let hours = hours_between(&mut db, from, to, now, upto).await?;

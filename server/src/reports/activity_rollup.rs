@@ -12,8 +12,11 @@ use app::workloads::reasons::StopRule;
 use scheduler::{DAY, HOUR};
 use sqlx::{AnyConnection, AnyPool};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
+
+/// Held while this process rolls up (see [`ensure`]).
+static ROLLING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// How long after an hour ends it is rolled up.
 pub const LAG: i64 = HOUR;
@@ -23,6 +26,9 @@ const SPAN: i64 = DAY;
 /// Rolls up every hour that ended [`LAG`] ago or more; returns where the rollup ends (`None`:
 /// nothing was ever submitted).
 pub async fn ensure(pool: &AnyPool, now: i64) -> Result<Option<i64>, ServerError> {
+    // One roller per process: readers arriving together (a page's first load after an hour
+    // ends) wait for it and find the work done, instead of each reading the same day.
+    let _rolling = ROLLING.lock().await;
     loop {
         let (upto, done) = step(pool, now).await?;
         if done {
@@ -33,16 +39,36 @@ pub async fn ensure(pool: &AnyPool, now: i64) -> Result<Option<i64>, ServerError
 
 /// One step in the background, for the runtime's pass: the pass never waits on it (a step with
 /// 50,000 workloads waiting reads them all). Skipped while the previous one still runs.
-pub fn spawn_step(pool: AnyPool, now: i64, running: Arc<AtomicBool>) {
-    if running.swap(true, Ordering::AcqRel) {
+/// Skipped while the previous one still runs, and while `known` (where the last step left the
+/// rollup) shows nothing is due: a pass then costs no database work.
+pub fn spawn_step(pool: AnyPool, now: i64, known: Arc<AtomicI64>, running: Arc<AtomicBool>) {
+    if known.load(Ordering::Acquire) >= target(now) || running.swap(true, Ordering::AcqRel) {
         return;
     }
     tokio::spawn(async move {
-        if let Err(error) = step(&pool, now).await {
-            tracing::warn!(%error, "rolling up the activity chart's hours failed; the next pass tries again");
+        // A reader rolling up already does this step's work.
+        if let Ok(_rolling) = ROLLING.try_lock() {
+            match step(&pool, now).await {
+                Ok((Some(upto), _)) => known.store(upto, Ordering::Release),
+                Ok((None, _)) => {}
+                Err(error) => tracing::warn!(
+                    %error,
+                    "rolling up the activity chart's hours failed; the next pass tries again"
+                ),
+            }
         }
         running.store(false, Ordering::Release);
     });
+}
+
+/// The end of the last hour that is due to be rolled up at `now`.
+pub fn target(now: i64) -> i64 {
+    (now - LAG).div_euclid(HOUR) * HOUR
+}
+
+/// Whether hours are due to be rolled up at `now` after `upto` (what [`upto`] read).
+pub fn behind(upto: Option<i64>, now: i64) -> bool {
+    upto.is_none_or(|u| u < target(now))
 }
 
 /// Where the rollup ends, if it ever began.
@@ -101,7 +127,7 @@ fn unpack(bytes: &[u8]) -> Vec<i64> {
 /// Reads without a transaction (the hours it rolls up ended [`LAG`] ago and no longer change), then
 /// writes them in a short one, only if no one else moved the rollup meanwhile.
 async fn step(pool: &AnyPool, now: i64) -> Result<(Option<i64>, bool), ServerError> {
-    let target = (now - LAG).div_euclid(HOUR) * HOUR;
+    let target = target(now);
     let mut db = pool.acquire().await?;
     let state: Option<(i64, Vec<u8>)> =
         sqlx::query_as("select upto, waiting from activity_rollup where id = 1")

@@ -49,6 +49,8 @@ struct Inner {
     pass_times: Mutex<VecDeque<PassTiming>>,
     /// An activity rollup step runs in the background (see [`crate::reports::activity_rollup`]).
     activity_rolling: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Where its last step left the rollup: passes start none while nothing is due.
+    activity_upto: std::sync::Arc<std::sync::atomic::AtomicI64>,
     /// The leader's copy of the queued and running workloads (see [`active`]).
     active: tokio::sync::Mutex<Option<active::Copy>>,
     /// Workloads changed since the copy was brought up to date.
@@ -184,6 +186,7 @@ impl Runtime {
                 stopping,
                 pass_times: Mutex::new(VecDeque::new()),
                 activity_rolling: Default::default(),
+                activity_upto: std::sync::Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN)),
                 active: tokio::sync::Mutex::new(None),
                 changed: Mutex::new(active::Changed::default()),
                 writes: active::Writes::default(),
@@ -667,6 +670,7 @@ impl Runtime {
         crate::reports::activity_rollup::spawn_step(
             self.inner.pool.clone(),
             now,
+            self.inner.activity_upto.clone(),
             self.inner.activity_rolling.clone(),
         );
         timing.prepare = lap.lap();
