@@ -116,41 +116,12 @@ pub async fn ensure(db: &mut AnyConnection, first: i64, now: i64) -> Result<(), 
 }
 
 async fn roll_up(db: &mut AnyConnection, day: i64, now: i64) -> Result<(), ServerError> {
-    let rows: Vec<Row> = sqlx::query_as(&format!(
-        "select {COLUMNS} from workload where first_started_at >= $1 and first_started_at < $2"
-    ))
-    .bind(day)
-    .bind(day + DAY)
-    .fetch_all(&mut *db)
-    .await?;
-    // One row per cluster: a review reads a quarter's days whole, and rows cost more than bytes.
-    let mut by_cluster: BTreeMap<i64, Vec<Wait>> = BTreeMap::new();
-    for row in &rows {
-        by_cluster
-            .entry(row.cluster_id)
-            .or_default()
-            .push(row.wait(day + DAY));
-    }
     sqlx::query("delete from wait_day where day = $1")
         .bind(day)
         .execute(&mut *db)
         .await?;
-    for (cluster, waits) in by_cluster {
-        let min_submitted = waits.iter().map(|w| w.submitted_at).min().unwrap_or(day);
-        sqlx::query(
-            // Two readers may roll up the same finished day at once; both compute the same waits.
-            "insert into wait_day (cluster_id, day, min_submitted, waits)
-             values ($1, $2, $3, $4)
-             on conflict (day, cluster_id) do update
-             set min_submitted = excluded.min_submitted, waits = excluded.waits",
-        )
-        .bind(cluster)
-        .bind(day)
-        .bind(min_submitted)
-        .bind(pack(&waits))
-        .execute(&mut *db)
-        .await?;
-    }
+    // Two readers may roll up the same finished day at once; both compute the same waits.
+    write_span(db, "wait_day", "day", day, day + DAY).await?;
     sqlx::query(
         "insert into wait_rollup_day (day, rolled_at) values ($1, $2)
          on conflict (day) do update set rolled_at = excluded.rolled_at",
@@ -159,6 +130,48 @@ async fn roll_up(db: &mut AnyConnection, day: i64, now: i64) -> Result<(), Serve
     .bind(now)
     .execute(&mut *db)
     .await?;
+    Ok(())
+}
+
+/// The first starts of `[start, end)` into `table` (`wait_day` or `wait_hour`, keyed by `key` and
+/// cluster), one row per cluster: a review reads a quarter's days whole, and rows cost more than
+/// bytes.
+async fn write_span(
+    db: &mut AnyConnection,
+    table: &str,
+    key: &str,
+    start: i64,
+    end: i64,
+) -> Result<(), ServerError> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "select {COLUMNS} from workload where first_started_at >= $1 and first_started_at < $2"
+    ))
+    .bind(start)
+    .bind(end)
+    .fetch_all(&mut *db)
+    .await?;
+    let mut by_cluster: BTreeMap<i64, Vec<Wait>> = BTreeMap::new();
+    for row in &rows {
+        by_cluster
+            .entry(row.cluster_id)
+            .or_default()
+            .push(row.wait(end));
+    }
+    for (cluster, waits) in by_cluster {
+        let min_submitted = waits.iter().map(|w| w.submitted_at).min().unwrap_or(start);
+        sqlx::query(&format!(
+            "insert into {table} (cluster_id, {key}, min_submitted, waits)
+             values ($1, $2, $3, $4)
+             on conflict ({key}, cluster_id) do update
+             set min_submitted = excluded.min_submitted, waits = excluded.waits"
+        ))
+        .bind(cluster)
+        .bind(start)
+        .bind(min_submitted)
+        .bind(pack(&waits))
+        .execute(&mut *db)
+        .await?;
+    }
     Ok(())
 }
 
@@ -190,35 +203,7 @@ async fn ensure_hours(db: &mut AnyConnection, now: i64) -> Result<i64, ServerErr
     let mut hour = today;
     while hour < through {
         if !done.contains(&hour) {
-            let rows: Vec<Row> = sqlx::query_as(&format!(
-                "select {COLUMNS} from workload where first_started_at >= $1 and first_started_at < $2"
-            ))
-            .bind(hour)
-            .bind(hour + HOUR)
-            .fetch_all(&mut *db)
-            .await?;
-            let mut by_cluster: BTreeMap<i64, Vec<Wait>> = BTreeMap::new();
-            for row in &rows {
-                by_cluster
-                    .entry(row.cluster_id)
-                    .or_default()
-                    .push(row.wait(hour + HOUR));
-            }
-            for (cluster, waits) in by_cluster {
-                let min_submitted = waits.iter().map(|w| w.submitted_at).min().unwrap_or(hour);
-                sqlx::query(
-                    "insert into wait_hour (cluster_id, hour, min_submitted, waits)
-                     values ($1, $2, $3, $4)
-                     on conflict (hour, cluster_id) do update
-                     set min_submitted = excluded.min_submitted, waits = excluded.waits",
-                )
-                .bind(cluster)
-                .bind(hour)
-                .bind(min_submitted)
-                .bind(pack(&waits))
-                .execute(&mut *db)
-                .await?;
-            }
+            write_span(db, "wait_hour", "hour", hour, hour + HOUR).await?;
             sqlx::query(
                 "insert into wait_rollup_hour (hour) values ($1) on conflict (hour) do nothing",
             )

@@ -73,6 +73,18 @@ async fn insert_stop(app: &TestApp, workload: i64, at: i64, rule: &str) {
         .unwrap();
 }
 
+/// An app with the test organisation imported (its owners' accounts made first).
+async fn organisation() -> TestApp {
+    let app = TestApp::new().await;
+    for name in ["root", "pat", "ada", "bob"] {
+        app.create_user(name, "researcher", "long enough 1").await;
+    }
+    import_org(&app.pool, &OrgFile::parse(ORG).unwrap(), 0)
+        .await
+        .unwrap();
+    app
+}
+
 /// Rolled-up hours (plus the tail worked out on read) against hours worked out from the history
 /// alone, over every hour from `from` to `now`.
 async fn assert_rollup_matches_history(app: &TestApp, from: i64, now: i64) {
@@ -104,13 +116,7 @@ async fn assert_rollup_matches_history(app: &TestApp, from: i64, now: i64) {
 
 #[tokio::test]
 async fn rolled_up_activity_reads_the_same_hours_as_the_run_history() {
-    let app = TestApp::new().await;
-    for name in ["root", "pat", "ada", "bob"] {
-        app.create_user(name, "researcher", "long enough 1").await;
-    }
-    import_org(&app.pool, &OrgFile::parse(ORG).unwrap(), 0)
-        .await
-        .unwrap();
+    let app = organisation().await;
     for (i, name) in ["h-0", "h-1"].iter().enumerate() {
         sqlx::query(
             "insert into node (name, gpu_count, token_hash, registered_at) values ($1, 8, $2, 0)",
@@ -226,13 +232,7 @@ async fn rolled_up_activity_reads_the_same_hours_as_the_run_history() {
 /// same waits whether the hours were rolled up already or not, and the same again once they are.
 #[tokio::test]
 async fn todays_waits_read_the_same_from_rolled_up_hours_as_from_the_workloads() {
-    let app = TestApp::new().await;
-    for name in ["root", "pat", "ada", "bob"] {
-        app.create_user(name, "researcher", "long enough 1").await;
-    }
-    import_org(&app.pool, &OrgFile::parse(ORG).unwrap(), 0)
-        .await
-        .unwrap();
+    let app = organisation().await;
     let today = 1_780_000_000 / DAY * DAY;
     let now = today + 5 * HOUR + 1_800;
     // First starts yesterday, in today's first hours, and in the last half hour; one never
