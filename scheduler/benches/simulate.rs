@@ -49,10 +49,17 @@ fn main() {
         if only.as_deref().is_some_and(|p| p != name) {
             continue;
         }
-        let config = SimConfig {
+        let mut config = SimConfig {
             policy,
             ..SimConfig::default()
         };
+        if let Some(period) = std::env::args()
+            .position(|a| a == "--slurm-calc-period")
+            .and_then(|i| std::env::args().nth(i + 1))
+            .and_then(|v| v.parse().ok())
+        {
+            config.slurm.calc_period = period;
+        }
         let mut times = Vec::new();
         let mut last = None;
         for _ in 0..runs {

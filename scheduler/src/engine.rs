@@ -10,6 +10,8 @@ use crate::snapshot::{ClusterState, SnapshotError};
 use crate::tree::{BudgetTree, TreeError};
 use crate::{decide, priority};
 
+use std::sync::{Mutex, MutexGuard};
+
 /// Which scheduler decides.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Policy {
@@ -90,13 +92,28 @@ impl Default for Config {
 }
 
 /// The scheduling engine. It owns the tree and the ledger; each decision reads a snapshot and a
-/// time, and returns actions without changing anything. The driver applies the actions, books the
+/// time, and returns actions without changing anything (but the SLURM peer's record of the
+/// priorities it last calculated, which SLURM itself recalculates only once a period). The driver applies the actions, books the
 /// charges ([`Engine::ledger_mut`]) and asks again at the next event or `next_wake`.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Engine {
     config: Config,
     tree: BudgetTree,
     ledger: Ledger,
+    /// The SLURM peer's priorities as last calculated (it recalculates once per period, as
+    /// SLURM does); unused by the other policies.
+    slurm_book: Mutex<slurm::Book>,
+}
+
+impl Clone for Engine {
+    fn clone(&self) -> Engine {
+        Engine {
+            config: self.config,
+            tree: self.tree.clone(),
+            ledger: self.ledger.clone(),
+            slurm_book: Mutex::default(),
+        }
+    }
 }
 
 impl Engine {
@@ -106,6 +123,7 @@ impl Engine {
             config,
             tree,
             ledger,
+            slurm_book: Mutex::default(),
         }
     }
 
@@ -119,6 +137,10 @@ impl Engine {
             ledger: self.ledger.config(),
             ..config
         };
+    }
+
+    pub(crate) fn slurm_book(&self) -> MutexGuard<'_, slurm::Book> {
+        self.slurm_book.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn tree(&self) -> &BudgetTree {

@@ -35,12 +35,12 @@ impl QueueKey {
     }
 
     /// The SLURM peer's order: its integer job priority (higher first), then age.
-    pub(crate) fn slurm(w: &WorkloadSpec, priority: u64) -> QueueKey {
+    pub(crate) fn slurm(id: WorkloadId, submitted_at: Time, priority: u64) -> QueueKey {
         QueueKey {
             class_rank: u64::MAX - priority,
             neg_priority: 0,
-            submitted_at: w.submitted_at,
-            id: w.id,
+            submitted_at,
+            id,
         }
     }
 

@@ -267,6 +267,7 @@ pub(crate) fn measure(input: &SimInput, config: &SimConfig, out: &Outcome) -> Re
         time_limits: (policy == Policy::Slurm).then_some(TimeLimits {
             factor: config.time_limit_factor,
             max_wall_s: config.slurm.max_wall,
+            priority_calc_period_s: config.slurm.calc_period,
         }),
         large_over_single_wait,
         min_runtime_capped: out.capped,

@@ -79,6 +79,8 @@ pub struct TimeLimits {
     pub factor: f64,
     /// …at most this (the partition's `MaxTime`), but never below the true duration.
     pub max_wall_s: Time,
+    /// Priorities were recalculated this often (`PriorityCalcPeriod`; 0: at every decision).
+    pub priority_calc_period_s: Time,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -302,6 +304,15 @@ pub fn summary_table(reports: &[&Report]) -> String {
                         t.factor,
                         duration(Some(t.max_wall_s))
                     )
+                },
+            )
+        });
+        row("priorities recalculated (SLURM)", &|r| {
+            r.time_limits.as_ref().map_or_else(
+                || "-".into(),
+                |t| match t.priority_calc_period_s {
+                    0 => "at every decision".into(),
+                    p => format!("every {}", duration(Some(p))),
                 },
             )
         });

@@ -20,11 +20,14 @@
 //!   30 s over a bounded number of jobs; this one runs at every event over the whole queue, its
 //!   best case.
 //!
+//! Priorities are recalculated once per `PriorityCalcPeriod` (5 minutes), as SLURM does; a job
+//! submitted in between gets its priority at submission ([`book`]).
+//!
 //! Time limits come with the work ([`crate::WorkloadSpec::time_limit`]; the simulator sets them
 //! from the trace's true durations); work without one gets [`SlurmConfig::max_wall`]. A job is
 //! never stopped at its limit here: limits only shape the backfill plan.
 
-mod order;
+mod book;
 mod priority;
 
 use crate::cluster::Health;
@@ -39,9 +42,8 @@ use crate::queue::QueueKey;
 use crate::reasons::{Action, Decision, PreemptRule, Protection};
 use crate::snapshot::{ClusterState, WorkloadSpec};
 
-use order::Order;
-
-use priority::Priorities;
+pub(crate) use book::Book;
+use book::Cursor;
 
 /// The SLURM peer's settings: the multifactor weights (integers, as in `slurm.conf`) and limits.
 /// The defaults are the example configuration of SLURM's multifactor page (fair share 10,000,
@@ -57,6 +59,10 @@ pub struct SlurmConfig {
     pub max_age: Time,
     /// The partition's `MaxTime`: the time limit of work that gives none. Default 7 days.
     pub max_wall: Time,
+    /// `PriorityCalcPeriod`: every pending job's priority is recalculated this often (a job
+    /// submitted in between gets its priority at submission). Default 5 minutes; 0 recalculates
+    /// at every pass.
+    pub calc_period: Time,
     /// `PriorityDecayHalfLife`. Default 7 days. The ledger keeps the decayed usage
     /// ([`crate::LedgerConfig::decay_half_life`]); drivers copy this there.
     pub decay_half_life: Time,
@@ -71,6 +77,7 @@ impl Default for SlurmConfig {
             weight_qos: 20_000,
             max_age: 7 * DAY,
             max_wall: 7 * DAY,
+            calc_period: 5 * 60,
             decay_half_life: 7 * DAY,
         }
     }
@@ -87,22 +94,11 @@ fn scavenger(w: &WorkloadSpec) -> bool {
     !w.is_allocated()
 }
 
-/// The queue in SLURM's order at `now`.
+/// The queue in SLURM's order at `now`: by the priorities of the last calculation.
 pub(crate) fn keys(engine: &Engine, state: &ClusterState<'_>, now: Time) -> Vec<(QueueKey, u32)> {
-    let mut keys = unsorted_keys(engine, state, now);
-    keys.sort_unstable();
-    keys
-}
-
-/// Every queued job's key and queue index, in queue order.
-fn unsorted_keys(engine: &Engine, state: &ClusterState<'_>, now: Time) -> Vec<(QueueKey, u32)> {
-    let priorities = Priorities::new(engine, now, cluster_gpus(state), &engine.config().slurm);
-    state
-        .queued
-        .iter()
-        .enumerate()
-        .map(|(q, w)| (QueueKey::slurm(w, priorities.of(w)), q as u32))
-        .collect()
+    let mut book = engine.slurm_book();
+    book.update(engine, state.queued, now, cluster_gpus(state));
+    book.in_order()
 }
 
 fn cluster_gpus(state: &ClusterState<'_>) -> u32 {
@@ -166,9 +162,17 @@ pub(crate) fn walk(
     {
         return finish(actions, watched, &pool);
     }
+    let mut book = engine.slurm_book();
+    book.update(engine, state.queued, now, cluster_gpus(state));
 
-    let mut order = Order::new(unsorted_keys(engine, state, now));
-    let mut normal_left = state.queued.iter().filter(|w| !scavenger(w)).count();
+    let mut cursor = Cursor::default();
+    // After the reservation: which jobs could still start.
+    let mut narrowed: Option<Narrowed> = None;
+    let keeps = |narrowed: &Option<Narrowed>, q: u32| {
+        narrowed
+            .as_ref()
+            .is_none_or(|n| n.keeps(&state.queued[q as usize]))
+    };
     // GPUs freed when: scavenger work at once (any job may preempt it), the rest at the end of
     // its time limit.
     let free_at = |r: &Run| {
@@ -183,16 +187,16 @@ pub(crate) fn walk(
     // request at least as large, with a limit at least as long (so no more reserved GPUs it may
     // use), under the same rule fails the same way.
     let mut failed: Vec<(bool, u32, Time)> = Vec::new();
-    let smallest = state.queued.iter().map(|w| w.gpus).min().unwrap_or(0);
-    while let Some((key, q)) = order.next() {
+    let smallest = book.smallest();
+    loop {
+        // Scavenger work starts on idle GPUs alone: while too few are idle for any of it, it is
+        // passed over until the next normal job (which may preempt some and leave GPUs idle).
+        let skip = lazy && watch.is_none() && pool.idle_total < book.smallest_scavenger();
+        let Some((key, q)) = cursor.next_skipping(&book, &|q| keeps(&narrowed, q), skip) else {
+            break;
+        };
         let w = state.queued[q as usize];
         let normal = !scavenger(&w);
-        if normal {
-            normal_left -= 1;
-        } else if lazy && normal_left == 0 && pool.idle_total < smallest {
-            // Only scavenger work is left, and it starts on idle GPUs alone.
-            break;
-        }
         let reach = pool.idle_total
             + if normal {
                 pool.baseline_preemptible_gpus
@@ -253,7 +257,8 @@ pub(crate) fn walk(
                     reserved = Some(w.id);
                     failed.clear();
                     if lazy {
-                        normal_left = narrow(&mut order, &pool, state, &config, at);
+                        narrowed = Some(Narrowed::new(&pool, &book, state, &config, at));
+                        cursor.rule_changed(&|q| keeps(&narrowed, q));
                     }
                 }
             }
@@ -294,63 +299,78 @@ pub(crate) fn walk(
     finish(actions, watched, &pool)
 }
 
-/// After the reservation (starting at `at`): keeps the jobs that could still start. Nothing a
-/// pass does adds to a host's idle and scavenger GPUs together, so a normal job needs no more
-/// than those on one host (on whole such hosts for a gang), outside the reserved GPUs unless its
-/// limit ends by `at`; scavenger work needs idle GPUs, which only a normal job's preemption can
-/// add to.
-/// Returns how many normal jobs are kept.
-fn narrow(
-    order: &mut Order,
-    pool: &Pool,
-    state: &ClusterState<'_>,
-    config: &SlurmConfig,
+/// After the reservation (starting at `at`): the jobs that could still start. Nothing a pass
+/// does adds to a host's idle and scavenger GPUs together, so a normal job needs no more than
+/// those on one host (on whole such hosts for a gang), outside the reserved GPUs unless its limit
+/// ends by `at`; scavenger work needs idle GPUs, which only a normal job's preemption can add to.
+struct Narrowed {
+    /// Idle outside the reservation and scavenger work there.
+    open: Room,
+    /// Idle and scavenger anywhere.
+    any: Room,
+    /// For scavenger work: `any` if some normal job could start (and preempt), else idle GPUs.
+    scavenger_room: Room,
+    now: Time,
     at: Time,
-) -> usize {
-    // (most on one host, on whole hosts) for: idle outside the reservation and scavenger work
-    // there; idle and scavenger anywhere; idle anywhere.
-    let mut open = Room::default();
-    let mut any = Room::default();
-    let mut idle = Room::default();
-    for (node, slot) in pool.slots.iter().enumerate() {
-        if !slot.schedulable() {
-            continue;
-        }
-        let mut scavenged = crate::cluster::GpuSet::EMPTY;
-        for &(run, held) in pool.slot_runs(node) {
-            let r = &pool.runs[run as usize];
-            if r.alive && scavenger(&r.spec) {
-                scavenged = scavenged.union(held);
+    node_size: u32,
+    config: SlurmConfig,
+}
+
+impl Narrowed {
+    fn new(
+        pool: &Pool,
+        book: &Book,
+        state: &ClusterState<'_>,
+        config: &SlurmConfig,
+        at: Time,
+    ) -> Narrowed {
+        let mut open = Room::default();
+        let mut any = Room::default();
+        let mut idle = Room::default();
+        for (node, slot) in pool.slots.iter().enumerate() {
+            if !slot.schedulable() {
+                continue;
             }
+            let mut scavenged = crate::cluster::GpuSet::EMPTY;
+            for &(run, held) in pool.slot_runs(node) {
+                let r = &pool.runs[run as usize];
+                if r.alive && scavenger(&r.spec) {
+                    scavenged = scavenged.union(held);
+                }
+            }
+            let takeable = slot.free.union(scavenged);
+            open.add(takeable.without(slot.reserved).count(), slot.size);
+            any.add(takeable.count(), slot.size);
+            idle.add(slot.free.count(), slot.size);
         }
-        let takeable = slot.free.union(scavenged);
-        open.add(takeable.without(slot.reserved).count(), slot.size);
-        any.add(takeable.count(), slot.size);
-        idle.add(slot.free.count(), slot.size);
+        let mut narrowed = Narrowed {
+            open,
+            any,
+            scavenger_room: idle,
+            now: pool.now,
+            at,
+            node_size: pool.node_size,
+            config: *config,
+        };
+        if book.any_normal(&|q| narrowed.normal_could(&state.queued[q as usize])) {
+            narrowed.scavenger_room = any;
+        }
+        narrowed
     }
-    let now = pool.now;
-    let node_size = pool.node_size;
-    let normal_could = |w: &WorkloadSpec| {
-        open.holds(w.gpus, node_size)
-            || (now.saturating_add(config.limit(w)) <= at && any.holds(w.gpus, node_size))
-    };
-    let any_normal = state
-        .queued
-        .iter()
-        .any(|w| !scavenger(w) && normal_could(w));
-    let scavenger_room = if any_normal { any } else { idle };
-    let normal_kept = std::cell::Cell::new(0);
-    order.narrow(|q| {
-        let w = &state.queued[q as usize];
+
+    fn normal_could(&self, w: &WorkloadSpec) -> bool {
+        self.open.holds(w.gpus, self.node_size)
+            || (self.now.saturating_add(self.config.limit(w)) <= self.at
+                && self.any.holds(w.gpus, self.node_size))
+    }
+
+    fn keeps(&self, w: &WorkloadSpec) -> bool {
         if scavenger(w) {
-            scavenger_room.holds(w.gpus, node_size)
+            self.scavenger_room.holds(w.gpus, self.node_size)
         } else {
-            let could = normal_could(w);
-            normal_kept.set(normal_kept.get() + usize::from(could));
-            could
+            self.normal_could(w)
         }
-    });
-    normal_kept.get()
+    }
 }
 
 /// GPUs a kind of request could gather: the most on one host, and the sum over whole hosts.

@@ -14,8 +14,8 @@
 
 use crate::engine::Engine;
 use crate::ids::{BudgetId, Time};
-use crate::snapshot::WorkloadSpec;
 
+use super::book::Job;
 use super::SlurmConfig;
 
 /// Every leaf's Fair Tree factor at `now`, by budget id (0 for inner nodes).
@@ -124,11 +124,11 @@ impl Priorities {
         }
     }
 
-    pub(crate) fn of(&self, w: &WorkloadSpec) -> u64 {
+    pub(crate) fn of(&self, w: &Job) -> u64 {
         let age =
             ((self.now - w.submitted_at).max(0) as f64 * self.age_per_second).min(self.age_most);
         let size = (f64::from(w.gpus) * self.size_per_gpu).min(self.size_most);
-        let qos = if !w.is_allocated() {
+        let qos = if w.is_scavenger() {
             0
         } else if w.is_debug() {
             2

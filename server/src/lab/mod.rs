@@ -263,11 +263,12 @@ fn simulate(run: &Run, input: SimInput, config: SimConfig) {
 fn parameters(config: &SimConfig) -> String {
     use app::workloads::sentences::duration;
     format!(
-        "{} lookback window, minimum runtimes capped at {}; SLURM time limits {}× the true duration, at most {}",
+        "{} lookback window, minimum runtimes capped at {}; SLURM time limits {}× the true duration, at most {}, priorities recalculated every {}",
         duration(config.window),
         duration(config.max_min_runtime),
         config.time_limit_factor,
-        duration(config.slurm.max_wall)
+        duration(config.slurm.max_wall),
+        duration(config.slurm.calc_period)
     )
 }
 

@@ -66,6 +66,10 @@ pub struct SlurmArgs {
     /// Half-life of the usage fair share ranks by (PriorityDecayHalfLife).
     #[arg(long = "slurm-half-life", default_value = "7d")]
     pub half_life: String,
+    /// Every queued job's priority is recalculated this often; a job submitted in between gets
+    /// its priority at submission; 0 recalculates at every decision (PriorityCalcPeriod).
+    #[arg(long = "slurm-calc-period", default_value = "5m")]
+    pub calc_period: String,
     /// Queued this long, a job's age factor is 1 (PriorityMaxAge).
     #[arg(long = "slurm-max-age", default_value = "7d")]
     pub max_age: String,
@@ -97,6 +101,7 @@ impl SlurmArgs {
             max_age: duration(&self.max_age, "slurm-max-age")?,
             max_wall: duration(&self.max_wall, "slurm-max-wall")?,
             decay_half_life: duration(&self.half_life, "slurm-half-life")?,
+            calc_period: duration(&self.calc_period, "slurm-calc-period")?,
         })
     }
 }
