@@ -22,7 +22,6 @@ use crate::queue::QueueKey;
 use crate::snapshot::{WorkloadSpec, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 
 use super::priority::Priorities;
-use super::scavenger;
 
 /// Ids below this are looked up in a vector, others in a map.
 const DENSE: u64 = 1 << 22;
@@ -183,9 +182,9 @@ impl Book {
         self.queue.truncate(queued.len());
         for (q, w) in queued.iter().enumerate() {
             smallest = smallest.min(w.gpus);
-            if scavenger(w) {
-                smallest_scavenger = smallest_scavenger.min(w.gpus);
-            }
+            // Without a branch: allocated work counts as u32::MAX.
+            smallest_scavenger =
+                smallest_scavenger.min(w.gpus | u32::from(w.min_runtime > 0).wrapping_neg());
             if self.queue.get(q).is_some_and(|j| j.is(w)) {
                 continue;
             }
