@@ -54,10 +54,13 @@ pub(crate) fn fair_share(
     };
     let debug_running = pool.debug_gpus;
     // The headroom never exceeds the lane's own share (without its one-workload floor): a
-    // cluster too small for a tenth to hold a GPU keeps none.
+    // cluster too small for a tenth to hold a GPU keeps none. Nor a small fraction of the
+    // cluster: funded work pays for it.
+    let headroom_cap = (engine.config().headroom_max_fraction * f64::from(schedulable)).floor();
     let headroom = lane_share
         .saturating_sub(debug_running)
-        .min(engine.config().headroom_gpus);
+        .min(engine.config().headroom_gpus)
+        .min(headroom_cap as u32);
     let mut pass = Pass {
         headroom,
         held_by_headroom: false,

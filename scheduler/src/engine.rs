@@ -65,6 +65,11 @@ pub struct Config {
     /// workload now. Never more than the lane's room (so 0 on a cluster whose lane share is under
     /// one GPU, and shrinking as debug work fills the lane). 0 disables it.
     pub headroom_gpus: u32,
+    /// The headroom sizes itself to the cluster: never more than this fraction of the
+    /// schedulable GPUs. It is paid by funded work (GPUs kept idle or lent only to preemptible
+    /// work): 8 GPUs are under 1% of a 1,024-GPU cluster but 9% of an 88-GPU one, where funded
+    /// teams at 3x demand then received 95.4% of what they were owed instead of 97.3% (README).
+    pub headroom_max_fraction: f64,
     /// The recent window blended into the ratio siblings are ordered by (not the one preemption
     /// compares): see [`crate::ranking`]. `Recent::OFF` orders by the week's ratio alone.
     pub recent: Recent,
@@ -82,6 +87,7 @@ impl Default for Config {
             max_reserved_fraction: 0.5,
             fast_lane: 0.1,
             headroom_gpus: crate::snapshot::DEBUG_MAX_GPUS,
+            headroom_max_fraction: 0.01,
             recent: Recent {
                 window: 2 * crate::ids::HOUR,
                 weight: 0.15,

@@ -134,16 +134,16 @@ fn on_a_cluster_too_small_for_a_tenth_to_hold_one_the_lane_still_takes_one_debug
 
 #[test]
 fn a_cluster_filled_with_protected_work_keeps_one_debug_workloads_room_and_debug_starts_at_once() {
-    // 11 hosts of 8: the lane's tenth is 8 GPUs, the headroom one host.
-    let mut w = World::new(TWO_TEAMS, 11, 8);
-    let training: Vec<WorkloadId> = (0..11).map(|_| w.submit("a", 8, 4 * HOUR)).collect();
+    // 100 hosts of 8: the lane's tenth is 80 GPUs, a hundredth is 8: the headroom is one host.
+    let mut w = World::new(TWO_TEAMS, 100, 8);
+    let training: Vec<WorkloadId> = (0..100).map(|_| w.submit("a", 8, 4 * HOUR)).collect();
     let first = w.step();
     assert_eq!(
         starts(&first).len(),
-        10,
-        "the eleventh would take the last 8 GPUs debug work could have"
+        99,
+        "the hundredth would take the last 8 GPUs debug work could have"
     );
-    let held = training[10];
+    let held = training[99];
     match w.explain(held).waiting_for {
         WaitReason::Headroom { kept_gpus } => assert_eq!(kept_gpus, 8),
         other => panic!("held back by the headroom, not {other:?}"),
@@ -159,7 +159,7 @@ fn a_cluster_filled_with_protected_work_keeps_one_debug_workloads_room_and_debug
     assert_eq!(started, [debug]);
     assert!(preempted(&second).is_empty());
 
-    // Without a headroom (or without the lane) all eleven start, and debug work waits.
+    // Without a headroom (or without the lane) all hundred start, and debug work waits.
     for config in [
         Config {
             headroom_gpus: 0,
@@ -170,13 +170,33 @@ fn a_cluster_filled_with_protected_work_keeps_one_debug_workloads_room_and_debug
             ..Config::default()
         },
     ] {
-        let mut w = World::with_config(TWO_TEAMS, 11, 8, config);
-        for _ in 0..11 {
+        let mut w = World::with_config(TWO_TEAMS, 100, 8, config);
+        for _ in 0..100 {
             w.submit("a", 8, 4 * HOUR);
         }
-        assert_eq!(starts(&w.step()).len(), 11);
+        assert_eq!(starts(&w.step()).len(), 100);
         w.submit("b", 2, 10 * 60);
         assert!(w.decide().actions.is_empty());
+    }
+}
+
+#[test]
+fn on_a_small_cluster_the_headroom_is_at_most_a_hundredth_of_it() {
+    // 11 hosts of 8 (the reference's smallest): the lane's tenth is 8 GPUs, but a hundredth is
+    // under one GPU, so nothing is held back from funded work.
+    let mut w = World::new(TWO_TEAMS, 11, 8);
+    for _ in 0..11 {
+        w.submit("a", 8, 4 * HOUR);
+    }
+    assert_eq!(starts(&w.step()).len(), 11);
+    // 50 hosts: a hundredth is 4 GPUs, so half a host is kept: work of 4 GPUs fills 99 halves,
+    // and the last half waits.
+    let mut w = World::new(TWO_TEAMS, 50, 8);
+    let halves: Vec<WorkloadId> = (0..100).map(|_| w.submit("a", 4, 4 * HOUR)).collect();
+    assert_eq!(starts(&w.step()).len(), 99);
+    match w.explain(halves[99]).waiting_for {
+        WaitReason::Headroom { kept_gpus } => assert_eq!(kept_gpus, 4),
+        other => panic!("held back by the headroom, not {other:?}"),
     }
 }
 
