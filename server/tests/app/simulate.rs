@@ -46,6 +46,8 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
         "all",
         "--slurm-limit-factor",
         "3",
+        "--slurm-calc-period",
+        "10m",
         "--out",
         report.to_str().unwrap(),
     ]);
@@ -61,6 +63,8 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
     assert_eq!(json["priority"]["policy"], "priority");
     assert_eq!(json["slurm"]["policy"], "slurm");
     assert_eq!(json["slurm"]["time_limits"]["factor"], 3.0);
+    assert_eq!(json["slurm"]["time_limits"]["priority_calc_period_s"], 600);
+    assert!(table.contains("every 10.0 min"), "{table}");
     assert!(json["fair_share"].get("time_limits").is_none());
     // The input is described the same way under every policy.
     assert_eq!(
@@ -80,6 +84,11 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
             "--slurm-half-life",
             "0s",
             "--slurm-half-life must be at least 1m",
+        ),
+        (
+            "--slurm-calc-period",
+            "soon",
+            "--slurm-calc-period: `soon`: expected a number",
         ),
     ] {
         let out = simulate(&[
