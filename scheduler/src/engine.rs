@@ -117,7 +117,7 @@ impl Clone for Engine {
             config: self.config,
             tree: self.tree.clone(),
             ledger: self.ledger.clone(),
-            slurm_book: Mutex::default(),
+            slurm_book: Mutex::new(self.slurm_book().clone()),
         }
     }
 }

@@ -77,7 +77,7 @@ impl Job {
 
 /// The queue in order, normal and debug jobs in one lane, scavenger work in the other (a pass
 /// skips scavenger work in bulk while no GPUs are idle for it).
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Book {
     calc: Option<Calc>,
     lanes: [Lane; 2],
@@ -91,7 +91,7 @@ pub struct Book {
     smallest_scavenger: u32,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Lane {
     /// Sorted by key at the last calculation; some no longer queued.
     sorted: Vec<Entry>,
@@ -103,6 +103,7 @@ struct Lane {
 const NORMAL: usize = 0;
 const SCAVENGER: usize = 1;
 
+#[derive(Clone)]
 struct Calc {
     at: Time,
     period: Time,
@@ -118,6 +119,7 @@ struct Entry {
     generation: u32,
 }
 
+#[derive(Clone)]
 struct Slot {
     job: Job,
     generation: u32,

@@ -91,6 +91,7 @@ impl Walk<'_> {
 
 /// The integer priority SLURM gives each job at one moment: the weights folded into per-pass
 /// constants, so a job costs a few additions.
+#[derive(Clone)]
 pub(crate) struct Priorities {
     now: Time,
     /// `PriorityWeightFairshare × factor`, by budget id.
