@@ -360,21 +360,31 @@ impl SubtreeWaits {
                 stack.extend(t.children(n).iter().map(|&c| (c, false)));
             }
         }
-        // A counting sort by place. Waits come grouped by leaf, so the last lookup is reused.
+        // Places by database id (ids are small: a table, not a hash per wait).
+        let most = (0..t.len())
+            .map(|i| tree.db_id(BudgetId(i as u32)))
+            .max()
+            .unwrap_or(0);
+        let by_db: Vec<u32> = if (0..1 << 20).contains(&most) {
+            let mut by_db = vec![u32::MAX; most as usize + 1];
+            for i in 0..t.len() {
+                by_db[tree.db_id(BudgetId(i as u32)) as usize] = place[i];
+            }
+            by_db
+        } else {
+            Vec::new()
+        };
+        let place_of = |leaf: i64| match usize::try_from(leaf) {
+            Ok(i) if !by_db.is_empty() => by_db.get(i).copied().unwrap_or(u32::MAX),
+            _ => tree
+                .engine_id(leaf)
+                .map_or(u32::MAX, |id| place[id.0 as usize]),
+        };
+        // A counting sort by place.
         let mut places = Vec::with_capacity(submitted.len());
         let mut counts = vec![0usize; next as usize + 1];
-        let mut last: Option<(i64, u32)> = None;
         for w in submitted {
-            let p = match last {
-                Some((leaf, p)) if leaf == w.leaf => p,
-                _ => {
-                    let p = tree
-                        .engine_id(w.leaf)
-                        .map_or(u32::MAX, |id| place[id.0 as usize]);
-                    last = Some((w.leaf, p));
-                    p
-                }
-            };
+            let p = place_of(w.leaf);
             places.push(p);
             if p != u32::MAX {
                 counts[p as usize + 1] += 1;
