@@ -121,6 +121,14 @@ pub async fn record(
         .execute(&mut *tx)
         .await?;
     }
+    // Samples of a day already rolled up (late reports just after midnight) drop its rollup, as a
+    // late charge does, so the daily utilization includes them.
+    let today = now.div_euclid(scheduler::DAY) * scheduler::DAY;
+    if let Some(&(_, earliest)) = per_hour.keys().min_by_key(|(_, hour)| *hour) {
+        if earliest < today {
+            crate::reports::rollup::invalidate(&mut tx, earliest, today).await?;
+        }
+    }
     for ((leaf, hour), (sampled, utilized)) in per_hour {
         sqlx::query(
             "insert into usage_hour (budget_node_id, hour, sampled_gpu_s, utilized_gpu_s, cluster_id)

@@ -211,15 +211,30 @@ pub async fn ledger_hours(
     db: impl AnyExecutor<'_>,
     from: i64,
     to: i64,
-) -> Result<Vec<(i64, i64, i64, f64, f64, f64, f64)>, sqlx::Error> {
+) -> Result<Vec<LedgerHour>, sqlx::Error> {
     sqlx::query_as(
-        "select cluster_id, budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s
+        "select cluster_id, budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s, owed_gpu_s,
+                sampled_gpu_s, utilized_gpu_s
          from usage_hour where hour >= $1 and hour < $2",
     )
     .bind(from)
     .bind(to)
     .fetch_all(db)
     .await
+}
+
+/// One leaf's hour of the ledger on one cluster.
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+pub struct LedgerHour {
+    pub cluster_id: i64,
+    pub budget_node_id: i64,
+    pub hour: i64,
+    pub charged_gpu_s: f64,
+    pub unallocated_gpu_s: f64,
+    pub demand_gpu_s: f64,
+    pub owed_gpu_s: f64,
+    pub sampled_gpu_s: f64,
+    pub utilized_gpu_s: f64,
 }
 
 /// `(leaf, GPU-seconds sampled, the same weighted by utilization)` over `[from, to)`, for the
@@ -273,11 +288,13 @@ pub async fn insert_node_day(
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         // Two readers may roll up the same finished day at once; both compute the same totals.
-        "insert into node_day (budget_node_id, day, cluster_id, charged_gpu_s, unallocated_gpu_s, owed_gpu_s, tracked_gpu_s)
-         values ($1, $2, $7, $3, $4, $5, $6)
+        "insert into node_day (budget_node_id, day, cluster_id, charged_gpu_s, unallocated_gpu_s, owed_gpu_s, tracked_gpu_s,
+                               sampled_gpu_s, utilized_gpu_s)
+         values ($1, $2, $7, $3, $4, $5, $6, $8, $9)
          on conflict (budget_node_id, day, cluster_id) do update set charged_gpu_s = excluded.charged_gpu_s,
              unallocated_gpu_s = excluded.unallocated_gpu_s, owed_gpu_s = excluded.owed_gpu_s,
-             tracked_gpu_s = excluded.tracked_gpu_s",
+             tracked_gpu_s = excluded.tracked_gpu_s, sampled_gpu_s = excluded.sampled_gpu_s,
+             utilized_gpu_s = excluded.utilized_gpu_s",
     )
     .bind(node)
     .bind(day)
@@ -286,6 +303,8 @@ pub async fn insert_node_day(
     .bind(t.owed_gpu_s)
     .bind(t.tracked_gpu_s)
     .bind(cluster)
+    .bind(t.sampled_gpu_s)
+    .bind(t.utilized_gpu_s)
     .execute(db)
     .await?;
     Ok(())
@@ -304,15 +323,17 @@ pub async fn mark_rolled_up(
     Ok(())
 }
 
-/// `(node, charged, unallocated, owed, tracked)` summed over the rolled-up days in `[from, to)`.
+/// `(node, charged, unallocated, owed, tracked, sampled, utilized)` summed over the rolled-up days
+/// in `[from, to)`.
 pub async fn day_sums(
     db: impl AnyExecutor<'_>,
     from: i64,
     to: i64,
     cluster: Option<i64>,
-) -> Result<Vec<(i64, f64, f64, f64, f64)>, sqlx::Error> {
+) -> Result<Vec<(i64, f64, f64, f64, f64, f64, f64)>, sqlx::Error> {
     sqlx::query_as(
-        "select budget_node_id, sum(charged_gpu_s), sum(unallocated_gpu_s), sum(owed_gpu_s), sum(tracked_gpu_s)
+        "select budget_node_id, sum(charged_gpu_s), sum(unallocated_gpu_s), sum(owed_gpu_s), sum(tracked_gpu_s),
+                sum(sampled_gpu_s), sum(utilized_gpu_s)
          from node_day where day >= $1 and day < $2 and ($3 is null or cluster_id = $3)
          group by budget_node_id",
     )

@@ -205,11 +205,14 @@ async fn figures(
         .iter()
         .filter(|w| id.is_none_or(|c| c == w.cluster))
         .collect();
-    // (GPU-seconds sampled, the same weighted by utilization) per leaf.
-    let sampled: HashMap<BudgetId, (f64, f64)> = repo::utilization(&mut *db, from, to, id)
-        .await?
-        .into_iter()
-        .filter_map(|(leaf, s, u)| Some((tree.engine_id(leaf)?, (s, u))))
+    // (GPU-seconds sampled, the same weighted by utilization) per leaf, from the daily rollups.
+    let sampled: HashMap<BudgetId, (f64, f64)> = tree
+        .tree
+        .leaves()
+        .filter_map(|leaf| {
+            let t = totals.get(&leaf)?;
+            (t.sampled_gpu_s > 0.0).then_some((leaf, (t.sampled_gpu_s, t.utilized_gpu_s)))
+        })
         .collect();
 
     let t = &tree.tree;

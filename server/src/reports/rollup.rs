@@ -17,6 +17,9 @@ pub struct NodeTotals {
     pub unallocated_gpu_s: f64,
     pub owed_gpu_s: f64,
     pub tracked_gpu_s: f64,
+    /// GPU time the agents sampled, and the same weighted by utilization.
+    pub sampled_gpu_s: f64,
+    pub utilized_gpu_s: f64,
 }
 
 impl NodeTotals {
@@ -25,6 +28,8 @@ impl NodeTotals {
         self.unallocated_gpu_s += other.unallocated_gpu_s;
         self.owed_gpu_s += other.owed_gpu_s;
         self.tracked_gpu_s += other.tracked_gpu_s;
+        self.sampled_gpu_s += other.sampled_gpu_s;
+        self.utilized_gpu_s += other.utilized_gpu_s;
     }
 }
 
@@ -48,7 +53,14 @@ pub async fn compute(
     let mut totals: BTreeMap<(i64, BudgetId), NodeTotals> = BTreeMap::new();
     // Inner nodes: per cluster and hour, charged and demand summed over their leaves.
     let mut inner: BTreeMap<(i64, BudgetId, i64), (f64, f64)> = BTreeMap::new();
-    for (cluster, leaf, hour, charged, free, demand, owed) in rows {
+    for row in rows {
+        let (cluster, leaf, hour) = (row.cluster_id, row.budget_node_id, row.hour);
+        let (charged, free, demand, owed) = (
+            row.charged_gpu_s,
+            row.unallocated_gpu_s,
+            row.demand_gpu_s,
+            row.owed_gpu_s,
+        );
         let Some(id) = tree.engine_id(leaf) else {
             continue;
         };
@@ -57,6 +69,8 @@ pub async fn compute(
             unallocated_gpu_s: free,
             owed_gpu_s: owed,
             tracked_gpu_s: charged.min(owed),
+            sampled_gpu_s: row.sampled_gpu_s,
+            utilized_gpu_s: row.utilized_gpu_s,
         };
         totals.entry((cluster, id)).or_default().add(&leaf_totals);
         let mut node = t.parent(id);
@@ -64,6 +78,8 @@ pub async fn compute(
             totals.entry((cluster, n)).or_default().add(&NodeTotals {
                 charged_gpu_s: charged,
                 unallocated_gpu_s: free,
+                sampled_gpu_s: row.sampled_gpu_s,
+                utilized_gpu_s: row.utilized_gpu_s,
                 ..NodeTotals::default()
             });
             let cell = inner.entry((cluster, n, hour)).or_insert((0.0, 0.0));
@@ -140,13 +156,15 @@ pub async fn totals(
     let whole_to = to.min(now).div_euclid(DAY) * DAY;
     if whole_to > whole_from {
         let rows = repo::day_sums(&mut *db, whole_from, whole_to, cluster).await?;
-        for (node, charged, free, owed, tracked) in rows {
+        for (node, charged, free, owed, tracked, sampled, utilized) in rows {
             if let Some(id) = tree.engine_id(node) {
                 out.entry(id).or_default().add(&NodeTotals {
                     charged_gpu_s: charged,
                     unallocated_gpu_s: free,
                     owed_gpu_s: owed,
                     tracked_gpu_s: tracked,
+                    sampled_gpu_s: sampled,
+                    utilized_gpu_s: utilized,
                 });
             }
         }

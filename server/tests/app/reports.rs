@@ -885,3 +885,49 @@ async fn the_trend_puts_each_nodes_quarters_side_by_side_from_the_first_with_dat
         assert_eq!(refused.json()["field"], field, "{query}");
     }
 }
+
+#[tokio::test]
+async fn the_quarterly_review_reads_utilization_from_the_daily_rollups_as_the_ledger_has_it() {
+    let (app, token, h0) = fixture().await;
+    // GPU time sampled on ai/olmo in both of its hours: 4,500 of 10,800 GPU-seconds busy.
+    for (hour, sampled, utilized) in [(h0, 7_200.0, 3_600.0), (h0 + 3600, 3_600.0, 900.0)] {
+        sqlx::query(
+            "update usage_hour set sampled_gpu_s = $2, utilized_gpu_s = $3
+             where hour = $1 and budget_node_id = (select budget_node_id from budget_node where path = 'ai/olmo')",
+        )
+        .bind(hour)
+        .bind(sampled)
+        .bind(utilized)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    let review = get(&app, &token, "/api/v1/reports/quarter?year=2026&quarter=1")
+        .await
+        .json();
+    let rolled: i64 = sqlx::query_scalar("select count(*) from node_day where sampled_gpu_s > 0")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(rolled > 0, "the day was rolled up with its samples");
+    let row = |path: &str| {
+        review["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["path"] == path)
+            .unwrap()
+            .clone()
+    };
+    for path in ["ai/olmo", "ai"] {
+        let utilization = row(path)["utilization"].as_f64().unwrap();
+        assert!(
+            (utilization - 4_500.0 / 10_800.0).abs() < 1e-9,
+            "{path}: {utilization}"
+        );
+        assert!((row(path)["utilized_gpu_h"].as_f64().unwrap() - 1.25).abs() < 1e-9);
+    }
+    assert!(row("ai/molmo")["utilization"].is_null());
+    let headline = review["headline"]["utilization"].as_f64().unwrap();
+    assert!((headline - 4_500.0 / 10_800.0).abs() < 1e-9, "{headline}");
+}
