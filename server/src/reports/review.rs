@@ -14,7 +14,6 @@ use app::{
 };
 use scheduler::{sim::WaitStats, BudgetId, HOUR};
 use sqlx::AnyPool;
-use std::collections::HashMap;
 
 /// The review of quarter `quarter` (1–4) of fiscal year `year` in `fiscal`'s calendar, labelled
 /// `Q4 2026` (or `Q1 FY2027`); without them, the quarter `now` falls in.
@@ -205,15 +204,6 @@ async fn figures(
         .iter()
         .filter(|w| id.is_none_or(|c| c == w.cluster))
         .collect();
-    // (GPU-seconds sampled, the same weighted by utilization) per leaf, from the daily rollups.
-    let sampled: HashMap<BudgetId, (f64, f64)> = tree
-        .tree
-        .leaves()
-        .filter_map(|leaf| {
-            let t = totals.get(&leaf)?;
-            (t.sampled_gpu_s > 0.0).then_some((leaf, (t.sampled_gpu_s, t.utilized_gpu_s)))
-        })
-        .collect();
 
     let t = &tree.tree;
     let end = to.min(now);
@@ -264,16 +254,14 @@ async fn figures(
         let share_at_end = t.version_at(end - 1).fraction(id);
         let (delivered, unallocated, owed) =
             (node.charged_gpu_s, node.unallocated_gpu_s, node.owed_gpu_s);
-        let leaves = leaves_under(t, id);
         scratch.clear();
         if let Some(by_subtree) = &by_subtree {
             scratch.extend_from_slice(by_subtree.of(id));
         }
         let stats = WaitStats::of_unsorted(&mut scratch);
-        let (sampled_s, utilized_s) = leaves
-            .iter()
-            .filter_map(|leaf| sampled.get(leaf))
-            .fold((0.0, 0.0), |(s, u), (ls, lu)| (s + ls, u + lu));
+        // GPU time sampled under the node, and the same weighted by utilization (the rollups
+        // sum them up the tree as they do charges).
+        let (sampled_s, utilized_s) = (node.sampled_gpu_s, node.utilized_gpu_s);
         rows.push(ReviewRow {
             fraction: if capacity_total > 0.0 {
                 funded / capacity_total
@@ -321,9 +309,8 @@ async fn figures(
         free,
         WaitStats::of_unsorted(&mut debug).p90,
     );
-    let (sampled_s, utilized_s) = sampled
-        .values()
-        .fold((0.0, 0.0), |(s, u), (ls, lu)| (s + ls, u + lu));
+    let sampled_s: f64 = leaves.iter().map(|l| l.sampled_gpu_s).sum();
+    let utilized_s: f64 = leaves.iter().map(|l| l.utilized_gpu_s).sum();
     headline.utilization = (sampled_s > 0.0).then(|| utilized_s / sampled_s);
     headline.sampled_gpu_h = sampled_s / HOUR as f64;
     headline.capacity_gpu_h = capacity_total / HOUR as f64;
@@ -416,19 +403,6 @@ impl SubtreeWaits {
         let (a, b) = self.runs[node.0 as usize];
         &self.waits[a..b]
     }
-}
-
-fn leaves_under(t: &scheduler::BudgetTree, id: BudgetId) -> Vec<BudgetId> {
-    let mut leaves = Vec::new();
-    let mut stack = vec![id];
-    while let Some(n) = stack.pop() {
-        if t.is_leaf(n) {
-            leaves.push(n);
-        } else {
-            stack.extend_from_slice(t.children(n));
-        }
-    }
-    leaves
 }
 
 /// DESIGN §5's headline from each team's `(delivered, owed)` GPU-seconds and the totals.
