@@ -13,7 +13,7 @@ use crate::cluster::{GpuSet, NodeGpus};
 use crate::engine::Engine;
 use crate::explain::{blocked_reason, WaitReason};
 use crate::health::drain_hosts;
-use crate::ids::{NodeId, Time, WorkloadId};
+use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::memo::{bits_of, Failure, Failures};
 use crate::placement::{Choice, Rules};
 use crate::pool::{Held, Pool, Run};
@@ -70,6 +70,10 @@ pub(crate) fn fair_share(
         tree: engine.tree(),
         standings: &standings,
         margin: engine.config().damping_margin,
+        kill_margin: engine
+            .config()
+            .kill_margin
+            .max(engine.config().damping_margin),
         max_reservations: engine.config().max_reservations,
         queued: state.queued,
         now,
@@ -100,11 +104,45 @@ pub(crate) fn fair_share(
     pass.finish()
 }
 
+/// Whose unprotected work one leaf may preempt, by leaf rank: resumable work (`eligible`), and
+/// work whose progress a preemption ends (`kill`, behind the wider kill margin: a subset).
+struct Victims {
+    eligible: Vec<bool>,
+    kill: Vec<bool>,
+}
+
+impl Victims {
+    fn of(leaf: BudgetId, pass: &Pass<'_>) -> Victims {
+        Victims {
+            eligible: pass.standings.preemptible_by(leaf, pass.margin, pass.tree),
+            kill: pass
+                .standings
+                .preemptible_by(leaf, pass.kill_margin, pass.tree),
+        }
+    }
+
+    /// Whether fair share lets this leaf preempt `r` once its protection has ended.
+    fn may_take(&self, r: &Run) -> bool {
+        let by_rank = if r.spec.resumable {
+            &self.eligible
+        } else {
+            &self.kill
+        };
+        by_rank[r.rank as usize]
+    }
+
+    /// Both sets as one bit set, to compare with other leaves' (see `memo`).
+    fn bits(&self) -> Rc<[u64]> {
+        let both: Vec<bool> = self.eligible.iter().chain(&self.kill).copied().collect();
+        bits_of(&both)
+    }
+}
+
 /// What the scan knows about one leaf's bucket of allocated work.
 struct Group {
     rank: u32,
     /// By leaf rank: whose unprotected work this leaf may preempt.
-    eligible: Vec<bool>,
+    victims: Victims,
     /// The same as a bit set, to compare with other leaves'.
     bits: Rc<[u64]>,
     reach: Option<(u64, u32)>,
@@ -124,6 +162,8 @@ struct Pass<'a> {
     tree: &'a BudgetTree,
     standings: &'a Standings,
     margin: f64,
+    /// The damping margin for work a preemption would end (`Config::kill_margin`).
+    kill_margin: f64,
     max_reservations: usize,
     queued: &'a [WorkloadSpec],
     now: Time,
@@ -161,11 +201,11 @@ impl Pass<'_> {
                     continue;
                 }
                 let leaf = self.standings.leaves()[rank];
-                let eligible = self.standings.preemptible_by(leaf, self.margin, self.tree);
+                let victims = Victims::of(leaf, self);
                 let mut group = Group {
                     rank: rank as u32,
-                    bits: bits_of(&eligible),
-                    eligible,
+                    bits: victims.bits(),
+                    victims,
                     reach: None,
                     noted: false,
                 };
@@ -189,7 +229,7 @@ impl Pass<'_> {
                     if watched.is_some() {
                         self.watched = None;
                     }
-                    self.note_blocked(&group.eligible);
+                    self.note_blocked(&group.victims.eligible);
                     group.noted = true;
                     if queue.max_gpus(rank) > self.pool.node_size
                         && self.attempts < self.max_reservations
@@ -300,7 +340,8 @@ impl Pass<'_> {
         // allocated scan that follows still offers them.
         let mut failed: Option<(u64, u32)> = None;
         // Each leaf's fair-share eligibility, worked out once per pass.
-        let mut eligible_by_rank: Vec<Option<Vec<bool>>> = vec![None; self.standings.leaf_count()];
+        let mut victims_by_rank: Vec<Option<Victims>> =
+            (0..self.standings.leaf_count()).map(|_| None).collect();
         let now = self.now;
         for (key, q) in lane {
             let w = self.queued[q as usize];
@@ -310,19 +351,18 @@ impl Pass<'_> {
             if failed.is_some_and(|(at, gpus)| w.gpus >= gpus && !self.pool.loosened_after(at)) {
                 continue;
             }
-            let eligible = eligible_by_rank[key.rank() as usize].get_or_insert_with(|| {
-                self.standings
-                    .preemptible_by(w.leaf, self.margin, self.tree)
-            });
-            let eligible: &[bool] = eligible;
+            let victims = victims_by_rank[key.rank() as usize]
+                .get_or_insert_with(|| Victims::of(w.leaf, self));
+            let victims: &Victims = victims;
             let victim = |r: &Run| {
                 !r.spec.is_allocated()
-                    || (!r.is_protected(now) && (r.spec.resumable || eligible[r.rank as usize]))
+                    || (!r.is_protected(now) && (r.spec.resumable || victims.may_take(r)))
             };
             let choice = self.find_idle_then_preempting(&w, key, &victim);
             match choice {
                 Some(choice) => {
                     self.lane_room -= w.gpus;
+                    let eligible = &victims.eligible;
                     self.start(q, key.rank(), choice, eligible, Some(PreemptRule::FastLane));
                 }
                 None => failed = Some((self.pool.changes, w.gpus)),
@@ -342,7 +382,7 @@ impl Pass<'_> {
             .pool
             .unprotected_by_rank
             .iter()
-            .zip(&group.eligible)
+            .zip(&group.victims.eligible)
             .filter(|(_, &e)| e)
             .map(|(g, _)| g)
             .sum();
@@ -417,7 +457,7 @@ impl Pass<'_> {
         self.held_by_headroom = true;
         if !group.noted {
             group.noted = true;
-            self.note_blocked(&group.eligible);
+            self.note_blocked(&group.victims.eligible);
         }
         if self.watch == Some(w.id) {
             self.watched = Some(WaitReason::Headroom {
@@ -482,7 +522,7 @@ impl Pass<'_> {
                 return;
             }
             Ok(choice) => {
-                self.start(q, group.rank, choice, &group.eligible, None);
+                self.start(q, group.rank, choice, &group.victims.eligible, None);
                 return;
             }
             Err(found) => found,
@@ -507,14 +547,15 @@ impl Pass<'_> {
         // Once per group is enough: noting it again would OR the same leaves into `wake_for`.
         if !group.noted {
             group.noted = true;
-            self.note_blocked(&group.eligible);
+            self.note_blocked(&group.victims.eligible);
         }
         self.explain_blocked(&w, key, group);
     }
 
     fn explain_blocked(&mut self, w: &WorkloadSpec, key: QueueKey, group: &Group) {
         if self.watch == Some(w.id) {
-            let reason = blocked_reason(&self.pool, w, group.rank, &group.eligible, &|h| {
+            let may_take = |r: &Run| group.victims.may_take(r);
+            let reason = blocked_reason(&self.pool, w, group.rank, &may_take, &|h| {
                 self.may_backfill(h, w, key)
             });
             self.watched = Some(reason);
@@ -528,10 +569,10 @@ impl Pass<'_> {
     fn try_reserving(&mut self, q: u32, key: QueueKey, group: &mut Group, holds: bool) {
         let w = self.queued[q as usize];
         let now = self.now;
-        let eligible = &group.eligible;
+        let victims = &group.victims;
         let behind = |r: &Run| {
             r.spec.is_allocated()
-                && (eligible[r.rank as usize]
+                && (victims.may_take(r)
                     || (r.spec.resumable && QueueKey::fair_share(&r.spec, r.rank) > key))
         };
         let victim = |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && behind(r));
@@ -546,14 +587,14 @@ impl Pass<'_> {
                 q,
                 group.rank,
                 choice,
-                &group.eligible,
+                &group.victims.eligible,
                 Some(PreemptRule::Reserved),
             );
             return;
         }
         if !group.noted {
             group.noted = true;
-            self.note_blocked(&group.eligible);
+            self.note_blocked(&group.victims.eligible);
         }
         if !holds {
             self.attempts += 1;
@@ -594,10 +635,10 @@ impl Pass<'_> {
     ) -> Result<Choice, Option<(u32, bool)>> {
         let now = self.now;
         let reach = self.reachable(group);
-        let eligible = &group.eligible;
+        let victims = &group.victims;
         let backfill = |h: &Held| self.may_backfill(h, w, key);
         let victim =
-            |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && eligible[r.rank as usize]);
+            |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && victims.may_take(r));
         let idle = Rules {
             may_backfill: &backfill,
             victim: None,
@@ -648,7 +689,11 @@ impl Pass<'_> {
                         .standings
                         .split(w.leaf, r.spec.leaf)
                         .expect("a leaf never preempts itself"),
-                    margin: self.margin,
+                    margin: if r.spec.resumable {
+                        self.margin
+                    } else {
+                        self.kill_margin
+                    },
                 }
             } else {
                 other.expect("only the fast lane and reservations take work outside fair share")

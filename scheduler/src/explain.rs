@@ -68,11 +68,12 @@ pub enum WaitReason {
         protected_until: Option<Time>,
         /// GPUs of work whose leaf ranks at least as well as its own (or is the same leaf).
         outranking_gpus: u32,
-        /// GPUs of work ranked below it but within the damping margin.
+        /// GPUs of work ranked below it but within the damping margin (for work that cannot
+        /// resume, the wider kill margin: `Config::kill_margin`).
         within_margin_gpus: u32,
         /// Who holds the GPUs: the work it may preempt soonest (with the moment it may), then
         /// the largest work it may not preempt (`None`): ranked at least as well as its own, or
-        /// within the damping margin.
+        /// within the damping (or kill) margin.
         holders: Vec<(WorkloadId, Option<Time>)>,
     },
     /// Unallocated work takes only idle GPUs, after all allocated work.
@@ -208,12 +209,13 @@ fn out_of_reach(state: &ClusterState<'_>, gpus: u32) -> Option<WaitReason> {
     }
 }
 
-/// Why an allocated workload that could not start now waits, given whose work it may preempt.
+/// Why an allocated workload that could not start now waits, given whose work it may preempt
+/// once its protection ends (`may_take`).
 pub(crate) fn blocked_reason(
     pool: &Pool,
     w: &WorkloadSpec,
     rank: u32,
-    eligible: &[bool],
+    may_take: &dyn Fn(&crate::pool::Run) -> bool,
     may_backfill: &dyn Fn(&Held) -> bool,
 ) -> WaitReason {
     if let Some(h) = pool.held.iter().find(|h| h.live && h.workload == w.id) {
@@ -223,9 +225,8 @@ pub(crate) fn blocked_reason(
         };
     }
     let now = pool.now;
-    let victim = |r: &crate::pool::Run| {
-        !r.spec.is_allocated() || (!r.is_protected(now) && eligible[r.rank as usize])
-    };
+    let victim =
+        |r: &crate::pool::Run| !r.spec.is_allocated() || (!r.is_protected(now) && may_take(r));
     let ignoring_holds = crate::placement::Rules {
         may_backfill: &|_: &Held| true,
         victim: Some(&victim),
@@ -247,7 +248,7 @@ pub(crate) fn blocked_reason(
         .iter()
         .filter(|r| r.alive && r.spec.is_allocated())
     {
-        if eligible[r.rank as usize] {
+        if may_take(r) {
             if r.is_protected(now) {
                 protected_gpus += r.usable_gpus;
                 let until = r.protected_until.unwrap_or(now);

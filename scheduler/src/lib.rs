@@ -15,7 +15,8 @@
 //!
 //! Running allocated work is protected for its minimum runtime. After that, a waiting workload may
 //! preempt it if, where their paths in the tree part, the running side's ratio exceeds the waiting
-//! side's by more than the damping margin. Unallocated work is preemptible by any allocated work.
+//! side's by more than the damping margin — or, for work that cannot resume (its progress would be
+//! lost), by more than the wider kill margin. Unallocated work is preemptible by any allocated work.
 //! The cheapest set of victims is chosen (free work first, non-resumable work last, least progress
 //! lost), and every preemption carries a [`PreemptReason`].
 //!

@@ -204,7 +204,7 @@ pub fn waiting_for(value: &WaitingFor, now: i64) -> String {
                 text += &format!(" {outranking_gpus} GPUs run work of projects ranked at least as well as yours.");
             }
             if *within_margin_gpus > 0 {
-                text += &format!(" {within_margin_gpus} GPUs run work within the damping margin of yours.");
+                text += &format!(" {within_margin_gpus} GPUs run work within the damping margin of yours (the wider kill margin for work that cannot resume).");
             }
             if !holders.is_empty() {
                 let named: Vec<String> = holders

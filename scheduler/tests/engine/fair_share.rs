@@ -330,3 +330,76 @@ fn nothing_waiting_means_no_wake_up() {
         }
     );
 }
+
+/// `a` waits for the whole node; `b` runs unprotected work on it, and is ahead of `a` by about
+/// `b_hours - 16` GPU-hours of an 8-GPU node's week (672 funded GPU-hours each).
+fn one_unprotected_run_of_b(b_hours: f64, resumable: bool) -> (World, WorkloadId, WorkloadId) {
+    let mut w = World::new(TWO_TEAMS, 1, 8);
+    w.history("b", b_hours);
+    let mut spec = w.spec("b", 8, HOUR);
+    spec.resumable = resumable;
+    let run = w.place(spec, -2 * HOUR, &[(0, &[0, 1, 2, 3, 4, 5, 6, 7])]);
+    let a = w.submit("a", 8, HOUR);
+    (w, run, a)
+}
+
+#[test]
+fn work_that_cannot_resume_is_killed_only_past_the_wider_kill_margin() {
+    let config = Config::default();
+    assert!(config.kill_margin > config.damping_margin);
+    // b is ahead by about 0.12 of its week: past the damping margin, within the kill margin.
+    for resumable in [true, false] {
+        let (w, run, a) = one_unprotected_run_of_b(64.0, resumable);
+        let decision = w.decide();
+        if resumable {
+            assert_eq!(preempted(&decision), [run], "resumable work is requeued");
+            continue;
+        }
+        assert!(
+            decision.actions.is_empty(),
+            "its progress would be lost: {decision:?}"
+        );
+        let WaitReason::Capacity {
+            within_margin_gpus,
+            protected_gpus,
+            ..
+        } = w.explain(a).waiting_for
+        else {
+            panic!("capacity expected");
+        };
+        assert_eq!((within_margin_gpus, protected_gpus), (8, 0));
+    }
+    // b ahead by about 0.42: the kill margin is passed, and the reason says which margin applied.
+    let (w, run, _) = one_unprotected_run_of_b(300.0, false);
+    let reasons = preempt_reasons(&w.decide());
+    assert_eq!(reasons.len(), 1);
+    assert_eq!(reasons[0].0, run);
+    assert_eq!(reasons[0].2, AfterStop::EndPreempted);
+    let PreemptRule::FairShare { margin, split } = reasons[0].1.rule else {
+        panic!("fair share expected: {:?}", reasons[0].1.rule);
+    };
+    assert_eq!(margin, config.kill_margin);
+    assert!(split.their_ratio > split.our_ratio + config.kill_margin);
+}
+
+#[test]
+fn a_kill_margin_below_the_damping_margin_reads_as_the_damping_margin() {
+    // b is ahead by about 0.05 of its week.
+    let (mut w, run, _) = one_unprotected_run_of_b(17.0, false);
+    assert!(
+        w.decide().actions.is_empty(),
+        "within the default kill margin"
+    );
+    let config = *w.engine.config();
+    w.engine.set_config(Config {
+        kill_margin: 0.0,
+        ..config
+    });
+    assert_eq!(preempted(&w.decide()), [run], "past the damping margin");
+    w.engine.set_config(Config {
+        kill_margin: 0.0,
+        damping_margin: 0.1,
+        ..config
+    });
+    assert!(w.decide().actions.is_empty(), "within the damping margin");
+}
