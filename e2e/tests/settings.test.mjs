@@ -65,6 +65,33 @@ describe('settings', () => {
     });
   });
 
+  test('an admin widens the kill margin after a value below the damping margin is refused beside its field', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'root', 'root-password-1');
+      await page.goto(`${server.url}/settings`);
+      await waitForHydration(page);
+      const kill = page.getByLabel('Kill margin (work that cannot resume)');
+      assert.equal(await kill.inputValue(), '0.3');
+      assert.equal(await page.getByLabel('Damping margin').inputValue(), '0.02');
+
+      await kill.fill('0.01');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      const refusal = page.locator('#kill-margin-error');
+      await refusal.getByText('at least the damping margin (0.02), not 0.01').waitFor();
+      assert.equal(await kill.getAttribute('aria-describedby'), 'kill-margin-error');
+
+      await kill.fill('0.5');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await page.getByRole('status').getByText(/Saved/).waitFor();
+      const row = page.getByRole('table').getByRole('row')
+        .filter({ has: page.getByRole('cell', { name: 'Kill margin (work that cannot resume)', exact: true }) });
+      assert.deepEqual((await row.getByRole('cell').allTextContents()).slice(3, 5), ['0.3', '0.5']);
+      await page.reload();
+      await waitForHydration(page);
+      assert.equal(await page.getByLabel('Kill margin (work that cannot resume)').inputValue(), '0.5');
+    });
+  });
+
   test('an admin starts the fiscal year in October and the review names fiscal quarters', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'root', 'root-password-1');

@@ -112,6 +112,8 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                     "The longest protection a workload may ask for: 0.25 to 168 hours.", "0.25")}
                 {field(("damping", "damping-error"), "damping_margin", "Damping margin", view.damping_margin.to_string(),
                     "A waiting workload preempts only if the running side's ratio is higher by more than this.", "0.005")}
+                {field(("kill-margin", "kill-margin-error"), "kill_margin", "Kill margin (work that cannot resume)", view.kill_margin.to_string(),
+                    "Work that cannot resume loses its progress when preempted: it is taken only past this wider margin, at least the damping margin.", "0.005")}
                 {field(("heartbeat", "heartbeat-error"), "heartbeat_deadline_s", "Heartbeat deadline (seconds)", view.heartbeat_deadline_s.to_string(),
                     "A node silent this long is marked down and its work requeued.", "1")}
                 {field(("grace", "grace-error"), "grace_s", "Preemption grace period (seconds)", view.grace_s.to_string(),

@@ -10,6 +10,9 @@ pub struct SettingsView {
     pub window_days: f64,
     pub max_min_runtime_hours: f64,
     pub damping_margin: f64,
+    /// The wider margin for preempting work that cannot resume (its progress is lost).
+    #[serde(default = "default_kill_margin")]
+    pub kill_margin: f64,
     pub heartbeat_deadline_s: i64,
     pub grace_s: i64,
     pub auto_recover_nodes: bool,
@@ -21,6 +24,10 @@ pub struct SettingsView {
     pub fiscal_start_month: u32,
     pub history: Vec<SettingChange>,
     pub can_edit: bool,
+}
+
+fn default_kill_margin() -> f64 {
+    0.3
 }
 
 /// One change in the settings' history, in the form's words and units.
@@ -55,6 +62,7 @@ pub fn in_form_units(key: &str, stored: &str) -> (&'static str, String) {
         "window_s" => ("Lookback window (days)", scaled(86_400.0)),
         "max_min_runtime_s" => ("Minimum-runtime cap (hours)", scaled(3_600.0)),
         "damping_margin" => ("Damping margin", stored.to_string()),
+        "kill_margin" => ("Kill margin (work that cannot resume)", stored.to_string()),
         "heartbeat_deadline_s" => ("Heartbeat deadline (seconds)", stored.to_string()),
         "grace_s" => ("Preemption grace period (seconds)", stored.to_string()),
         "output_retention_days" => ("Keep output for (days)", stored.to_string()),
@@ -79,6 +87,9 @@ pub struct SettingsForm {
     pub window_days: String,
     pub max_min_runtime_hours: String,
     pub damping_margin: String,
+    /// A client that leaves it out keeps the current value.
+    #[serde(default)]
+    pub kill_margin: Option<String>,
     pub heartbeat_deadline_s: String,
     pub grace_s: String,
     /// Retention fields; a client that leaves them out keeps the current values.

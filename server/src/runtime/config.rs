@@ -10,6 +10,8 @@ pub struct RuntimeConfig {
     pub max_min_runtime: Time,
     /// See `scheduler::Config::damping_margin`.
     pub damping_margin: f64,
+    /// See `scheduler::Config::kill_margin`: never below the damping margin.
+    pub kill_margin: f64,
     /// A node whose agent is silent this long is marked down.
     pub heartbeat_deadline: Time,
     /// Seconds between SIGTERM and SIGKILL when an agent stops a workload.
@@ -38,6 +40,7 @@ impl Default for RuntimeConfig {
             window: 7 * DAY,
             max_min_runtime: 8 * HOUR,
             damping_margin: 0.02,
+            kill_margin: scheduler::Config::default().kill_margin,
             heartbeat_deadline: 30,
             grace: 10,
             safety_tick_ms: 5_000,
@@ -53,6 +56,7 @@ impl RuntimeConfig {
         let mut config = scheduler::Config::default();
         config.ledger.window = self.window;
         config.damping_margin = self.damping_margin;
+        config.kill_margin = self.kill_margin;
         config
     }
 }

@@ -32,6 +32,7 @@ pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeCo
             "damping_margin" => {
                 config.damping_margin = value.parse().unwrap_or(config.damping_margin)
             }
+            "kill_margin" => config.kill_margin = value.parse().unwrap_or(config.kill_margin),
             "heartbeat_deadline_s" => {
                 config.heartbeat_deadline = value.parse().unwrap_or(config.heartbeat_deadline)
             }
@@ -70,6 +71,7 @@ pub async fn view(
         window_days: config.window as f64 / DAY as f64,
         max_min_runtime_hours: config.max_min_runtime as f64 / HOUR as f64,
         damping_margin: config.damping_margin,
+        kill_margin: config.kill_margin,
         heartbeat_deadline_s: config.heartbeat_deadline,
         grace_s: config.grace,
         auto_recover_nodes: config.auto_recover_nodes,
@@ -187,6 +189,10 @@ pub async fn update(
             0.0,
             1.0,
         )?,
+        kill_margin: match form.kill_margin.as_deref() {
+            None => old.kill_margin,
+            Some(raw) => number("kill_margin", raw, "kill margin", 0.0, 1.0)?,
+        },
         heartbeat_deadline: number(
             "heartbeat_deadline_s",
             &form.heartbeat_deadline_s,
@@ -228,6 +234,16 @@ pub async fn update(
         },
         ..old
     };
+    if new.kill_margin < new.damping_margin {
+        return Err(ServerError::invalid(
+            "kill_margin",
+            format!(
+                "The kill margin guards work that cannot resume, so it is at least the damping \
+                 margin ({}), not {}.",
+                new.damping_margin, new.kill_margin
+            ),
+        ));
+    }
     let changes = [
         ("window_s", old.window.to_string(), new.window.to_string()),
         (
@@ -239,6 +255,11 @@ pub async fn update(
             "damping_margin",
             old.damping_margin.to_string(),
             new.damping_margin.to_string(),
+        ),
+        (
+            "kill_margin",
+            old.kill_margin.to_string(),
+            new.kill_margin.to_string(),
         ),
         (
             "heartbeat_deadline_s",

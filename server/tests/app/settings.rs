@@ -219,3 +219,55 @@ async fn a_fiscal_year_starting_in_october_names_and_bounds_the_reviews_quarters
         .unwrap();
     assert_eq!(reloaded.fiscal_start_month, 10, "it survives a restart");
 }
+
+#[tokio::test]
+async fn the_kill_margin_applies_to_the_engine_and_is_never_below_the_damping_margin() {
+    let app = TestApp::new().await;
+    app.create_user("root", "admin", "long enough 1").await;
+    let admin = app.sign_in("root", "long enough 1").await;
+    let default = server::runtime::config::RuntimeConfig::default().kill_margin;
+    assert_eq!(default, scheduler::Config::default().kill_margin);
+
+    let mut form = FORM.to_vec();
+    form.push(("kill_margin", "0.01"));
+    let refused = app
+        .post_form("/api/settings/update", &form, Some(&admin))
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.body.contains("kill_margin"), "{}", refused.body);
+    assert!(
+        refused.body.contains("at least the damping margin (0.05)"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(app.runtime.config().kill_margin, default, "nothing changed");
+    assert_eq!(app.runtime.config().damping_margin, 0.02, "nothing changed");
+
+    form.pop();
+    form.push(("kill_margin", "0.5"));
+    let saved = app
+        .post_form("/api/settings/update", &form, Some(&admin))
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+    assert_eq!(app.runtime.config().kill_margin, 0.5);
+    assert_eq!(app.runtime.config().engine_config().kill_margin, 0.5);
+    assert!(
+        saved.body.contains("Kill margin (work that cannot resume)"),
+        "{}",
+        saved.body
+    );
+    let reloaded = server::settings::load(&app.pool, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        reloaded.kill_margin, 0.5,
+        "stored settings survive a restart"
+    );
+
+    // A client that leaves the field out keeps the margin as it is.
+    let kept = app
+        .post_form("/api/settings/update", &FORM, Some(&admin))
+        .await;
+    assert_eq!(kept.status, StatusCode::OK, "{}", kept.body);
+    assert_eq!(app.runtime.config().kill_margin, 0.5);
+}
