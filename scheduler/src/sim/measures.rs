@@ -264,6 +264,7 @@ pub(crate) fn measure(input: &SimInput, config: &SimConfig, out: &Outcome) -> Re
         lost_fraction: share_of(lost, busy),
         zero_length_runs,
         free_runs_under_a_minute,
+        kill_margin: (policy == Policy::FairShare).then_some(config.kill_margin),
         time_limits: (policy == Policy::Slurm).then_some(TimeLimits {
             factor: config.time_limit_factor,
             max_wall_s: config.slurm.max_wall,

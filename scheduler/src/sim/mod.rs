@@ -39,7 +39,7 @@ pub mod trace;
 
 use std::fmt;
 
-use crate::engine::Policy;
+use crate::engine::{Config, Policy};
 use crate::ids::{Time, DAY, HOUR};
 use crate::slurm::SlurmConfig;
 use crate::tree::BudgetTree;
@@ -72,6 +72,9 @@ pub struct SimConfig {
     /// [`SlurmConfig::max_wall`] but never below the true duration (the trace's work is done
     /// whole; a site would have it split into jobs that chain).
     pub time_limit_factor: f64,
+    /// Fair share's margin for preempting work that cannot resume (`Config::kill_margin`; read
+    /// as at least the damping margin).
+    pub kill_margin: f64,
 }
 
 impl SimConfig {
@@ -91,6 +94,7 @@ impl Default for SimConfig {
             horizon: None,
             slurm: SlurmConfig::default(),
             time_limit_factor: 2.0,
+            kill_margin: Config::default().kill_margin,
         }
     }
 }

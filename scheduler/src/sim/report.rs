@@ -67,6 +67,9 @@ pub struct Report {
     pub min_runtime_capped: u64,
     /// Decision passes the engine ran.
     pub decisions: u64,
+    /// Fair share's margin for preempting work that cannot resume (only under `fair-share`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kill_margin: Option<f64>,
     /// The SLURM peer's time limits (only under `slurm`): what its backfill planned by.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_limits: Option<TimeLimits>,
@@ -294,6 +297,11 @@ pub fn summary_table(reports: &[&Report]) -> String {
         format!("{:.0} ({:.2}%)", r.lost_gpu_h, 100.0 * r.lost_fraction)
     });
     row("zero-length runs", &|r| r.zero_length_runs.to_string());
+    if reports.iter().any(|r| r.kill_margin.is_some()) {
+        row("kill margin (fair share)", &|r| {
+            r.kill_margin.map_or_else(|| "-".into(), |m| format!("{m}"))
+        });
+    }
     if reports.iter().any(|r| r.time_limits.is_some()) {
         row("time limits (SLURM backfill)", &|r| {
             r.time_limits.as_ref().map_or_else(

@@ -129,6 +129,7 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
             decay_half_life: config.slurm.decay_half_life,
         },
         slurm: config.slurm,
+        kill_margin: config.kill_margin,
         ..Config::default()
     };
     let mut engine = Engine::new(input.tree.clone(), engine_config);

@@ -25,6 +25,11 @@ pub struct SimulateArgs {
     pub policy: PolicyChoice,
     #[command(flatten)]
     pub slurm: SlurmArgs,
+    /// Fair share takes unprotected work that cannot resume (its progress is lost) only where the
+    /// running side's ratio exceeds the waiting side's by more than this (at least the damping
+    /// margin, 0.02); resumable work by more than the damping margin.
+    #[arg(long, default_value_t = scheduler::Config::default().kill_margin)]
+    pub kill_margin: f64,
     /// The fair-share lookback window (`7d`, `36h`, or seconds).
     #[arg(long, default_value = "7d")]
     pub window: String,

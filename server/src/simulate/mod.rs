@@ -121,8 +121,15 @@ fn simulate(args: &SimulateArgs) -> Result<(), ServerError> {
             .transpose()?,
         slurm: args.slurm.config(duration)?,
         time_limit_factor: args.slurm.limit_factor,
+        kill_margin: args.kill_margin,
         ..SimConfig::default()
     };
+    if !(0.0..=1.0).contains(&base.kill_margin) {
+        return Err(ServerError::invalid(
+            "kill-margin",
+            "--kill-margin must be between 0 and 1 (a ratio of usage to a window's funded time)",
+        ));
+    }
     if !(1.0..=100.0).contains(&base.time_limit_factor) {
         return Err(ServerError::invalid(
             "slurm-limit-factor",

@@ -48,6 +48,8 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
         "3",
         "--slurm-calc-period",
         "10m",
+        "--kill-margin",
+        "0.25",
         "--out",
         report.to_str().unwrap(),
     ]);
@@ -66,6 +68,9 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
     assert_eq!(json["slurm"]["time_limits"]["priority_calc_period_s"], 600);
     assert!(table.contains("every 10.0 min"), "{table}");
     assert!(json["fair_share"].get("time_limits").is_none());
+    assert_eq!(json["fair_share"]["kill_margin"], 0.25);
+    assert!(json["slurm"].get("kill_margin").is_none());
+    assert!(table.contains("kill margin (fair share)"), "{table}");
     // The input is described the same way under every policy.
     assert_eq!(
         json["slurm"]["demand_over_capacity"],
@@ -89,6 +94,11 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
             "--slurm-calc-period",
             "soon",
             "--slurm-calc-period: `soon`: expected a number",
+        ),
+        (
+            "--kill-margin",
+            "2",
+            "--kill-margin must be between 0 and 1",
         ),
     ] {
         let out = simulate(&[
