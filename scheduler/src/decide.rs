@@ -31,6 +31,26 @@ pub(crate) fn fair_share(
     now: Time,
     watch: Option<WorkloadId>,
 ) -> (Decision, Option<WaitReason>) {
+    fair_share_with(engine, state, now, watch, Shortcuts::On)
+}
+
+/// Whether the pass skips searches whose outcome it already knows changes nothing (requests the
+/// headroom holds back: see [`HeldBack`] and `Pass::headroom_holds_the_rest`). `Off` is the
+/// reference the property tests hold the pass to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shortcuts {
+    On,
+    #[cfg_attr(not(feature = "full-walk"), allow(dead_code))]
+    Off,
+}
+
+pub(crate) fn fair_share_with(
+    engine: &Engine,
+    state: &ClusterState<'_>,
+    now: Time,
+    watch: Option<WorkloadId>,
+    shortcuts: Shortcuts,
+) -> (Decision, Option<WaitReason>) {
     let standings = engine.standings(now);
     let ranks = standings.leaf_count();
     // Allocated work preempts unallocated work, and allocated work out of its protection.
@@ -89,6 +109,7 @@ pub(crate) fn fair_share(
         nodes: Vec::new(),
         watch,
         watched: None,
+        shortcuts,
     };
     let drain_wake = drain_hosts(
         &mut pass.pool,
@@ -148,6 +169,22 @@ struct Group {
     reach: Option<(u64, u32)>,
     /// Its eligibility is already in `wake_for`.
     noted: bool,
+    /// The latest request of the group held back by the headroom.
+    held_back: Option<HeldBack>,
+}
+
+/// A request that found a placement but was held back by the fast lane's headroom, and what its
+/// search depended on. Holding back starts nothing, so while the pool is as it was (`at`), a later
+/// request of the group (the same victims) for as many GPUs, with the same reserved hosts open to
+/// it and searching the same hosts, finds the same placement and is held back too: a long queue
+/// of equal requests waiting for the headroom costs one search, not one each.
+struct HeldBack {
+    at: u64,
+    gpus: u32,
+    /// Bit `i`: it may start on the GPUs `pool.held[i]` reserves (see [`Pass::may_backfill`]).
+    backfill: u64,
+    /// The hosts it searched, if not all.
+    only: Option<Vec<usize>>,
 }
 
 struct Pass<'a> {
@@ -182,6 +219,7 @@ struct Pass<'a> {
     nodes: Vec<usize>,
     watch: Option<WorkloadId>,
     watched: Option<WaitReason>,
+    shortcuts: Shortcuts,
 }
 
 impl Pass<'_> {
@@ -208,6 +246,7 @@ impl Pass<'_> {
                     victims,
                     reach: None,
                     noted: false,
+                    held_back: None,
                 };
                 let min_gpus = queue.min_gpus(rank);
                 // Nothing of this group can start now; only its gangs may still reserve (and,
@@ -239,6 +278,19 @@ impl Pass<'_> {
                     if let Some(q) = watched.filter(|_| self.watched.is_none()) {
                         let w = self.queued[q as usize];
                         self.explain_blocked(&w, QueueKey::fair_share(&w, group.rank), &group);
+                    }
+                    continue;
+                }
+                // The same for a whole group of single-host work none of which is debug work
+                // (see `headroom_holds_the_rest`): it is not even sorted.
+                let watched = |q: &u32| self.watch == Some(self.queued[*q as usize].id);
+                if self.headroom_holds_the_rest()
+                    && queue.debug_count(rank) == 0
+                    && queue.max_gpus(rank) <= self.pool.node_size
+                    && !queue.group(rank).iter().any(watched)
+                {
+                    if !group.noted {
+                        self.note_blocked(&group.victims.eligible);
                     }
                     continue;
                 }
@@ -424,6 +476,22 @@ impl Pass<'_> {
         self.pool.find(w.gpus, &preempting)
     }
 
+    /// Which reservations `w` may start on, as bits by index in `pool.held` (`None` if there are
+    /// too many to say in 64 bits).
+    fn backfill_bits(&self, w: &WorkloadSpec, key: QueueKey) -> Option<u64> {
+        if self.pool.held.len() > 64 {
+            return None;
+        }
+        Some(
+            self.pool
+                .held
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| h.live && self.may_backfill(h, w, key))
+                .fold(0, |bits, (i, _)| bits | 1 << i),
+        )
+    }
+
     /// Whether `w` may start on GPUs reserved by `held` (DESIGN §4.8): work ahead of the holder in
     /// the queue may; work behind it only if it is resumable and its minimum runtime ends by the
     /// reservation's time, when the holder may preempt it (rule `Reserved`) without anyone losing
@@ -466,10 +534,28 @@ impl Pass<'_> {
         }
     }
 
+    /// Whether every placement of other allocated work would be held back by the headroom now:
+    /// the lane's reach is short of it before anything is taken. Once the pass has held some
+    /// work back (`held_by_headroom`), a single-host request that is not debug work can then only
+    /// be held back or fail to fit, and neither changes the decision: it needs no search.
+    fn headroom_holds_the_rest(&self) -> bool {
+        self.shortcuts == Shortcuts::On
+            && self.held_by_headroom
+            && self.headroom > 0
+            && self.pool.lane_reach() < self.headroom
+    }
+
     fn try_allocated(&mut self, q: u32, group: &mut Group) {
         let w = self.queued[q as usize];
         let key = QueueKey::fair_share(&w, group.rank);
         let gang = w.gpus > self.pool.node_size;
+        if !gang && !w.is_debug() && self.watch != Some(w.id) && self.headroom_holds_the_rest() {
+            if !group.noted {
+                group.noted = true;
+                self.note_blocked(&group.victims.eligible);
+            }
+            return;
+        }
         if gang {
             let holds = self.pool.held.iter().any(|h| h.live && h.workload == w.id);
             if holds || self.attempts < self.max_reservations {
@@ -505,19 +591,44 @@ impl Pass<'_> {
         } else {
             known.is_some() && nodes.is_empty()
         };
+        let only = (known.is_some() && !gang).then_some(nodes.as_slice());
+        let backfill = self.backfill_bits(&w, key);
+        let same_as_held_back = |h: &HeldBack| {
+            h.at == self.pool.changes
+                && h.gpus == w.gpus
+                && Some(h.backfill) == backfill
+                && h.only.as_deref() == only
+        };
+        // Debug work is never held back.
+        if !hopeless
+            && self.shortcuts == Shortcuts::On
+            && !w.is_debug()
+            && self.watch != Some(w.id)
+            && group.held_back.as_ref().is_some_and(same_as_held_back)
+        {
+            self.nodes = nodes;
+            self.held_back(&w, group);
+            return;
+        }
         let choice = if hopeless {
             // A failure on record rules this request out, and no host loosened since it (else
             // a single-host request would search those hosts): recording this one as well would
             // add nothing, and would push older, more general failures out of the memo.
             Err(None)
         } else {
-            let only = (known.is_some() && !gang).then_some(nodes.as_slice());
             self.search(&w, key, group, only)
         };
+        let only = only.map(<[usize]>::to_vec);
         self.nodes = nodes;
         let found = match choice {
             Ok(choice) if self.takes_headroom(&w, &choice) => {
                 // A placement exists: nothing to record as a failed search.
+                group.held_back = backfill.map(|backfill| HeldBack {
+                    at: self.pool.changes,
+                    gpus: w.gpus,
+                    backfill,
+                    only,
+                });
                 self.held_back(&w, group);
                 return;
             }

@@ -229,6 +229,19 @@ impl Engine {
         Ok(slurm::walk(self, state, now, None, priority::Walk::Full).0)
     }
 
+    /// The fair-share pass searching for every request the headroom holds back, with none of
+    /// the shortcuts that skip those searches: the reference the property tests hold
+    /// [`Engine::decide`] to (feature `full-walk`, tests only).
+    #[cfg(feature = "full-walk")]
+    pub fn fair_share_without_shortcuts(
+        &self,
+        state: &ClusterState<'_>,
+        now: Time,
+    ) -> Result<Decision, SnapshotError> {
+        state.validate(&self.tree)?;
+        Ok(decide::fair_share_with(self, state, now, None, decide::Shortcuts::Off).0)
+    }
+
     /// The decision of the pass that explains `watch`: the property tests hold it equal to
     /// [`Engine::decide`]'s (feature `full-walk`, tests only).
     #[cfg(feature = "full-walk")]

@@ -65,6 +65,10 @@ pub(crate) struct Queue {
     sorted: Vec<bool>,
     /// Debug workloads (the fast lane's), by queue index.
     debug: Vec<u32>,
+    /// How many of each bucket are debug workloads.
+    debug_count: Vec<u32>,
+    /// Scratch for sorting a bucket: each member's order within it, and its queue index.
+    keyed: Vec<((i64, Time, WorkloadId), u32)>,
 }
 
 impl Queue {
@@ -75,6 +79,7 @@ impl Queue {
         let mut min_gpus = vec![u32::MAX; ranks];
         let mut max_gpus = vec![0; ranks];
         let mut debug = Vec::new();
+        let mut debug_count = vec![0; ranks];
         let mut members: Vec<(u32, u32)> = Vec::new();
         for (i, w) in queued.iter().enumerate() {
             if w.is_allocated() {
@@ -84,6 +89,7 @@ impl Queue {
                 max_gpus[rank as usize] = max_gpus[rank as usize].max(w.gpus);
                 if w.is_debug() {
                     debug.push(i as u32);
+                    debug_count[rank as usize] += 1;
                 }
                 members.push((i as u32, rank));
             }
@@ -104,6 +110,8 @@ impl Queue {
             max_gpus,
             sorted: vec![false; ranks],
             debug,
+            debug_count,
+            keyed: Vec::new(),
         }
     }
 
@@ -124,6 +132,10 @@ impl Queue {
         &self.debug
     }
 
+    pub(crate) fn debug_count(&self, rank: usize) -> u32 {
+        self.debug_count[rank]
+    }
+
     pub(crate) fn max_gpus(&self, rank: usize) -> u32 {
         self.max_gpus[rank]
     }
@@ -132,8 +144,20 @@ impl Queue {
     pub(crate) fn sorted_group(&mut self, rank: usize, queued: &[WorkloadSpec]) -> &[u32] {
         let range = self.start[rank] as usize..self.start[rank + 1] as usize;
         if !self.sorted[rank] {
-            self.order[range.clone()]
-                .sort_unstable_by_key(|&q| QueueKey::fair_share(&queued[q as usize], rank as u32));
+            // Within a bucket the class and rank are the same: the order is priority, then
+            // submit time, then id. Keys are made once, not at every comparison.
+            self.keyed.clear();
+            self.keyed
+                .extend(self.order[range.clone()].iter().map(|&q| {
+                    let w = &queued[q as usize];
+                    ((-i64::from(w.priority), w.submitted_at, w.id), q)
+                }));
+            self.keyed.sort_unstable();
+            for (slot, &(_, q)) in self.order[range.clone()].iter_mut().zip(&self.keyed) {
+                *slot = q;
+            }
+            debug_assert!(self.order[range.clone()]
+                .is_sorted_by_key(|&q| { QueueKey::fair_share(&queued[q as usize], rank as u32) }));
             self.sorted[rank] = true;
         }
         &self.order[range]

@@ -409,6 +409,22 @@ proptest! {
     }
 
     #[test]
+    fn fair_share_decides_as_if_it_searched_for_every_request_the_headroom_holds_back(case in case()) {
+        for reservations in [0, case.reservations] {
+            let mut b = build(&case, Policy::FairShare, reservations);
+            // A headroom on these small clusters too (at most a tenth of the GPUs, the lane's).
+            let config = Config {
+                headroom_max_fraction: 1.0,
+                ..*b.engine.config()
+            };
+            b.engine.set_config(config);
+            let lazy = b.engine.decide(&b.state(), 0).expect("valid snapshot");
+            let full = b.engine.fair_share_without_shortcuts(&b.state(), 0).expect("valid snapshot");
+            prop_assert_eq!(lazy, full);
+        }
+    }
+
+    #[test]
     fn the_slurm_peer_decides_as_if_it_walked_its_whole_queue_with_every_search(case in case()) {
         let b = build(&case, Policy::Slurm, case.reservations);
         let lazy = b.engine.decide(&b.state(), 0).expect("valid snapshot");

@@ -121,3 +121,99 @@ fn free_work_that_fits_starts_even_when_smaller_free_work_of_its_leaf_fits_nowhe
     };
     assert_eq!(starts(&decision), [(gang, &placement)]);
 }
+
+/// 13 hosts of 8 GPUs with a headroom (a hundredth of 104 GPUs would be none): hosts 0–10 are
+/// full of `b`'s protected work, and `debug` GPUs of `b`'s debug work run on host 11, so the
+/// fast lane (a tenth: 10 GPUs) has `10 - debug` left and the headroom is as much.
+fn lane_nearly_full(shares: &[(&str, f64)], debug: u32) -> World {
+    let config = Config {
+        headroom_max_fraction: 1.0,
+        ..Config::default()
+    };
+    let mut w = World::with_config(shares, 13, 8, config);
+    for node in 0..11 {
+        w.running("b", 8 * HOUR, 0, node, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+    let gpus: Vec<u32> = (0..debug).collect();
+    w.running("b", 10 * 60, 0, 11, &gpus);
+    w
+}
+
+fn decides_as_without_shortcuts(w: &World) -> Decision {
+    let decision = w.decide();
+    let reference = w
+        .engine
+        .fair_share_without_shortcuts(&w.state(), w.now)
+        .unwrap();
+    assert_eq!(decision, reference);
+    decision
+}
+
+#[test]
+fn debug_work_the_lane_has_no_room_for_is_not_held_back_with_equal_requests_before_it() {
+    // Lane room and headroom 1 GPU; host 12 has 2 idle GPUs (lane's reach 2).
+    let mut w = lane_nearly_full(TWO_TEAMS, 8);
+    w.running("b", 10 * 60, 0, 12, &[0]);
+    w.running("b", 8 * HOUR, 0, 12, &[1, 2, 3, 4, 5]);
+    // Two 2-GPU requests are held back (2 < 1 + 2); the second is known from the first.
+    let first = w.submit("a", 2, HOUR);
+    let second = w.submit("a", 2, HOUR);
+    // The same size, but debug work: too large for the lane's room, never held back.
+    let debug = w.submit("a", 2, 10 * 60);
+    let decision = decides_as_without_shortcuts(&w);
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [debug]
+    );
+    for held in [first, second] {
+        assert_eq!(
+            w.explain(held).waiting_for,
+            WaitReason::Headroom { kept_gpus: 1 },
+            "{held:?}"
+        );
+    }
+}
+
+#[test]
+fn once_the_lanes_reach_is_short_of_the_headroom_debug_work_is_still_searched() {
+    // Lane room and headroom 3 GPUs; host 12 has 2 idle GPUs (lane's reach 2) and 2 GPUs of b's
+    // unprotected work that cannot resume; b is over its share, past the damping margin (and the
+    // kill margin, set to the damping margin here).
+    let mut w = lane_nearly_full(&[("a", 1.0), ("b", 1.0), ("c", 1.0)], 7);
+    w.running("b", 8 * HOUR, 0, 11, &[7]);
+    w.running("b", 8 * HOUR, 0, 12, &[4, 5, 6, 7]);
+    let mut fragile = w.spec("b", 2, HOUR);
+    fragile.resumable = false;
+    let fragile = w.place(fragile, -2 * HOUR, &[(12, &[2, 3])]);
+    w.history("b", 5_000.0);
+    let config = Config {
+        kill_margin: 0.0,
+        ..*w.engine.config()
+    };
+    w.engine.set_config(config);
+    let held = w.submit("a", 1, HOUR);
+    let also_held = w.submit("a", 1, HOUR);
+    // 4 GPUs: more than the lane's room, so the allocated scan meets it after the held work: in
+    // a's group, and alone in c's, which ranks after a's (equal ratios and shares: by name).
+    let debug = w.submit("a", 4, 10 * 60);
+    let other = w.submit("c", 4, 10 * 60);
+    let decision = decides_as_without_shortcuts(&w);
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [debug]
+    );
+    assert_eq!(preempted(&decision), [fragile]);
+    // Without a's debug work, c's (alone in its group, after a's held work) starts there.
+    w.queued.retain(|q| q.id != debug);
+    let decision = decides_as_without_shortcuts(&w);
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [other]
+    );
+    for id in [held, also_held] {
+        assert!(matches!(
+            w.explain(id).waiting_for,
+            WaitReason::Headroom { .. }
+        ));
+    }
+}
