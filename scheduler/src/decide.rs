@@ -618,8 +618,6 @@ impl Pass<'_> {
         } else {
             self.search(&w, key, group, only)
         };
-        let only = only.map(<[usize]>::to_vec);
-        self.nodes = nodes;
         let found = match choice {
             Ok(choice) if self.takes_headroom(&w, &choice) => {
                 // A placement exists: nothing to record as a failed search.
@@ -627,17 +625,20 @@ impl Pass<'_> {
                     at: self.pool.changes,
                     gpus: w.gpus,
                     backfill,
-                    only,
+                    only: only.map(<[usize]>::to_vec),
                 });
+                self.nodes = nodes;
                 self.held_back(&w, group);
                 return;
             }
             Ok(choice) => {
+                self.nodes = nodes;
                 self.start(q, group.rank, choice, &group.victims.eligible, None);
                 return;
             }
             Err(found) => found,
         };
+        self.nodes = nodes;
         if let Some((reach, everywhere)) = found {
             // A single-host search of only the loosened hosts learned nothing about the others,
             // which the covering failure still rules out from its own `from` on.
