@@ -287,11 +287,9 @@ impl Pass<'_> {
                 if self.headroom_holds_the_rest()
                     && queue.debug_count(rank) == 0
                     && queue.max_gpus(rank) <= self.pool.node_size
-                    && !queue.group(rank).iter().any(watched)
+                    && (self.watch.is_none() || !queue.group(rank).iter().any(watched))
                 {
-                    if !group.noted {
-                        self.note_blocked(&group.victims.eligible);
-                    }
+                    self.note_group(&mut group);
                     continue;
                 }
                 for &q in queue.sorted_group(rank, self.queued) {
@@ -443,6 +441,14 @@ impl Pass<'_> {
         reach
     }
 
+    /// Notes a group's leaves in `wake_for` (once: again would OR the same leaves in).
+    fn note_group(&mut self, group: &mut Group) {
+        if !group.noted {
+            group.noted = true;
+            self.note_blocked(&group.victims.eligible);
+        }
+    }
+
     fn note_blocked(&mut self, eligible: &[bool]) {
         self.blocked = true;
         for (w, &e) in self.wake_for.iter_mut().zip(eligible) {
@@ -523,10 +529,7 @@ impl Pass<'_> {
     /// Notes that `w` could start but for the headroom.
     fn held_back(&mut self, w: &WorkloadSpec, group: &mut Group) {
         self.held_by_headroom = true;
-        if !group.noted {
-            group.noted = true;
-            self.note_blocked(&group.victims.eligible);
-        }
+        self.note_group(group);
         if self.watch == Some(w.id) {
             self.watched = Some(WaitReason::Headroom {
                 kept_gpus: self.headroom,
@@ -550,10 +553,7 @@ impl Pass<'_> {
         let key = QueueKey::fair_share(&w, group.rank);
         let gang = w.gpus > self.pool.node_size;
         if !gang && !w.is_debug() && self.watch != Some(w.id) && self.headroom_holds_the_rest() {
-            if !group.noted {
-                group.noted = true;
-                self.note_blocked(&group.victims.eligible);
-            }
+            self.note_group(group);
             return;
         }
         if gang {
@@ -592,12 +592,11 @@ impl Pass<'_> {
             known.is_some() && nodes.is_empty()
         };
         let only = (known.is_some() && !gang).then_some(nodes.as_slice());
-        let backfill = self.backfill_bits(&w, key);
         let same_as_held_back = |h: &HeldBack| {
             h.at == self.pool.changes
                 && h.gpus == w.gpus
-                && Some(h.backfill) == backfill
                 && h.only.as_deref() == only
+                && Some(h.backfill) == self.backfill_bits(&w, key)
         };
         // Debug work is never held back.
         if !hopeless
@@ -618,27 +617,30 @@ impl Pass<'_> {
         } else {
             self.search(&w, key, group, only)
         };
+        let held_back = choice
+            .as_ref()
+            .is_ok_and(|choice| self.takes_headroom(&w, choice));
+        // What the search depended on, kept only when it is held back.
+        let searched = only.filter(|_| held_back).map(<[usize]>::to_vec);
+        self.nodes = nodes;
         let found = match choice {
-            Ok(choice) if self.takes_headroom(&w, &choice) => {
+            Ok(_) if held_back => {
                 // A placement exists: nothing to record as a failed search.
-                group.held_back = backfill.map(|backfill| HeldBack {
+                group.held_back = self.backfill_bits(&w, key).map(|backfill| HeldBack {
                     at: self.pool.changes,
                     gpus: w.gpus,
                     backfill,
-                    only: only.map(<[usize]>::to_vec),
+                    only: searched,
                 });
-                self.nodes = nodes;
                 self.held_back(&w, group);
                 return;
             }
             Ok(choice) => {
-                self.nodes = nodes;
                 self.start(q, group.rank, choice, &group.victims.eligible, None);
                 return;
             }
             Err(found) => found,
         };
-        self.nodes = nodes;
         if let Some((reach, everywhere)) = found {
             // A single-host search of only the loosened hosts learned nothing about the others,
             // which the covering failure still rules out from its own `from` on.
@@ -657,10 +659,7 @@ impl Pass<'_> {
             self.failures.record(group.rank, failure, &group.bits);
         }
         // Once per group is enough: noting it again would OR the same leaves into `wake_for`.
-        if !group.noted {
-            group.noted = true;
-            self.note_blocked(&group.victims.eligible);
-        }
+        self.note_group(group);
         self.explain_blocked(&w, key, group);
     }
 
@@ -704,6 +703,7 @@ impl Pass<'_> {
             );
             return;
         }
+        // Inline, not `note_group`: `behind` still borrows the group's victims.
         if !group.noted {
             group.noted = true;
             self.note_blocked(&group.victims.eligible);

@@ -11,7 +11,6 @@ pub struct SettingsView {
     pub max_min_runtime_hours: f64,
     pub damping_margin: f64,
     /// The wider margin for preempting work that cannot resume (its progress is lost).
-    #[serde(default = "default_kill_margin")]
     pub kill_margin: f64,
     pub heartbeat_deadline_s: i64,
     pub grace_s: i64,
@@ -24,10 +23,6 @@ pub struct SettingsView {
     pub fiscal_start_month: u32,
     pub history: Vec<SettingChange>,
     pub can_edit: bool,
-}
-
-fn default_kill_margin() -> f64 {
-    0.3
 }
 
 /// One change in the settings' history, in the form's words and units.
