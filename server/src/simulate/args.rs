@@ -28,7 +28,7 @@ pub struct SimulateArgs {
     /// Fair share takes unprotected work that cannot resume (its progress is lost) only where the
     /// running side's ratio exceeds the waiting side's by more than this (at least the damping
     /// margin, 0.02); resumable work by more than the damping margin.
-    #[arg(long, default_value_t = scheduler::Config::default().kill_margin)]
+    #[arg(long, default_value_t = scheduler::Config::default().kill_margin, allow_negative_numbers = true)]
     pub kill_margin: f64,
     /// The fair-share lookback window (`7d`, `36h`, or seconds).
     #[arg(long, default_value = "7d")]

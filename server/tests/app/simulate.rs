@@ -100,6 +100,11 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
             "2",
             "--kill-margin must be between 0 and 1",
         ),
+        (
+            "--kill-margin",
+            "-0.1",
+            "--kill-margin must be between 0 and 1",
+        ),
     ] {
         let out = simulate(&[
             "--policy",
