@@ -202,6 +202,7 @@ fn decide(c: &mut Criterion) {
             nodes: &s.nodes,
             running: &s.running,
             queued: &s.queued,
+            ended_debug: &[],
         };
         let cold = s.engine.decide(&state, now).unwrap();
         let label = format!("{}gpus_{}queued", nodes * 8, queued);
@@ -220,6 +221,7 @@ fn decide(c: &mut Criterion) {
             nodes: &s.nodes,
             running: &s.running,
             queued: &s.queued,
+            ended_debug: &[],
         };
         let steady = s.engine.decide(&state, later).unwrap();
         eprintln!(

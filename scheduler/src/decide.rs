@@ -10,7 +10,7 @@
 use std::rc::Rc;
 
 use crate::cluster::{GpuSet, NodeGpus};
-use crate::engine::Engine;
+use crate::engine::{Config, Engine};
 use crate::explain::{blocked_reason, WaitReason};
 use crate::health::drain_hosts;
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
@@ -73,6 +73,9 @@ pub(crate) fn fair_share_with(
         0
     };
     let debug_running = pool.debug_gpus;
+    // The cap is a share per window (DESIGN §4.11): while the lane's use averaged over the
+    // window is under it, debug work may hold up to the peak at once.
+    let lane = lane_window(engine.config(), state, now, lane_cap, schedulable);
     // The headroom never exceeds the lane's own share (without its one-workload floor): a
     // cluster too small for a tenth to hold a GPU keeps none. Nor a small fraction of the
     // cluster: funded work pays for it.
@@ -86,7 +89,9 @@ pub(crate) fn fair_share_with(
         held_by_headroom: false,
         reserve_cap: (engine.config().max_reserved_fraction * f64::from(schedulable)).floor()
             as u32,
-        lane_room: lane_cap.saturating_sub(debug_running),
+        lane_room: lane.cap.saturating_sub(debug_running),
+        lane_may_open: lane.may_open,
+        lane_turned_away: false,
         tree: engine.tree(),
         standings: &standings,
         margin: engine.config().damping_margin,
@@ -196,6 +201,11 @@ struct Pass<'a> {
     reserve_cap: u32,
     /// GPUs debug work may still take through the fast lane in this pass.
     lane_room: u32,
+    /// The lane is held to its share because its use over the window reached it: as the window
+    /// slides, it may open up to its peak again without any event.
+    lane_may_open: bool,
+    /// Debug work waited for the lane's room this pass.
+    lane_turned_away: bool,
     tree: &'a BudgetTree,
     standings: &'a Standings,
     margin: f64,
@@ -396,6 +406,7 @@ impl Pass<'_> {
         for (key, q) in lane {
             let w = self.queued[q as usize];
             if w.gpus > self.lane_room {
+                self.lane_turned_away = true;
                 continue;
             }
             if failed.is_some_and(|(at, gpus)| w.gpus >= gpus && !self.pool.loosened_after(at)) {
@@ -873,6 +884,9 @@ impl Pass<'_> {
                 .min();
             self.wake_at(soonest);
         }
+        if self.lane_turned_away && self.lane_may_open {
+            self.wake_at(Some(self.now + LANE_RECHECK));
+        }
         let holds: Vec<Time> = self
             .pool
             .held
@@ -901,6 +915,55 @@ impl Pass<'_> {
             decide_again: self.pool.decide_again(),
         };
         (decision, self.watched)
+    }
+}
+
+/// How often debug work held to the lane's share looks again for the window to let it through.
+const LANE_RECHECK: Time = 60;
+
+/// The fast lane's cap for this pass.
+struct LaneWindow {
+    /// GPUs debug work may hold through the lane at once.
+    cap: u32,
+    /// Held to the share, with a higher peak that time alone may open.
+    may_open: bool,
+}
+
+/// The lane's cap at `now`: its `share` (GPUs), or its peak while the debug work that ran within
+/// the window (ended runs and the running ones' time so far) averaged under the share.
+fn lane_window(
+    config: &Config,
+    state: &ClusterState<'_>,
+    now: Time,
+    share: u32,
+    schedulable: u32,
+) -> LaneWindow {
+    let peak = ((config.fast_lane_peak * f64::from(schedulable)).floor() as u32)
+        .min(schedulable)
+        .max(share);
+    let window = config.fast_lane_window;
+    if peak == share || window <= 0 {
+        return LaneWindow {
+            cap: share,
+            may_open: false,
+        };
+    }
+    let from = now - window;
+    let ended: f64 = state
+        .ended_debug
+        .iter()
+        .map(|r| r.gpu_seconds_within(from, now))
+        .sum();
+    let running: f64 = state
+        .running
+        .iter()
+        .filter(|r| r.spec.is_debug())
+        .map(|r| f64::from(r.placement.gpu_count()) * (now - r.started_at.max(from)).max(0) as f64)
+        .sum();
+    let under = ended + running < f64::from(share) * window as f64;
+    LaneWindow {
+        cap: if under { peak } else { share },
+        may_open: !under,
     }
 }
 

@@ -57,7 +57,7 @@
 //!     submitted_at: now,
 //!     time_limit: None,
 //! }];
-//! let state = ClusterState { nodes: &nodes, running: &[], queued: &queued };
+//! let state = ClusterState { nodes: &nodes, running: &[], queued: &queued, ended_debug: &[] };
 //! let decision = engine.decide(&state, now).unwrap();
 //! for action in &decision.actions {
 //!     if let Action::Start { workload, placement, .. } = action {
@@ -105,7 +105,7 @@ pub use reasons::{
 pub use settle::{Settle, MAX_PASSES_PER_MOMENT};
 pub use slurm::SlurmConfig;
 pub use snapshot::{
-    ClusterState, RunningWorkload, SnapshotError, WorkloadSpec, DEBUG_MAX_GPUS,
+    ClusterState, EndedRun, RunningWorkload, SnapshotError, WorkloadSpec, DEBUG_MAX_GPUS,
     DEBUG_MAX_MIN_RUNTIME,
 };
 pub use tree::{BudgetTree, NodeLink, ShareVersion, TreeError};

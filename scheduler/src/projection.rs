@@ -27,7 +27,7 @@
 //!     baseline_protected: false,
 //! }];
 //! let queued = [spec(2, 8)];
-//! let state = ClusterState { nodes: &nodes, running: &running, queued: &queued };
+//! let state = ClusterState { nodes: &nodes, running: &running, queued: &queued, ended_debug: &[] };
 //! // Everything runs two hours: the running workload ends at 2 h, and the queued one starts then.
 //! let projection = project(&engine, &state, 600, |_| 2 * HOUR, Limits::default()).unwrap();
 //! assert_eq!(projection.start_of(WorkloadId(2)), Estimate::At(2 * HOUR));
@@ -41,7 +41,7 @@ use crate::engine::Engine;
 use crate::ids::{Time, WorkloadId, DAY};
 use crate::reasons::{Action, AfterStop};
 use crate::settle::Settle;
-use crate::snapshot::{ClusterState, RunningWorkload, SnapshotError, WorkloadSpec};
+use crate::snapshot::{ClusterState, EndedRun, RunningWorkload, SnapshotError, WorkloadSpec};
 
 /// Moments further ahead are at least this fraction (1/STRIDE) of their distance apart.
 const STRIDE: Time = 10;
@@ -156,6 +156,8 @@ pub fn project(
     let nodes: Vec<NodeState> = state.nodes.to_vec();
     let mut running: Vec<RunningWorkload> = state.running.to_vec();
     let mut queued: Vec<WorkloadSpec> = state.queued.to_vec();
+    // Debug runs ended (the fast lane's window), those the projection ends added.
+    let mut ended_debug: Vec<EndedRun> = state.ended_debug.to_vec();
     // Work left per workload, and the end of each run in progress (stale entries are skipped:
     // a run's end counts only while the workload still runs from the same start).
     let mut left: BTreeMap<WorkloadId, Time> = BTreeMap::new();
@@ -202,6 +204,13 @@ pub fn project(
         if !ended.is_empty() {
             running.retain(|r| match ended.get(&(r.spec.id, r.started_at)) {
                 Some(&at) => {
+                    if r.spec.is_debug() {
+                        ended_debug.push(EndedRun {
+                            gpus: r.placement.gpu_count(),
+                            started_at: r.started_at,
+                            ended_at: at,
+                        });
+                    }
                     if r.spec.is_allocated() {
                         engine
                             .ledger_mut()
@@ -212,12 +221,15 @@ pub fn project(
                 None => true,
             });
         }
+        let since = t - engine.config().fast_lane_window;
+        ended_debug.retain(|r| r.ended_at > since);
         let mut settle = Settle::new();
         while settle.next_pass() {
             let view = ClusterState {
                 nodes: &nodes,
                 running: &running,
                 queued: &queued,
+                ended_debug: &ended_debug,
             };
             // Validated once above; every later state is one the engine's own actions made.
             debug_assert_eq!(view.validate(engine.tree()), Ok(()));
@@ -240,6 +252,13 @@ pub fn project(
                             continue;
                         };
                         let r = running.swap_remove(i);
+                        if r.spec.is_debug() && t > r.started_at {
+                            ended_debug.push(EndedRun {
+                                gpus: r.placement.gpu_count(),
+                                started_at: r.started_at,
+                                ended_at: t,
+                            });
+                        }
                         if r.spec.is_allocated() {
                             engine.ledger_mut().stop_charging(
                                 r.spec.leaf,
@@ -394,6 +413,7 @@ mod tests {
             nodes: &nodes,
             running: &running,
             queued: &queued,
+            ended_debug: &[],
         };
         let p = project(&engine, &state, 100, |_| 3 * HOUR, Limits::default()).unwrap();
         assert_eq!(p.start_of(WorkloadId(2)), Estimate::At(3 * HOUR));
@@ -430,6 +450,7 @@ mod tests {
             nodes: &nodes,
             running: &running,
             queued: &queued,
+            ended_debug: &[],
         };
         let limits = Limits {
             horizon: 5 * DAY,
@@ -468,6 +489,7 @@ mod tests {
             nodes: &nodes,
             running: &running,
             queued: &queued,
+            ended_debug: &[],
         };
         let p = project(&engine, &state, 60, |_| 2 * HOUR, Limits::default()).unwrap();
         assert_eq!(p.start_of(WorkloadId(2)), Estimate::At(60));

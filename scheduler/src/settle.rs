@@ -15,7 +15,7 @@ pub const MAX_PASSES_PER_MOMENT: usize = 16;
 /// # let tree = BudgetTree::from_paths([("a", 1.0)]).unwrap();
 /// # let engine = Engine::new(tree, Config::default());
 /// # let nodes = [NodeState { gpus: 8, health: Health::Healthy }];
-/// # let state = ClusterState { nodes: &nodes, running: &[], queued: &[] };
+/// # let state = ClusterState { nodes: &nodes, running: &[], queued: &[], ended_debug: &[] };
 /// let mut settle = Settle::new();
 /// while settle.next_pass() {
 ///     let decision = engine.decide(&state, 0).unwrap();

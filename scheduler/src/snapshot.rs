@@ -69,6 +69,23 @@ impl RunningWorkload {
     }
 }
 
+/// A run of debug work that has ended: what the fast lane used (DESIGN §4.11 caps its share of
+/// capacity per window, so the engine needs the runs that ended within the window too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndedRun {
+    pub gpus: u32,
+    pub started_at: Time,
+    pub ended_at: Time,
+}
+
+impl EndedRun {
+    /// GPU-seconds of the run within `[from, to]`.
+    pub fn gpu_seconds_within(&self, from: Time, to: Time) -> f64 {
+        let span = self.ended_at.min(to) - self.started_at.max(from);
+        f64::from(self.gpus) * span.max(0) as f64
+    }
+}
+
 /// Everything the engine needs to decide at one moment. Borrowed, so a driver can keep its own
 /// vectors and pass them on every wake-up without copying.
 #[derive(Clone, Copy, Debug)]
@@ -77,6 +94,10 @@ pub struct ClusterState<'a> {
     pub nodes: &'a [NodeState],
     pub running: &'a [RunningWorkload],
     pub queued: &'a [WorkloadSpec],
+    /// Runs of debug work that ended within the fast lane's window before now
+    /// ([`crate::Config::fast_lane_window`]; older ones are ignored). Empty: the lane counts only
+    /// the debug work running now, so it may reach its peak at once.
+    pub ended_debug: &'a [EndedRun],
 }
 
 /// Why a snapshot was rejected. The engine decides nothing on a bad snapshot.

@@ -3,7 +3,7 @@
 //! the engine decides once for all of them (again at the same second if it requeued work).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 use super::files::Cluster;
 use super::timeline::{Segment, SegmentEnd};
@@ -14,7 +14,7 @@ use crate::ids::{NodeId, Time, WorkloadId};
 use crate::ledger::LedgerConfig;
 use crate::reasons::{Action, AfterStop, DrainRule, Protection};
 use crate::settle::Settle;
-use crate::snapshot::{ClusterState, RunningWorkload, WorkloadSpec};
+use crate::snapshot::{ClusterState, EndedRun, RunningWorkload, WorkloadSpec};
 
 const NONE: u32 = u32::MAX;
 
@@ -64,6 +64,8 @@ struct Sim<'a> {
     free: Vec<GpuSet>,
     running: Vec<RunningWorkload>,
     queued: Vec<WorkloadSpec>,
+    /// Debug runs that ended within the fast lane's window, oldest first.
+    ended_debug: VecDeque<EndedRun>,
     /// Per job: its index in `queued` or `running`, or `NONE`.
     qpos: Vec<u32>,
     rpos: Vec<u32>,
@@ -157,6 +159,7 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
             .collect(),
         running: Vec::new(),
         queued: Vec::new(),
+        ended_debug: VecDeque::new(),
         qpos: vec![NONE; n],
         rpos: vec![NONE; n],
         jobs,
@@ -320,12 +323,21 @@ impl Sim<'_> {
     }
 
     fn decide(&mut self, now: Time) {
+        let since = now - self.engine.config().fast_lane_window;
+        while self
+            .ended_debug
+            .front()
+            .is_some_and(|r| r.ended_at <= since)
+        {
+            self.ended_debug.pop_front();
+        }
         let mut settle = Settle::new();
         while settle.next_pass() {
             let state = ClusterState {
                 nodes: &self.nodes,
                 running: &self.running,
                 queued: &self.queued,
+                ended_debug: self.ended_debug.make_contiguous(),
             };
             debug_assert_eq!(state.validate(self.engine.tree()), Ok(()));
             let (decision, _) = self.engine.run_pass(&state, now, None);
@@ -439,6 +451,13 @@ impl Sim<'_> {
             self.engine
                 .ledger_mut()
                 .stop_charging(run.spec.leaf, run.placement.gpu_count(), now);
+        }
+        if run.spec.is_debug() && now > run.started_at {
+            self.ended_debug.push_back(EndedRun {
+                gpus: run.placement.gpu_count(),
+                started_at: run.started_at,
+                ended_at: now,
+            });
         }
         let j = &mut self.jobs[job as usize];
         j.remaining -= now - run.started_at;

@@ -88,6 +88,100 @@ fn the_fast_lane_stops_at_its_share_of_the_cluster() {
     assert!(w.decide().actions.is_empty(), "a lane of 0 is no lane");
 }
 
+/// 32 GPUs: a lane of a quarter (8 GPUs) that may reach half (16) while the last hour's use
+/// averaged under a quarter; hosts 0 and 1 hold team a's unprotected resumable runs, the others
+/// protected work; team b ranks below a and submits two 6-GPU debug workloads.
+fn lane_with_a_peak() -> (World, [WorkloadId; 2]) {
+    let config = Config {
+        fast_lane: 0.25,
+        fast_lane_peak: 0.5,
+        fast_lane_window: HOUR,
+        ..Config::default()
+    };
+    let mut w = World::with_config(TWO_TEAMS, 4, 8, config);
+    for node in 2..4 {
+        w.running("a", 4 * HOUR, 0, node, &[0, 1, 2, 3, 4, 5, 6, 7]);
+    }
+    w.history("b", 400.0);
+    for node in 0..2 {
+        for gpus in [[0, 1], [2, 3], [4, 5], [6, 7]] {
+            w.running("a", HOUR, -3 * HOUR, node, &gpus);
+        }
+    }
+    let debug = [w.submit("b", 6, 10 * 60), w.submit("b", 6, 10 * 60)];
+    (w, debug)
+}
+
+fn started(decision: &Decision) -> Vec<WorkloadId> {
+    starts(decision).iter().map(|s| s.0).collect()
+}
+
+#[test]
+fn after_a_quiet_hour_debug_work_may_hold_the_lanes_peak_at_once() {
+    let (mut w, debug) = lane_with_a_peak();
+    // Debug work that ended before the window does not count.
+    w.ended_debug.push(EndedRun {
+        gpus: 8,
+        started_at: -3 * HOUR,
+        ended_at: -HOUR,
+    });
+    let decision = w.decide();
+    assert_eq!(
+        started(&decision),
+        debug,
+        "12 GPUs are within the peak of 16"
+    );
+    assert!(preempt_rules(&decision)
+        .iter()
+        .all(|r| r.1 == PreemptRule::FastLane));
+}
+
+#[test]
+fn once_the_lane_used_its_share_over_the_window_it_is_held_to_its_share_and_looks_again_in_a_minute(
+) {
+    let (mut w, debug) = lane_with_a_peak();
+    // 8 GPUs of debug work for the whole last hour: the lane's share, used.
+    w.ended_debug.push(EndedRun {
+        gpus: 8,
+        started_at: -2 * HOUR,
+        ended_at: 0,
+    });
+    let decision = w.decide();
+    assert_eq!(started(&decision), [debug[0]], "the share of 8 holds one");
+    assert_eq!(decision.next_wake, Some(60));
+
+    // A minute later the oldest minute of that run has left the window: the peak is open again.
+    w.apply(&decision);
+    w.advance_to(60);
+    assert_eq!(started(&w.decide()), [debug[1]]);
+}
+
+#[test]
+fn the_running_debug_works_time_in_the_window_counts_toward_the_lanes_share() {
+    let (mut w, debug) = lane_with_a_peak();
+    // In place of host 3's protected work, 8 GPUs of debug work (not resumable: the lane leaves
+    // it alone) running for the whole hour: the share, used.
+    let on_host_3 = |w: &mut World, started_at: Time| {
+        w.running.retain(|r| r.placement.parts[0].node != NodeId(3));
+        let mut spec = w.spec("b", 8, 10 * 60);
+        spec.resumable = false;
+        w.place(spec, started_at, &[(3, &[0, 1, 2, 3, 4, 5, 6, 7])]);
+    };
+    on_host_3(&mut w, -HOUR);
+    let decision = w.decide();
+    assert!(
+        started(&decision).is_empty(),
+        "8 GPUs running debug work fill a share of 8: {:?}",
+        started(&decision)
+    );
+    on_host_3(&mut w, -HOUR / 2);
+    assert_eq!(
+        started(&w.decide()),
+        [debug[0]],
+        "half an hour of 8 GPUs is under the share: the peak of 16 holds one more"
+    );
+}
+
 #[test]
 fn free_work_waits_for_the_pass_after_one_that_requeued_funded_work() {
     let mut w = World::new(TWO_TEAMS, 2, 8);

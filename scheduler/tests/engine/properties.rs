@@ -75,6 +75,7 @@ impl Built {
             nodes: &self.nodes,
             running: &self.running,
             queued: &self.queued,
+            ended_debug: &[],
         }
     }
 }

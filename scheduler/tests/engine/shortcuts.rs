@@ -124,10 +124,11 @@ fn free_work_that_fits_starts_even_when_smaller_free_work_of_its_leaf_fits_nowhe
 
 /// 13 hosts of 8 GPUs with a headroom (a hundredth of 104 GPUs would be none): hosts 0–10 are
 /// full of `b`'s protected work, and `debug` GPUs of `b`'s debug work run on host 11, so the
-/// fast lane (a tenth: 10 GPUs) has `10 - debug` left and the headroom is as much.
+/// fast lane (a tenth: 10 GPUs, no higher peak) has `10 - debug` left and the headroom is as much.
 fn lane_nearly_full(shares: &[(&str, f64)], debug: u32) -> World {
     let config = Config {
         headroom_max_fraction: 1.0,
+        fast_lane_peak: 0.0,
         ..Config::default()
     };
     let mut w = World::with_config(shares, 13, 8, config);

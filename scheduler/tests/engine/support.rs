@@ -15,6 +15,8 @@ pub struct World {
     pub remaining: BTreeMap<WorkloadId, Time>,
     pub finished: Vec<(WorkloadId, Time)>,
     pub log: Vec<(Time, Action)>,
+    /// Debug runs that ended, for the fast lane's window (the engine ignores those before it).
+    pub ended_debug: Vec<EndedRun>,
     next_id: u64,
 }
 
@@ -46,6 +48,7 @@ impl World {
             remaining: BTreeMap::new(),
             finished: Vec::new(),
             log: Vec::new(),
+            ended_debug: Vec::new(),
             next_id: 1,
         }
     }
@@ -138,6 +141,7 @@ impl World {
             nodes: &self.nodes,
             running: &self.running,
             queued: &self.queued,
+            ended_debug: &self.ended_debug,
         }
     }
 
@@ -209,6 +213,13 @@ impl World {
             .position(|r| r.spec.id == id)
             .expect("running");
         let run = self.running.remove(index);
+        if run.spec.is_debug() {
+            self.ended_debug.push(EndedRun {
+                gpus: run.placement.gpu_count(),
+                started_at: run.started_at,
+                ended_at: at,
+            });
+        }
         if run.spec.is_allocated() {
             self.engine
                 .ledger_mut()

@@ -5,6 +5,7 @@ use super::{
     ledger::RunToCharge,
     snapshot::{OpenRun, WorkloadRow},
 };
+use scheduler::{EndedRun, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 use sqlx::{AnyConnection, AnyExecutor, FromRow};
 use std::collections::BTreeMap;
 
@@ -219,6 +220,37 @@ pub async fn charged_since(
     .bind(first_hour)
     .fetch_all(db)
     .await
+}
+
+/// Runs of debug work (DESIGN §5) that ended after `since`, as `(cluster, run)`: what the fast
+/// lane used within its window.
+pub async fn debug_runs_ended_since(
+    db: impl AnyExecutor<'_>,
+    since: i64,
+) -> Result<Vec<(i64, EndedRun)>, sqlx::Error> {
+    let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
+        "select n.cluster_id, r.gpus, r.started_at, r.ended_at from workload_run r
+         join workload w on w.workload_id = r.workload_id
+         join node n on n.node_id = r.node_id
+         where r.ended_at > $1 and w.min_runtime_s > 0 and w.min_runtime_s <= $2
+           and w.gpus <= $3",
+    )
+    .bind(since)
+    .bind(DEBUG_MAX_MIN_RUNTIME)
+    .bind(i64::from(DEBUG_MAX_GPUS))
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(cluster, gpus, started_at, ended_at)| {
+            let run = EndedRun {
+                gpus: gpus.clamp(0, i64::from(u32::MAX)) as u32,
+                started_at,
+                ended_at,
+            };
+            (cluster, run)
+        })
+        .collect())
 }
 
 /// Healthy GPU-seconds per cluster and hour from `first_hour` on.

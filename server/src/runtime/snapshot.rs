@@ -8,8 +8,8 @@ use crate::{
 };
 use app::{nodes::NodeHealth, workloads::WorkloadState};
 use scheduler::{
-    ClusterState, Engine, GpuSet, Health, NodeGpus, NodeId, NodeState, Placement, RunningWorkload,
-    WorkloadId, WorkloadSpec, HOUR,
+    ClusterState, EndedRun, Engine, GpuSet, Health, NodeGpus, NodeId, NodeState, Placement,
+    RunningWorkload, WorkloadId, WorkloadSpec, HOUR,
 };
 use sqlx::{AnyConnection, FromRow};
 use std::{collections::BTreeMap, sync::Arc};
@@ -119,6 +119,8 @@ pub struct Base {
     pub node_rows: Vec<PassNode>,
     /// The engine's number for each node id.
     engine_node: BTreeMap<i64, NodeId>,
+    /// Debug runs on the cluster that ended within the fast lane's window.
+    pub ended_debug: Vec<EndedRun>,
 }
 
 /// Every cluster's [`Base`], by cluster id.
@@ -196,6 +198,7 @@ impl Snapshot {
             nodes: &self.nodes,
             running: &self.running,
             queued: &self.queued,
+            ended_debug: &self.ended_debug,
         }
     }
 
@@ -276,6 +279,8 @@ pub async fn load_bases(
     let first_hour = (now - config.window).div_euclid(HOUR) * HOUR - HOUR;
     let usage = repo::charged_since(&mut *db, first_hour).await?;
     let capacity = repo::capacity_since(&mut *db, first_hour).await?;
+    let lane_since = now - config.engine_config().fast_lane_window;
+    let ended_debug = repo::debug_runs_ended_since(&mut *db, lane_since).await?;
     let mut bases = Vec::with_capacity(clusters.len());
     for cluster in clusters {
         let node_rows: Vec<PassNode> = all_nodes
@@ -305,6 +310,11 @@ pub async fn load_bases(
             first_hour,
         };
         ledger.feed(&mut engine, tree, &nodes, now);
+        let lane_runs = ended_debug
+            .iter()
+            .filter(|(c, _)| *c == cluster.cluster_id)
+            .map(|&(_, run)| run)
+            .collect();
         bases.push(Arc::new(Base {
             cluster,
             engine,
@@ -312,6 +322,7 @@ pub async fn load_bases(
             nodes,
             node_rows,
             engine_node,
+            ended_debug: lane_runs,
         }));
     }
     Ok(Some(Arc::new(bases)))
