@@ -76,16 +76,20 @@ pub struct Config {
     pub fast_lane_peak: f64,
     /// The window over which the lane's use is averaged.
     pub fast_lane_window: Time,
-    /// The lane's headroom (DESIGN §4.11): other allocated work starts only while at least this
-    /// many GPUs stay idle, free or held by unprotected resumable work (what debug work can take
-    /// at once), so a cluster just filled with protected work still starts the next debug
-    /// workload now. Never more than the lane's room (so 0 on a cluster whose lane share is under
-    /// one GPU, and shrinking as debug work fills the lane). 0 disables it.
+    /// The lane's headroom (DESIGN §4.11): other allocated work starts only while at least
+    /// `headroom_max_fraction` of the schedulable GPUs (but never more than this many) stay idle,
+    /// free or held by unprotected resumable work (what debug work can take at once), so a
+    /// cluster just filled with protected work still starts the next debug workloads now. Never
+    /// more than the lane's room (so 0 on a cluster whose lane share is under one GPU, and
+    /// shrinking as debug work fills the lane). 0 disables it; by default no bound but the
+    /// fraction.
     pub headroom_gpus: u32,
-    /// The headroom sizes itself to the cluster: never more than this fraction of the
-    /// schedulable GPUs. It is paid by funded work (GPUs kept idle or lent only to preemptible
-    /// work): 8 GPUs are under 1% of a 1,024-GPU cluster but 9% of an 88-GPU one, where funded
-    /// teams at 3x demand then received 95.4% of what they were owed instead of 97.3% (README).
+    /// The headroom sizes itself to the cluster: this fraction of the schedulable GPUs (rounded
+    /// down). It is paid by funded work (GPUs kept idle or lent only to preemptible work): 8
+    /// GPUs are under 1% of a 1,024-GPU cluster but 9% of an 88-GPU one, where funded teams at 3x
+    /// demand then received 95.4% of what they were owed instead of 97.3%; on 8,192 GPUs a
+    /// fixed 8 started eight debug workloads after a flood of protected work and left the rest
+    /// waiting for its first protection to end (README).
     pub headroom_max_fraction: f64,
     /// The recent window blended into the ratio siblings are ordered by (not the one preemption
     /// compares): see [`crate::ranking`]. `Recent::OFF` orders by the week's ratio alone.
@@ -106,7 +110,7 @@ impl Default for Config {
             fast_lane: 0.1,
             fast_lane_peak: 0.2,
             fast_lane_window: crate::ids::HOUR,
-            headroom_gpus: crate::snapshot::DEBUG_MAX_GPUS,
+            headroom_gpus: u32::MAX,
             headroom_max_fraction: 0.01,
             recent: Recent {
                 window: 2 * crate::ids::HOUR,

@@ -295,6 +295,34 @@ fn on_a_small_cluster_the_headroom_is_at_most_a_hundredth_of_it() {
 }
 
 #[test]
+fn on_a_large_cluster_the_headroom_is_a_hundredth_of_it_so_a_flood_of_protected_work_leaves_room_for_many_debug_workloads(
+) {
+    // 400 hosts of 8: a hundredth is 32 GPUs, four hosts. Protected training fills the rest.
+    let mut w = World::new(TWO_TEAMS, 400, 8);
+    let training: Vec<WorkloadId> = (0..400).map(|_| w.submit("a", 8, 4 * HOUR)).collect();
+    assert_eq!(starts(&w.step()).len(), 396);
+    match w.explain(training[399]).waiting_for {
+        WaitReason::Headroom { kept_gpus } => assert_eq!(kept_gpus, 32),
+        other => panic!("held back by the headroom, not {other:?}"),
+    }
+    // Thirty-two 1-GPU debug workloads of the other team start at once.
+    let debug: Vec<WorkloadId> = (0..32).map(|_| w.submit("b", 1, 10 * 60)).collect();
+    let started: Vec<WorkloadId> = starts(&w.step()).iter().map(|s| s.0).collect();
+    assert_eq!(started, debug);
+
+    // An admin's bound on the headroom holds whatever the cluster's size.
+    let config = Config {
+        headroom_gpus: 8,
+        ..Config::default()
+    };
+    let mut w = World::with_config(TWO_TEAMS, 400, 8, config);
+    for _ in 0..400 {
+        w.submit("a", 8, 4 * HOUR);
+    }
+    assert_eq!(starts(&w.step()).len(), 399);
+}
+
+#[test]
 fn the_headroom_is_none_where_the_lanes_share_is_under_one_gpu() {
     let mut w = World::new(TWO_TEAMS, 1, 8);
     w.submit("a", 8, HOUR);
