@@ -80,7 +80,11 @@ describe('settings', () => {
       await refusal.getByText('at least the damping margin (0.02), not 0.01').waitFor();
       assert.equal(await kill.getAttribute('aria-describedby'), 'kill-margin-error');
 
+      // As a person would: into the field (focus left it for the button), then replace its text.
+      // Once in CI, under load, the text went in before what was there ("050.01") instead.
+      await kill.click();
       await kill.fill('0.5');
+      assert.equal(await kill.inputValue(), '0.5');
       await page.getByRole('button', { name: 'Save settings' }).click();
       await page.getByRole('status').getByText(/Saved/).waitFor();
       const row = page.getByRole('table').getByRole('row')
