@@ -508,3 +508,85 @@ async fn a_queued_workload_is_given_an_estimated_start_when_the_work_ahead_of_it
     let now_running = live.wait_for_state(second, "running").await;
     assert_eq!(now_running["estimated_start"], serde_json::Value::Null);
 }
+
+#[tokio::test]
+async fn a_pass_reads_the_debug_runs_that_ended_within_the_fast_lanes_window() {
+    use axum::{
+        body::Body,
+        http::{header, Request},
+    };
+    use scheduler::EndedRun;
+    use server::{db, runtime::snapshot};
+    let app = crate::support::TestApp::new().await;
+    let (node_token, token) = crate::support::seed_org(&app.pool).await;
+    let sync = app
+        .send(
+            Request::post("/api/agent/v1/sync")
+                .header(header::AUTHORIZATION, format!("Bearer {node_token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(json!({ "name": "n1", "gpus": 2 }).to_string()))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
+    let mut ids = Vec::new();
+    // Debug work (a minimum runtime of at most 15 minutes), training, free work.
+    for (name, min_runtime) in [("debug", 600), ("training", 3600), ("sweep", 0)] {
+        let submitted = app
+            .send(
+                Request::post("/api/v1/workloads")
+                    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(Body::from(
+                        job("ai/olmo", name, "true", 2, min_runtime, true).to_string(),
+                    ))
+                    .unwrap(),
+            )
+            .await;
+        assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
+        ids.push(submitted.json()["id"].as_i64().unwrap());
+    }
+    let node_id: i64 = sqlx::query_scalar("select node_id from node where name = 'n1'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let now = crate::support::now();
+    // (workload, started, ended): the debug workload ran twice, once inside the hour and once
+    // before it; training and free work ran inside it.
+    let runs = [
+        (ids[0], now - 1_500, now - 600),
+        (ids[0], now - 9_000, now - 7_200),
+        (ids[1], now - 1_500, now - 600),
+        (ids[2], now - 1_500, now - 600),
+    ];
+    for (workload, started, ended) in runs {
+        sqlx::query(
+            "insert into workload_run (workload_id, node_id, gpu_indices, gpus, allocated,
+             started_at, charged_through, ended_at, end_kind)
+             values ($1, $2, '0;1', 2, 1, $3, $4, $4, 'completed')",
+        )
+        .bind(workload)
+        .bind(node_id)
+        .bind(started)
+        .bind(ended)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+
+    let mut read = db::begin_read(&app.pool).await.unwrap();
+    let snapshots = snapshot::load(&mut read, &app.runtime.config(), now)
+        .await
+        .unwrap()
+        .expect("a tree");
+    read.rollback().await.unwrap();
+    let snapshot = snapshots.cluster(1).expect("the default cluster");
+    assert_eq!(
+        snapshot.state().ended_debug,
+        [EndedRun {
+            gpus: 2,
+            started_at: now - 1_500,
+            ended_at: now - 600,
+        }]
+    );
+}
