@@ -16,6 +16,9 @@ struct Case {
     queued: Vec<(u8, u32, u8, bool, i32, i64)>,
     margin: f64,
     reservations: usize,
+    /// The fast lane's peak, and the debug runs that ended before now: `(GPUs, start, length)`,
+    /// in minutes before now (some before the lane's hour).
+    lane: (f64, Vec<(u8, i64, i64)>),
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -48,9 +51,13 @@ fn case() -> impl Strategy<Value = Case> {
         ),
         prop::sample::select(vec![0.0, 0.02, 0.3]),
         0usize..3,
+        (
+            prop::sample::select(vec![0.2, 1.0]),
+            prop::collection::vec((1u8..9, 0i64..120, 1i64..60), 0..6),
+        ),
     )
         .prop_map(
-            |(programs, history, nodes, running, queued, margin, reservations)| Case {
+            |(programs, history, nodes, running, queued, margin, reservations, lane)| Case {
                 programs,
                 history,
                 nodes,
@@ -58,6 +65,7 @@ fn case() -> impl Strategy<Value = Case> {
                 queued,
                 margin,
                 reservations,
+                lane,
             },
         )
 }
@@ -67,6 +75,7 @@ struct Built {
     nodes: Vec<NodeState>,
     running: Vec<RunningWorkload>,
     queued: Vec<WorkloadSpec>,
+    ended_debug: Vec<EndedRun>,
 }
 
 impl Built {
@@ -75,7 +84,7 @@ impl Built {
             nodes: &self.nodes,
             running: &self.running,
             queued: &self.queued,
-            ended_debug: &[],
+            ended_debug: &self.ended_debug,
         }
     }
 }
@@ -94,6 +103,7 @@ fn build(case: &Case, policy: Policy, reservations: usize) -> Built {
         policy,
         damping_margin: case.margin,
         max_reservations: reservations,
+        fast_lane_peak: case.lane.0,
         ..Config::default()
     };
     let mut engine = Engine::new(tree, config);
@@ -201,11 +211,22 @@ fn build(case: &Case, policy: Policy, reservations: usize) -> Built {
             }
         })
         .collect();
+    let ended_debug = case
+        .lane
+        .1
+        .iter()
+        .map(|&(gpus, start, length)| EndedRun {
+            gpus: u32::from(gpus),
+            started_at: -start * 60,
+            ended_at: (-start + length).min(0) * 60,
+        })
+        .collect();
     Built {
         engine,
         nodes,
         running,
         queued,
+        ended_debug,
     }
 }
 
