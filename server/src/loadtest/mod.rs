@@ -209,7 +209,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
             tracing::error!(%error, "the load test's server stopped");
         }
     });
-    runtime.spawn();
+    let scheduler = runtime.spawn();
 
     crate::agent::client::install_tls_provider();
     let http = reqwest::Client::builder()
@@ -329,6 +329,8 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     shared.window.close();
     shared.over.store(true, Ordering::Release);
     let elapsed = window.elapsed();
+    // The measurement is over: no pass may start while the run winds down and its pool closes.
+    scheduler.abort();
 
     let all_passes = runtime.pass_timings();
     let window_passes = &all_passes[passes_before.min(all_passes.len())..];
