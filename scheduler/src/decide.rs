@@ -75,7 +75,14 @@ pub(crate) fn fair_share_with(
     let debug_running = pool.debug_gpus;
     // The cap is a share per window (DESIGN §4.11): while the lane's use averaged over the
     // window is under it, debug work may hold up to the peak at once.
-    let lane = lane_window(engine.config(), state, now, lane_cap, schedulable);
+    let lane = lane_window(
+        engine.config(),
+        state,
+        now,
+        lane_cap,
+        schedulable,
+        debug_running,
+    );
     // The headroom never exceeds the lane's own share (without its one-workload floor): a
     // cluster too small for a tenth to hold a GPU keeps none. Nor a small fraction of the
     // cluster: funded work pays for it.
@@ -937,6 +944,7 @@ fn lane_window(
     now: Time,
     share: u32,
     schedulable: u32,
+    debug_running: u32,
 ) -> LaneWindow {
     let peak = ((config.fast_lane_peak * f64::from(schedulable)).floor() as u32)
         .min(schedulable)
@@ -949,22 +957,35 @@ fn lane_window(
         };
     }
     let from = now - window;
+    let budget = f64::from(share) * window as f64;
     let ended: f64 = state
         .ended_debug
         .iter()
         .map(|r| r.gpu_seconds_within(from, now))
         .sum();
-    let running: f64 = state
-        .running
-        .iter()
-        .filter(|r| r.spec.is_debug())
-        .map(|r| f64::from(r.placement.gpu_count()) * (now - r.started_at.max(from)).max(0) as f64)
-        .sum();
-    let under = ended + running < f64::from(share) * window as f64;
+    // The running debug work used at most its GPUs for the whole window: the runs are read only
+    // when that bound does not settle it (a pass runs at every event; most are far from the cap).
+    let under = if ended >= budget {
+        false
+    } else if ended + f64::from(debug_running) * (window as f64) < budget {
+        true
+    } else {
+        ended + running_debug_within(state, from, now) < budget
+    };
     LaneWindow {
         cap: if under { peak } else { share },
         may_open: !under,
     }
+}
+
+/// GPU-seconds the running debug work used within `[from, now]`.
+fn running_debug_within(state: &ClusterState<'_>, from: Time, now: Time) -> f64 {
+    state
+        .running
+        .iter()
+        .filter(|r| r.spec.is_debug())
+        .map(|r| f64::from(r.placement.gpu_count()) * (now - r.started_at.max(from)).max(0) as f64)
+        .sum()
 }
 
 pub(crate) fn party(standings: &Standings, spec: &WorkloadSpec) -> Party {
