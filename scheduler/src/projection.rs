@@ -204,13 +204,7 @@ pub fn project(
         if !ended.is_empty() {
             running.retain(|r| match ended.get(&(r.spec.id, r.started_at)) {
                 Some(&at) => {
-                    if r.spec.is_debug() {
-                        ended_debug.push(EndedRun {
-                            gpus: r.placement.gpu_count(),
-                            started_at: r.started_at,
-                            ended_at: at,
-                        });
-                    }
+                    ended_debug.extend(r.ended_debug_run(at));
                     if r.spec.is_allocated() {
                         engine
                             .ledger_mut()
@@ -252,13 +246,7 @@ pub fn project(
                             continue;
                         };
                         let r = running.swap_remove(i);
-                        if r.spec.is_debug() && t > r.started_at {
-                            ended_debug.push(EndedRun {
-                                gpus: r.placement.gpu_count(),
-                                started_at: r.started_at,
-                                ended_at: t,
-                            });
-                        }
+                        ended_debug.extend(r.ended_debug_run(t));
                         if r.spec.is_allocated() {
                             engine.ledger_mut().stop_charging(
                                 r.spec.leaf,

@@ -67,6 +67,15 @@ impl RunningWorkload {
     pub fn is_protected(&self, now: Time) -> bool {
         self.protected_until().is_some_and(|until| now < until)
     }
+
+    /// This run as the fast lane's window counts it once it ends at `at`: debug work only.
+    pub fn ended_debug_run(&self, at: Time) -> Option<EndedRun> {
+        (self.spec.is_debug() && at > self.started_at).then(|| EndedRun {
+            gpus: self.placement.gpu_count(),
+            started_at: self.started_at,
+            ended_at: at,
+        })
+    }
 }
 
 /// A run of debug work that has ended: what the fast lane used (DESIGN §4.11 caps its share of

@@ -452,13 +452,7 @@ impl Sim<'_> {
                 .ledger_mut()
                 .stop_charging(run.spec.leaf, run.placement.gpu_count(), now);
         }
-        if run.spec.is_debug() && now > run.started_at {
-            self.ended_debug.push_back(EndedRun {
-                gpus: run.placement.gpu_count(),
-                started_at: run.started_at,
-                ended_at: now,
-            });
-        }
+        self.ended_debug.extend(run.ended_debug_run(now));
         let j = &mut self.jobs[job as usize];
         j.remaining -= now - run.started_at;
         let protected_until = if j.baseline_protected {

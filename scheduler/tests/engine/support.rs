@@ -213,13 +213,7 @@ impl World {
             .position(|r| r.spec.id == id)
             .expect("running");
         let run = self.running.remove(index);
-        if run.spec.is_debug() {
-            self.ended_debug.push(EndedRun {
-                gpus: run.placement.gpu_count(),
-                started_at: run.started_at,
-                ended_at: at,
-            });
-        }
+        self.ended_debug.extend(run.ended_debug_run(at));
         if run.spec.is_allocated() {
             self.engine
                 .ledger_mut()
