@@ -92,6 +92,8 @@ export class TestServer {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     agent.stderr.on('data', (chunk) => { this.log += chunk.toString(); });
+    // Made at once, so that an agent a test stops (or that dies) is not waited for twice.
+    agent.exited = new Promise((resolve) => agent.once('exit', resolve));
     this.agents.push(agent);
   }
 
@@ -118,6 +120,9 @@ export class TestServer {
     for (const agent of this.agents) {
       if (agent.exitCode === null) agent.kill('SIGTERM');
     }
+    // An agent ends its runs and writes its state directory as it stops: the directory goes only
+    // once every agent has exited (removing it meanwhile once failed with ENOTEMPTY).
+    await Promise.all(this.agents.map((agent) => agent.exited));
     if (this.process && this.process.exitCode === null) {
       const exited = new Promise((resolve) => this.process.once('exit', resolve));
       this.process.kill('SIGTERM');
