@@ -99,7 +99,11 @@ describe('overview', () => {
       try {
         await signIn(page, server.url, user, password);
         await page.getByRole('heading', { name: `Welcome, ${user}` }).waitFor();
-        const tops = await page.getByRole('navigation', { name: 'Main' }).getByRole('link').evaluateAll(
+        // The heading can come before the menu is drawn (once in CI: no links yet for lee).
+        await waitForHydration(page);
+        const nav = page.getByRole('navigation', { name: 'Main' });
+        await nav.getByRole('link').first().waitFor();
+        const tops = await nav.getByRole('link').evaluateAll(
           (links) => links.map((a) => Math.round(a.getBoundingClientRect().top)),
         );
         assert.ok(tops.length >= 7, `${user}: ${tops}`);
