@@ -336,19 +336,10 @@ async fn a_decision_read_before_its_workload_was_cancelled_does_not_start_it() {
         body::Body,
         http::{header, Request},
     };
-    use server::{db, runtime::apply, runtime::snapshot};
+    use server::{db, runtime::apply};
     let app = crate::support::TestApp::new().await;
     let (node_token, token) = crate::support::seed_org(&app.pool).await;
-    let sync = app
-        .send(
-            Request::post("/api/agent/v1/sync")
-                .header(header::AUTHORIZATION, format!("Bearer {node_token}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(json!({ "name": "n1", "gpus": 2 }).to_string()))
-                .unwrap(),
-        )
-        .await;
-    assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
+    connect_n1(&app, &node_token).await;
     let api = |method: &str, path: &str, body: serde_json::Value| {
         Request::builder()
             .method(method)
@@ -369,12 +360,7 @@ async fn a_decision_read_before_its_workload_was_cancelled_does_not_start_it() {
     let id = submitted.json()["id"].as_i64().unwrap();
 
     let now = crate::support::now();
-    let mut read = db::begin_read(&app.pool).await.unwrap();
-    let snapshots = snapshot::load(&mut read, &app.runtime.config(), now)
-        .await
-        .unwrap()
-        .expect("a tree");
-    read.rollback().await.unwrap();
+    let snapshots = load_snapshots(&app, now).await;
     let snapshot = snapshots.cluster(1).expect("the default cluster");
     let decision = snapshot.engine.decide(&snapshot.state(), now).unwrap();
     assert_eq!(decision.actions.len(), 1, "{decision:?}");
@@ -516,19 +502,9 @@ async fn a_pass_reads_the_debug_runs_that_ended_within_the_fast_lanes_window() {
         http::{header, Request},
     };
     use scheduler::EndedRun;
-    use server::{db, runtime::snapshot};
     let app = crate::support::TestApp::new().await;
     let (node_token, token) = crate::support::seed_org(&app.pool).await;
-    let sync = app
-        .send(
-            Request::post("/api/agent/v1/sync")
-                .header(header::AUTHORIZATION, format!("Bearer {node_token}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(json!({ "name": "n1", "gpus": 2 }).to_string()))
-                .unwrap(),
-        )
-        .await;
-    assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
+    connect_n1(&app, &node_token).await;
     let mut ids = Vec::new();
     // Debug work (a minimum runtime of at most 15 minutes), training, free work.
     for (name, min_runtime) in [("debug", 600), ("training", 3600), ("sweep", 0)] {
@@ -574,12 +550,7 @@ async fn a_pass_reads_the_debug_runs_that_ended_within_the_fast_lanes_window() {
         .unwrap();
     }
 
-    let mut read = db::begin_read(&app.pool).await.unwrap();
-    let snapshots = snapshot::load(&mut read, &app.runtime.config(), now)
-        .await
-        .unwrap()
-        .expect("a tree");
-    read.rollback().await.unwrap();
+    let snapshots = load_snapshots(&app, now).await;
     let snapshot = snapshots.cluster(1).expect("the default cluster");
     assert_eq!(
         snapshot.state().ended_debug,
@@ -589,4 +560,36 @@ async fn a_pass_reads_the_debug_runs_that_ended_within_the_fast_lanes_window() {
             ended_at: now - 600,
         }]
     );
+}
+
+/// Connects node `n1` (2 GPUs) with its agent's first sync.
+async fn connect_n1(app: &crate::support::TestApp, node_token: &str) {
+    use axum::{
+        body::Body,
+        http::{header, Request},
+    };
+    let sync = app
+        .send(
+            Request::post("/api/agent/v1/sync")
+                .header(header::AUTHORIZATION, format!("Bearer {node_token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(json!({ "name": "n1", "gpus": 2 }).to_string()))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
+}
+
+/// What a pass at `now` reads, every cluster.
+async fn load_snapshots(
+    app: &crate::support::TestApp,
+    now: i64,
+) -> server::runtime::snapshot::Snapshots {
+    let mut read = server::db::begin_read(&app.pool).await.unwrap();
+    let snapshots = server::runtime::snapshot::load(&mut read, &app.runtime.config(), now)
+        .await
+        .unwrap()
+        .expect("a tree");
+    read.rollback().await.unwrap();
+    snapshots
 }
