@@ -138,7 +138,7 @@ pub fn matrix_table(rows: &[MatrixRow]) -> String {
         "| scenario | policy | GPUs | workloads | demand / capacity | occupancy (limit / rigid; idle while work waited) | \
          delivered/owed overall / worst / >=95% | hourly | debug wait p50 / p90 / p99 | \
          large wait p50 / p90 | large / single wait | all wait p90 | requeue wait p90 | \
-         preemptions | lost GPU-h | zero-length runs | wall |\n",
+         preemptions | lost GPU-h (all; to preemption: allocated / free) | zero-length runs | wall |\n",
     );
     out.push_str(&"|---".repeat(17));
     out.push_str("|\n");
@@ -148,7 +148,7 @@ pub fn matrix_table(rows: &[MatrixRow]) -> String {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {:.2}x | {} ({} / {}; {}) | {} / {} / {} of {} | {} | {} / {} / {} | \
-                 {} / {} | {} | {} | {} | {} | {:.0} ({:.2}%) | {} | {:.2} s |",
+                 {} / {} | {} | {} | {} | {} | {:.0} ({:.2}%; {}) | {} | {:.2} s |",
                 row.name,
                 r.policy,
                 r.gpus,
@@ -175,6 +175,7 @@ pub fn matrix_table(rows: &[MatrixRow]) -> String {
                 r.preemptions,
                 r.lost_gpu_h,
                 100.0 * r.lost_fraction,
+                r.lost_to_preemption.percentages(),
                 r.zero_length_runs,
                 r.wall_s,
             );

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::report::{
-    DeliveredOverOwed, NodeReport, Report, TimeLimits, WaitStats, Waits, Workloads,
+    DeliveredOverOwed, LostByClass, NodeReport, Report, TimeLimits, WaitStats, Waits, Workloads,
 };
 use super::run::{JobEnd, Outcome};
 use super::timeline::SegmentEnd;
@@ -262,6 +262,12 @@ pub(crate) fn measure(input: &SimInput, config: &SimConfig, out: &Outcome) -> Re
         idle_while_waiting: share_of(out.idle_while_waiting, healthy),
         lost_gpu_h: round6(lost / 3_600.0),
         lost_fraction: share_of(lost, busy),
+        lost_to_preemption: LostByClass {
+            allocated_gpu_h: round6(out.lost_to_preemption[0] / 3_600.0),
+            free_gpu_h: round6(out.lost_to_preemption[1] / 3_600.0),
+            allocated_fraction: share_of(out.lost_to_preemption[0], busy),
+            free_fraction: share_of(out.lost_to_preemption[1], busy),
+        },
         zero_length_runs,
         free_runs_under_a_minute,
         kill_margin: (policy == Policy::FairShare).then_some(config.kill_margin),

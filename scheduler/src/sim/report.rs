@@ -54,6 +54,9 @@ pub struct Report {
     pub lost_gpu_h_by_reason: BTreeMap<String, f64>,
     /// `lost_gpu_h` over the busy GPU-hours.
     pub lost_fraction: f64,
+    /// The part of `lost_gpu_h` that preemption cost (work drained off hosts leaving service is
+    /// not counted), allocated and unallocated work apart: the measure DESIGN §5 bounds.
+    pub lost_to_preemption: LostByClass,
     /// Runs (start to stop of one workload on its GPUs) that ended in the second they started.
     pub zero_length_runs: u64,
     /// Runs of unallocated work that were preempted within a minute of starting.
@@ -162,6 +165,27 @@ pub struct DeliveredOverOwed {
     pub teams_at_95pct: u64,
     /// `Σ_h min(charged_h, owed_h) / Σ_h owed_h` over the teams.
     pub hourly: Option<f64>,
+}
+
+/// GPU-hours of progress lost by non-resumable work, allocated and unallocated apart, and each
+/// over the busy GPU-hours.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct LostByClass {
+    pub allocated_gpu_h: f64,
+    pub free_gpu_h: f64,
+    pub allocated_fraction: f64,
+    pub free_fraction: f64,
+}
+
+impl LostByClass {
+    /// `allocated / free` as percentages, e.g. `0.08 / 0.61%`.
+    pub fn percentages(&self) -> String {
+        format!(
+            "{:.2} / {:.2}%",
+            100.0 * self.allocated_fraction,
+            100.0 * self.free_fraction
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -295,6 +319,9 @@ pub fn summary_table(reports: &[&Report]) -> String {
     }
     row("lost GPU-hours", &|r| {
         format!("{:.0} ({:.2}%)", r.lost_gpu_h, 100.0 * r.lost_fraction)
+    });
+    row("  to preemption: allocated / free", &|r| {
+        r.lost_to_preemption.percentages()
     });
     row("zero-length runs", &|r| r.zero_length_runs.to_string());
     if reports.iter().any(|r| r.kill_margin.is_some()) {

@@ -51,6 +51,8 @@ pub(crate) struct Outcome {
     pub by_reason: BTreeMap<&'static str, u64>,
     /// GPU-seconds of progress lost by non-resumable work, by the rule that stopped it.
     pub lost_by_reason: BTreeMap<&'static str, f64>,
+    /// Of those, GPU-seconds lost to preemption (not to drains), allocated work then free work.
+    pub lost_to_preemption: [f64; 2],
     pub decisions: u64,
     pub capped: u64,
     /// GPU-seconds healthy GPUs sat idle while some workload was queued.
@@ -75,6 +77,7 @@ struct Sim<'a> {
     requeue_waits: Vec<Time>,
     by_reason: BTreeMap<&'static str, u64>,
     lost_by_reason: BTreeMap<&'static str, f64>,
+    lost_to_preemption: [f64; 2],
     decisions: u64,
     wake: Option<Time>,
     /// Idle GPUs on healthy hosts, kept as work starts and stops and hosts change state.
@@ -168,6 +171,7 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
         requeue_waits: Vec::new(),
         by_reason: BTreeMap::new(),
         lost_by_reason: BTreeMap::new(),
+        lost_to_preemption: [0.0; 2],
         decisions: 0,
         wake: None,
         idle_healthy: cluster.total_gpus(),
@@ -434,6 +438,9 @@ impl Sim<'_> {
             let run = &self.running[self.rpos[job as usize] as usize];
             let lost = f64::from(run.placement.gpu_count()) * (now - run.started_at) as f64;
             *self.lost_by_reason.entry(reason).or_insert(0.0) += lost;
+            if end == SegmentEnd::Preempted {
+                self.lost_to_preemption[usize::from(!run.spec.is_allocated())] += lost;
+            }
             self.stop(job, now, SegmentEnd::Killed);
             self.jobs[job as usize].end = Some((now, JobEnd::Killed));
         }
@@ -502,6 +509,7 @@ impl Sim<'_> {
             requeue_waits: self.requeue_waits,
             by_reason: self.by_reason,
             lost_by_reason: self.lost_by_reason,
+            lost_to_preemption: self.lost_to_preemption,
             decisions: self.decisions,
             capped,
             idle_while_waiting: self.idle_while_waiting,

@@ -100,6 +100,36 @@ fn preempted_non_resumable_work_is_lost() {
         "sweep,b,node-000,0;1,0,100,false,,killed"
     );
     assert!((r.lost_gpu_h - 200.0 / 3_600.0).abs() < 1e-6);
+    let lost = r.lost_to_preemption;
+    assert_eq!((lost.allocated_gpu_h, lost.free_gpu_h), (0.0, r.lost_gpu_h));
+}
+
+#[test]
+fn lost_to_preemption_counts_allocated_work_apart_and_leaves_out_hosts_going_down() {
+    // a's non-resumable training has run 100,000 s on both GPUs when b, far under its share,
+    // asks for them: fair share stops it and its progress is lost.
+    let preempted = input(
+        ONE_HOST,
+        &[
+            "hog,0,a,,2,500000,60,false,0",
+            "late,100000,b,,2,500,60,true,0",
+        ],
+    );
+    let r = sim::run(&preempted, &config(150_000)).report;
+    assert_eq!(r.preemptions_by_reason.get("fair-share"), Some(&1));
+    let lost = r.lost_to_preemption;
+    assert!((lost.allocated_gpu_h - 200_000.0 / 3_600.0).abs() < 1e-6);
+    assert_eq!(lost.free_gpu_h, 0.0);
+    assert_eq!(lost.allocated_gpu_h, r.lost_gpu_h);
+    assert!(lost.allocated_fraction > 0.0);
+    // The same work on a host that goes down is lost too, but not to preemption.
+    let cluster = format!(
+        "{ONE_HOST}\n[[outages]]\nnode = \"node-000\"\nfrom_s = 100\nto_s = 400\nstate = \"down\"\n"
+    );
+    let down = input(&cluster, &["hog,0,a,,2,5000,60,false,0"]);
+    let r = sim::run(&down, &config(3_000)).report;
+    assert!((r.lost_gpu_h - 200.0 / 3_600.0).abs() < 1e-6);
+    assert_eq!(r.lost_to_preemption, Default::default());
 }
 
 #[test]

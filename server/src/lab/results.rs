@@ -57,6 +57,9 @@ pub fn summarise(input: &SimInput, reports: [&Report; 3]) -> LabResult {
         r.workloads.unfinished.to_string()
     });
     row("Lost GPU-hours", false, &|r| format!("{:.0}", r.lost_gpu_h));
+    row("Lost to preemption: allocated / free", true, &|r| {
+        r.lost_to_preemption.percentages()
+    });
     row("Demand / capacity", false, &|r| {
         format!("{:.2}×", r.demand_over_capacity)
     });

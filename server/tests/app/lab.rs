@@ -237,6 +237,12 @@ async fn a_lab_run_reports_the_three_policies_as_the_simulator_measures_them() {
         baseline.report.preemptions.to_string()
     );
     assert_eq!(preemptions["slurm"], slurm.report.preemptions.to_string());
+    let lost = measure("Lost to preemption: allocated / free");
+    assert_eq!(
+        lost["fair_share"],
+        fair.report.lost_to_preemption.percentages()
+    );
+    assert_eq!(lost["slurm"], slurm.report.lost_to_preemption.percentages());
     let debug = result["waits"]
         .as_array()
         .unwrap()
