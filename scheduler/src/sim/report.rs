@@ -54,8 +54,8 @@ pub struct Report {
     pub lost_gpu_h_by_reason: BTreeMap<String, f64>,
     /// `lost_gpu_h` over the busy GPU-hours.
     pub lost_fraction: f64,
-    /// The part of `lost_gpu_h` that preemption cost (work drained off hosts leaving service is
-    /// not counted), allocated and unallocated work apart: the measure DESIGN §5 bounds.
+    /// The part of `lost_gpu_h` (DESIGN §5: ended by preemption or drain) that preemption cost,
+    /// allocated and unallocated work apart: what the policy chose, not what failing hosts took.
     pub lost_to_preemption: LostByClass,
     /// Runs (start to stop of one workload on its GPUs) that ended in the second they started.
     pub zero_length_runs: u64,
