@@ -34,16 +34,9 @@ async fn every_page_and_api_answers_on_one_connection(two_clusters: bool) {
         )
         .await
         .unwrap();
+        let body = json!({ "name": "w1", "gpus": 4, "cluster": "west" });
         let sync = app
-            .send(
-                Request::post("/api/agent/v1/sync")
-                    .header(header::AUTHORIZATION, format!("Bearer {west_token}"))
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(Body::from(
-                        json!({ "name": "w1", "gpus": 4, "cluster": "west" }).to_string(),
-                    ))
-                    .unwrap(),
-            )
+            .post_json("/api/agent/v1/sync", &west_token, &body)
             .await;
         assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
     }
@@ -65,20 +58,10 @@ async fn every_page_and_api_answers_on_one_connection(two_clusters: bool) {
     };
     let sync = app.send(agent(json!({ "name": "n1", "gpus": 2 }))).await;
     assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
-    let submitted = app
-        .send(
-            Request::post("/api/v1/workloads")
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(
-                    json!({ "project": "ai/olmo", "name": "w", "command": "true", "gpus": 1,
-                            "min_runtime_s": 60, "resumable": true, "priority": 0,
-                            "cluster": "default" })
-                    .to_string(),
-                ))
-                .unwrap(),
-        )
-        .await;
+    let body = json!({ "project": "ai/olmo", "name": "w", "command": "true", "gpus": 1,
+                       "min_runtime_s": 60, "resumable": true, "priority": 0,
+                       "cluster": "default" });
+    let submitted = app.post_json("/api/v1/workloads", &token, &body).await;
     assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
     app.runtime.pass(crate::support::now()).await.unwrap();
     let sync = app
@@ -148,19 +131,9 @@ async fn agents_sync_and_the_scheduler_decides_while_page_renders_hold_every_pag
     };
     let registered = app.send(sync(0)).await;
     assert_eq!(registered.status, StatusCode::OK, "{}", registered.body);
-    let submitted = app
-        .send(
-            Request::post("/api/v1/workloads")
-                .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(
-                    json!({ "project": "ai/olmo", "name": "w", "command": "true", "gpus": 1,
-                            "min_runtime_s": 60, "resumable": true, "priority": 0 })
-                    .to_string(),
-                ))
-                .unwrap(),
-        )
-        .await;
+    let body = json!({ "project": "ai/olmo", "name": "w", "command": "true", "gpus": 1,
+                       "min_runtime_s": 60, "resumable": true, "priority": 0 });
+    let submitted = app.post_json("/api/v1/workloads", &token, &body).await;
     assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
 
     // A crowd of renders has taken the page pool's only connection and keeps it.

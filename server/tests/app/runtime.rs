@@ -497,10 +497,6 @@ async fn a_queued_workload_is_given_an_estimated_start_when_the_work_ahead_of_it
 
 #[tokio::test]
 async fn a_pass_reads_the_debug_runs_that_ended_within_the_fast_lanes_window() {
-    use axum::{
-        body::Body,
-        http::{header, Request},
-    };
     use scheduler::EndedRun;
     let app = crate::support::TestApp::new().await;
     let (node_token, token) = crate::support::seed_org(&app.pool).await;
@@ -508,17 +504,8 @@ async fn a_pass_reads_the_debug_runs_that_ended_within_the_fast_lanes_window() {
     let mut ids = Vec::new();
     // Debug work (a minimum runtime of at most 15 minutes), training, free work.
     for (name, min_runtime) in [("debug", 600), ("training", 3600), ("sweep", 0)] {
-        let submitted = app
-            .send(
-                Request::post("/api/v1/workloads")
-                    .header(header::AUTHORIZATION, format!("Bearer {token}"))
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(Body::from(
-                        job("ai/olmo", name, "true", 2, min_runtime, true).to_string(),
-                    ))
-                    .unwrap(),
-            )
-            .await;
+        let body = job("ai/olmo", name, "true", 2, min_runtime, true);
+        let submitted = app.post_json("/api/v1/workloads", &token, &body).await;
         assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
         ids.push(submitted.json()["id"].as_i64().unwrap());
     }
@@ -564,19 +551,8 @@ async fn a_pass_reads_the_debug_runs_that_ended_within_the_fast_lanes_window() {
 
 /// Connects node `n1` (2 GPUs) with its agent's first sync.
 async fn connect_n1(app: &crate::support::TestApp, node_token: &str) {
-    use axum::{
-        body::Body,
-        http::{header, Request},
-    };
-    let sync = app
-        .send(
-            Request::post("/api/agent/v1/sync")
-                .header(header::AUTHORIZATION, format!("Bearer {node_token}"))
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(Body::from(json!({ "name": "n1", "gpus": 2 }).to_string()))
-                .unwrap(),
-        )
-        .await;
+    let body = json!({ "name": "n1", "gpus": 2 });
+    let sync = app.post_json("/api/agent/v1/sync", node_token, &body).await;
     assert_eq!(sync.status, StatusCode::OK, "{}", sync.body);
 }
 

@@ -379,6 +379,21 @@ impl TestApp {
         self.send(request.body(Body::from(body)).unwrap()).await
     }
 
+    /// `POST`s `body` as JSON with a bearer token (the agent's or an API token).
+    pub async fn post_json(
+        &self,
+        path: &str,
+        bearer: &str,
+        body: &serde_json::Value,
+    ) -> TestResponse {
+        let request = Request::post(path)
+            .header(header::AUTHORIZATION, format!("Bearer {bearer}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        self.send(request).await
+    }
+
     /// Signs in through `POST /login` and returns the session cookie.
     pub async fn sign_in(&self, username: &str, password: &str) -> String {
         let response = self
