@@ -96,6 +96,42 @@ describe('settings', () => {
     });
   });
 
+  test('an admin widens the fast lane after a peak below its share is refused beside its field', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'root', 'root-password-1');
+      await page.goto(`${server.url}/settings`);
+      await waitForHydration(page);
+      const lane = page.getByRole('group', { name: 'Fast lane for debug work' });
+      const peak = lane.getByLabel('Fast lane peak');
+      assert.equal(await lane.getByLabel('Fast lane share').inputValue(), '0.1');
+      assert.equal(await peak.inputValue(), '0.2');
+      assert.equal(await lane.getByLabel('Fast lane window (minutes)').inputValue(), '60');
+      assert.equal(await lane.getByLabel('Headroom for debug work').inputValue(), '0.01');
+
+      await peak.click();
+      await peak.fill('0.05');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await page.locator('#fast-lane-peak-error').getByText('at least its share (0.1), not 0.05').waitFor();
+      assert.equal(await peak.getAttribute('aria-describedby'), 'fast-lane-peak-error');
+
+      await peak.click();
+      await peak.fill('0.3');
+      const window = lane.getByLabel('Fast lane window (minutes)');
+      await window.click();
+      await window.fill('30');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await page.getByRole('status').getByText(/Saved/).waitFor();
+      const row = (name) => page.getByRole('table').getByRole('row')
+        .filter({ has: page.getByRole('cell', { name, exact: true }) });
+      assert.deepEqual((await row('Fast lane peak').getByRole('cell').allTextContents()).slice(3, 5), ['0.2', '0.3']);
+      assert.deepEqual((await row('Fast lane window (minutes)').getByRole('cell').allTextContents()).slice(3, 5), ['60', '30']);
+      await page.reload();
+      await waitForHydration(page);
+      assert.equal(await page.getByLabel('Fast lane peak').inputValue(), '0.3');
+      assert.equal(await page.getByLabel('Fast lane window (minutes)').inputValue(), '30');
+    });
+  });
+
   test('an admin starts the fiscal year in October and the review names fiscal quarters', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'root', 'root-password-1');

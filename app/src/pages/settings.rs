@@ -122,6 +122,17 @@ fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> imp
                     "A finished workload's output is cleared this many days after it ended: 1 to 3,650.", "1")}
                 {field(("event-retention", "event-retention-error"), "event_retention_days", "Keep timelines for (days)", view.event_retention_days.to_string(),
                     "A finished workload's events are deleted this many days after it ended, except preemptions and drains, which reports count: 1 to 3,650.", "1")}
+                <fieldset class="stack">
+                    <legend>"Fast lane for debug work"</legend>
+                    {field(("fast-lane", "fast-lane-error"), "fast_lane", "Fast lane share", view.fast_lane.to_string(),
+                        "Debug work (up to 8 GPUs, a minimum runtime of at most 15 minutes) starts ahead of other funded work and may preempt unprotected work that can resume, of any team, while the lane holds at most this fraction of the GPUs on average: 0 to 0.5; 0 turns the lane off.", "0.01")}
+                    {field(("fast-lane-peak", "fast-lane-peak-error"), "fast_lane_peak", "Fast lane peak", view.fast_lane_peak.to_string(),
+                        "The most of the GPUs the lane may hold at once while its average is under its share, for bursts of debug work: at least the share, at most 1.", "0.01")}
+                    {field(("fast-lane-window", "fast-lane-window-error"), "fast_lane_window_minutes", "Fast lane window (minutes)", view.fast_lane_window_minutes.to_string(),
+                        "The lane's average is taken over this many minutes: 1 to 1,440.", "1")}
+                    {field(("headroom", "headroom-error"), "headroom_fraction", "Headroom for debug work", view.headroom_fraction.to_string(),
+                        "Other funded work starts only while this fraction of the GPUs stays idle or holds work debug work may take, so the next debug workload starts at once: 0 to 0.2; 0 turns it off. Funded teams pay for it in GPUs kept free.", "0.005")}
+                </fieldset>
                 <label for="fiscal-start">"Fiscal year starts in"</label>
                 <select id="fiscal-start" name="fiscal_start_month" disabled=disabled aria-describedby="fiscal-start-hint">
                     {MONTHS.iter().enumerate().map(|(i, name)| {

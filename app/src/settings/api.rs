@@ -33,6 +33,10 @@ pub async fn update_settings(
     #[server(default)] output_retention_days: Option<String>,
     #[server(default)] event_retention_days: Option<String>,
     #[server(default)] fiscal_start_month: Option<String>,
+    #[server(default)] fast_lane: Option<String>,
+    #[server(default)] fast_lane_peak: Option<String>,
+    #[server(default)] fast_lane_window_minutes: Option<String>,
+    #[server(default)] headroom_fraction: Option<String>,
     #[server(default)] reason: Option<String>,
 ) -> Result<SettingsView, AppError> {
     use crate::{backend::*, settings::SettingsForm};
@@ -47,6 +51,10 @@ pub async fn update_settings(
         output_retention_days,
         event_retention_days,
         fiscal_start_month,
+        fast_lane,
+        fast_lane_peak,
+        fast_lane_window_minutes,
+        headroom_fraction,
         reason,
     };
     with_status(async { backend()?.update_settings(&require_user()?, form).await }.await)

@@ -21,6 +21,15 @@ pub struct SettingsView {
     /// The month the fiscal year starts in (1 = January): the Reports page's quarters.
     #[serde(default = "crate::calendar::january")]
     pub fiscal_start_month: u32,
+    /// The fast lane (DESIGN §4.11): the share of the schedulable GPUs debug work may hold
+    /// through it, the most it may hold at once while under that share on average, and the
+    /// window that average is over.
+    pub fast_lane: f64,
+    pub fast_lane_peak: f64,
+    pub fast_lane_window_minutes: f64,
+    /// The headroom: the fraction of the schedulable GPUs other allocated work leaves for debug
+    /// work to start on at once.
+    pub headroom_fraction: f64,
     pub history: Vec<SettingChange>,
     pub can_edit: bool,
 }
@@ -64,6 +73,10 @@ pub fn in_form_units(key: &str, stored: &str) -> (&'static str, String) {
         "event_retention_days" => ("Keep timelines for (days)", stored.to_string()),
         "fiscal_start_month" => ("Fiscal year starts in (month)", stored.to_string()),
         "webhook_url" => ("Webhook URL", stored.to_string()),
+        "fast_lane" => ("Fast lane share", stored.to_string()),
+        "fast_lane_peak" => ("Fast lane peak", stored.to_string()),
+        "fast_lane_window_s" => ("Fast lane window (minutes)", scaled(60.0)),
+        "headroom_fraction" => ("Headroom for debug work", stored.to_string()),
         "auto_recover_nodes" => (
             "Return recovered nodes to service",
             match stored {
@@ -93,6 +106,15 @@ pub struct SettingsForm {
     /// 1–12; a client that leaves it out keeps the current value.
     #[serde(default)]
     pub fiscal_start_month: Option<String>,
+    /// The fast lane and the headroom; a client that leaves one out keeps its current value.
+    #[serde(default)]
+    pub fast_lane: Option<String>,
+    #[serde(default)]
+    pub fast_lane_peak: Option<String>,
+    #[serde(default)]
+    pub fast_lane_window_minutes: Option<String>,
+    #[serde(default)]
+    pub headroom_fraction: Option<String>,
     /// The checkbox: a node its agent reported unhealthy returns to service by itself.
     pub auto_recover_nodes: bool,
     /// Why, recorded with each change (optional).
@@ -118,6 +140,10 @@ mod tests {
             ("Minimum-runtime cap (hours)", "8".into())
         );
         assert_eq!(in_form_units("auto_recover_nodes", "false").1, "off");
+        assert_eq!(
+            in_form_units("fast_lane_window_s", "5400"),
+            ("Fast lane window (minutes)", "90".into())
+        );
         assert_eq!(
             in_form_units("grace_s", "30"),
             ("Preemption grace period (seconds)", "30".into())

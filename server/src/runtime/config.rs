@@ -1,4 +1,4 @@
-//! The scheduler runtime's knobs (the Settings page will edit them live).
+//! The scheduler runtime's knobs (the Settings page edits them live).
 
 use scheduler::{Time, DAY, HOUR};
 
@@ -25,6 +25,15 @@ pub struct RuntimeConfig {
     pub retention: crate::workloads::retention::Retention,
     /// The month the organisation's fiscal year starts in (1 = January: calendar quarters).
     pub fiscal_start_month: u32,
+    /// The fast lane's share of the schedulable GPUs: see `scheduler::Config::fast_lane` (0 turns
+    /// the lane off).
+    pub fast_lane: f64,
+    /// See `scheduler::Config::fast_lane_peak`: never below `fast_lane`.
+    pub fast_lane_peak: f64,
+    /// See `scheduler::Config::fast_lane_window`.
+    pub fast_lane_window: Time,
+    /// See `scheduler::Config::headroom_max_fraction` (0 turns the headroom off).
+    pub headroom_fraction: f64,
 }
 
 impl RuntimeConfig {
@@ -36,17 +45,22 @@ impl RuntimeConfig {
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
+        let engine = scheduler::Config::default();
         RuntimeConfig {
             window: 7 * DAY,
             max_min_runtime: 8 * HOUR,
             damping_margin: 0.02,
-            kill_margin: scheduler::Config::default().kill_margin,
+            kill_margin: engine.kill_margin,
             heartbeat_deadline: 30,
             grace: 10,
             safety_tick_ms: 5_000,
             auto_recover_nodes: false,
             retention: Default::default(),
             fiscal_start_month: 1,
+            fast_lane: engine.fast_lane,
+            fast_lane_peak: engine.fast_lane_peak,
+            fast_lane_window: engine.fast_lane_window,
+            headroom_fraction: engine.headroom_max_fraction,
         }
     }
 }
@@ -57,6 +71,10 @@ impl RuntimeConfig {
         config.ledger.window = self.window;
         config.damping_margin = self.damping_margin;
         config.kill_margin = self.kill_margin;
+        config.fast_lane = self.fast_lane;
+        config.fast_lane_peak = self.fast_lane_peak;
+        config.fast_lane_window = self.fast_lane_window;
+        config.headroom_max_fraction = self.headroom_fraction;
         config
     }
 }

@@ -53,6 +53,16 @@ pub async fn load(pool: &AnyPool, mut config: RuntimeConfig) -> Result<RuntimeCo
                     .filter(|m| (1..=12).contains(m))
                     .unwrap_or(config.fiscal_start_month)
             }
+            "fast_lane" => config.fast_lane = value.parse().unwrap_or(config.fast_lane),
+            "fast_lane_peak" => {
+                config.fast_lane_peak = value.parse().unwrap_or(config.fast_lane_peak)
+            }
+            "fast_lane_window_s" => {
+                config.fast_lane_window = value.parse().unwrap_or(config.fast_lane_window)
+            }
+            "headroom_fraction" => {
+                config.headroom_fraction = value.parse().unwrap_or(config.headroom_fraction)
+            }
             crate::demo::MARKER | crate::webhook::URL_KEY => {}
             _ => tracing::warn!(%key, "unknown setting ignored"),
         }
@@ -78,6 +88,10 @@ pub async fn view(
         output_retention_days: config.retention.output_days,
         event_retention_days: config.retention.event_days,
         fiscal_start_month: config.fiscal_start_month,
+        fast_lane: config.fast_lane,
+        fast_lane_peak: config.fast_lane_peak,
+        fast_lane_window_minutes: config.fast_lane_window as f64 / 60.0,
+        headroom_fraction: config.headroom_fraction,
         history: history
             .into_iter()
             .map(|c| {
@@ -118,6 +132,17 @@ fn number(
         ));
     }
     Ok(value)
+}
+
+/// A number between `min` and `max` from an optional field; a field left out keeps `current`.
+fn optional(
+    field: &'static str,
+    raw: Option<&str>,
+    label: &str,
+    (min, max): (f64, f64),
+    current: f64,
+) -> Result<f64, ServerError> {
+    raw.map_or(Ok(current), |raw| number(field, raw, label, min, max))
 }
 
 /// A retention period in whole days, 1 to 3,650; a field left out keeps `current`.
@@ -189,10 +214,13 @@ pub async fn update(
             0.0,
             1.0,
         )?,
-        kill_margin: match form.kill_margin.as_deref() {
-            None => old.kill_margin,
-            Some(raw) => number("kill_margin", raw, "kill margin", 0.0, 1.0)?,
-        },
+        kill_margin: optional(
+            "kill_margin",
+            form.kill_margin.as_deref(),
+            "kill margin",
+            (0.0, 1.0),
+            old.kill_margin,
+        )?,
         heartbeat_deadline: number(
             "heartbeat_deadline_s",
             &form.heartbeat_deadline_s,
@@ -232,8 +260,50 @@ pub async fn update(
                 12.0,
             )? as u32,
         },
+        fast_lane: optional(
+            "fast_lane",
+            form.fast_lane.as_deref(),
+            "fast lane share",
+            (0.0, 0.5),
+            old.fast_lane,
+        )?,
+        fast_lane_peak: optional(
+            "fast_lane_peak",
+            form.fast_lane_peak.as_deref(),
+            "fast lane peak",
+            (0.0, 1.0),
+            old.fast_lane_peak,
+        )?,
+        fast_lane_window: match form.fast_lane_window_minutes.as_deref() {
+            None => old.fast_lane_window,
+            Some(raw) => (number(
+                "fast_lane_window_minutes",
+                raw,
+                "fast lane window (minutes)",
+                1.0,
+                1440.0,
+            )? * 60.0)
+                .round() as i64,
+        },
+        headroom_fraction: optional(
+            "headroom_fraction",
+            form.headroom_fraction.as_deref(),
+            "headroom for debug work",
+            (0.0, 0.2),
+            old.headroom_fraction,
+        )?,
         ..old
     };
+    if new.fast_lane_peak < new.fast_lane {
+        return Err(ServerError::invalid(
+            "fast_lane_peak",
+            format!(
+                "The fast lane's peak is the most it may hold at once, so it is at least its \
+                 share ({}), not {}.",
+                new.fast_lane, new.fast_lane_peak
+            ),
+        ));
+    }
     if new.kill_margin < new.damping_margin {
         return Err(ServerError::invalid(
             "kill_margin",
@@ -286,6 +356,26 @@ pub async fn update(
             "fiscal_start_month",
             old.fiscal_start_month.to_string(),
             new.fiscal_start_month.to_string(),
+        ),
+        (
+            "fast_lane",
+            old.fast_lane.to_string(),
+            new.fast_lane.to_string(),
+        ),
+        (
+            "fast_lane_peak",
+            old.fast_lane_peak.to_string(),
+            new.fast_lane_peak.to_string(),
+        ),
+        (
+            "fast_lane_window_s",
+            old.fast_lane_window.to_string(),
+            new.fast_lane_window.to_string(),
+        ),
+        (
+            "headroom_fraction",
+            old.headroom_fraction.to_string(),
+            new.headroom_fraction.to_string(),
         ),
     ];
     let reason = reason(form.reason.as_deref())?;

@@ -271,3 +271,94 @@ async fn the_kill_margin_applies_to_the_engine_and_is_never_below_the_damping_ma
     assert_eq!(kept.status, StatusCode::OK, "{}", kept.body);
     assert_eq!(app.runtime.config().kill_margin, 0.5);
 }
+
+#[tokio::test]
+async fn the_fast_lane_and_headroom_apply_to_the_engine_and_the_peak_is_never_below_the_share() {
+    let app = TestApp::new().await;
+    app.create_user("root", "admin", "long enough 1").await;
+    let admin = app.sign_in("root", "long enough 1").await;
+    let defaults = scheduler::Config::default();
+    let lane = |config: &server::runtime::config::RuntimeConfig| {
+        let engine = config.engine_config();
+        (
+            engine.fast_lane,
+            engine.fast_lane_peak,
+            engine.fast_lane_window,
+            engine.headroom_max_fraction,
+        )
+    };
+    let default_lane = (
+        defaults.fast_lane,
+        defaults.fast_lane_peak,
+        defaults.fast_lane_window,
+        defaults.headroom_max_fraction,
+    );
+    assert_eq!(lane(&app.runtime.config()), default_lane);
+
+    for (field, value, says) in [
+        (
+            "fast_lane_peak",
+            "0.05",
+            "at least its share (0.1), not 0.05",
+        ),
+        (
+            "fast_lane",
+            "0.6",
+            "The fast lane share must be between 0 and 0.5",
+        ),
+        (
+            "fast_lane_window_minutes",
+            "half an hour",
+            "Enter the fast lane window (minutes) as a number, not",
+        ),
+        (
+            "headroom_fraction",
+            "0.3",
+            "The headroom for debug work must be between 0 and 0.2",
+        ),
+    ] {
+        let mut form = FORM.to_vec();
+        form.push((field, value));
+        let refused = app
+            .post_form("/api/settings/update", &form, Some(&admin))
+            .await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{field}");
+        assert!(refused.body.contains(field), "{}", refused.body);
+        assert!(refused.body.contains(says), "{}", refused.body);
+        assert_eq!(lane(&app.runtime.config()), default_lane, "nothing changed");
+        assert_eq!(app.runtime.config().grace, 10, "nothing changed");
+    }
+
+    let mut form = FORM.to_vec();
+    form.extend([
+        ("fast_lane", "0.05"),
+        ("fast_lane_peak", "0.15"),
+        ("fast_lane_window_minutes", "90"),
+        ("headroom_fraction", "0"),
+    ]);
+    let saved = app
+        .post_form("/api/settings/update", &form, Some(&admin))
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.body);
+    assert_eq!(lane(&app.runtime.config()), (0.05, 0.15, 5_400, 0.0));
+    assert!(
+        saved.body.contains("Fast lane window (minutes)"),
+        "the history names the change in the form's words: {}",
+        saved.body
+    );
+    let reloaded = server::settings::load(&app.pool, Default::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        lane(&reloaded),
+        (0.05, 0.15, 5_400, 0.0),
+        "stored settings survive a restart"
+    );
+
+    // A client that leaves the fields out keeps the lane as it is.
+    let kept = app
+        .post_form("/api/settings/update", &FORM, Some(&admin))
+        .await;
+    assert_eq!(kept.status, StatusCode::OK, "{}", kept.body);
+    assert_eq!(lane(&app.runtime.config()), (0.05, 0.15, 5_400, 0.0));
+}
