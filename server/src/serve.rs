@@ -77,7 +77,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         })
         .await?;
     // Stop deciding before giving the lease up, or the next pass would take it back.
-    scheduler.abort();
+    scheduler.stop().await;
     // The demo's agents heard the same signal and are ending their runs (SIGTERM, then SIGKILL
     // after the grace period): wait for them, so no demo job outlives the server.
     let grace = Duration::from_secs(runtime.config().grace.max(0) as u64 + 10);

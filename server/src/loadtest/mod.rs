@@ -330,7 +330,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     shared.over.store(true, Ordering::Release);
     let elapsed = window.elapsed();
     // The measurement is over: no pass may start while the run winds down and its pool closes.
-    scheduler.abort();
+    scheduler.stop().await;
 
     let all_passes = runtime.pass_timings();
     let window_passes = &all_passes[passes_before.min(all_passes.len())..];

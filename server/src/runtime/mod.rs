@@ -4,12 +4,15 @@
 pub mod active;
 pub mod apply;
 pub mod config;
+mod decision_loop;
 pub mod lease;
 pub mod ledger;
 pub mod queue_cache;
 pub mod reasons;
 pub mod repo;
 pub mod snapshot;
+
+pub use decision_loop::Scheduler;
 
 use crate::{clock::Clock, nodes::repo as node_repo, ServerError};
 use config::RuntimeConfig;
@@ -488,116 +491,6 @@ impl Runtime {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Runs the decision loop until the process ends. The leader passes on every wake-up, at the
-    /// engine's next event and at least every safety tick, and renews the lease in between every
-    /// [`lease::RENEW_MS`] with one small write; a follower tries to claim the lease as often. Both
-    /// watch the replicas' counters four times a second: the leader for wake-ups forwarded by
-    /// followers, followers for changed assignments (to answer their agents' long polls).
-    pub fn spawn(&self) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(self.clone().keep_history());
-        let runtime = self.clone();
-        tokio::spawn(async move {
-            let (mut seen_wake, mut seen_assign, mut seen_settings) = (0, 0, 0);
-            let renew_every = Duration::from_millis(lease::RENEW_MS);
-            loop {
-                let began = std::time::Instant::now();
-                let passed = runtime.pass(runtime.now()).await;
-                if let Ok(outcome) = &passed {
-                    if runtime.is_leader() {
-                        runtime.record_pass(outcome.timing);
-                    }
-                }
-                if began.elapsed() > SLOW_PASS {
-                    // On SQLite the pass holds the only write lock while it prepares and applies:
-                    // heartbeats and submissions wait behind those phases.
-                    let timing = passed.as_ref().map(|o| o.timing).unwrap_or_default();
-                    tracing::warn!(
-                        took = ?began.elapsed(),
-                        lock = ?timing.lock,
-                        prepare = ?timing.prepare,
-                        load = ?timing.load,
-                        decide = ?timing.decide,
-                        apply = ?timing.apply,
-                        commit = ?timing.commit,
-                        "slow scheduler pass"
-                    );
-                }
-                let next = match passed {
-                    Ok(outcome) => outcome.next_wake,
-                    Err(error) => {
-                        tracing::error!(%error, "scheduler pass failed");
-                        None
-                    }
-                };
-                let mut claimed = tokio::time::Instant::now();
-                let tick = if runtime.is_leader() {
-                    Duration::from_millis(runtime.config().safety_tick_ms)
-                } else {
-                    renew_every
-                };
-                let until_next = next
-                    .map(|t| Duration::from_secs((t - runtime.now()).max(0) as u64).min(tick))
-                    .unwrap_or(tick);
-                let deadline = claimed + until_next;
-                loop {
-                    let slice = deadline
-                        .saturating_duration_since(tokio::time::Instant::now())
-                        .min(Duration::from_millis(250));
-                    tokio::select! {
-                        // A follower's own wake-ups are forwarded by `wake`; only the leader passes.
-                        _ = runtime.inner.wake.notified() => if runtime.is_leader() { break },
-                        _ = tokio::time::sleep(slice) => {}
-                    }
-                    if tokio::time::Instant::now() >= deadline {
-                        break;
-                    }
-                    if runtime.is_leader() && claimed.elapsed() >= renew_every {
-                        claimed = tokio::time::Instant::now();
-                        if !matches!(runtime.renew().await, Ok(true)) {
-                            break;
-                        }
-                    }
-                    let Ok(lease::Counters {
-                        wake_seq: wake,
-                        assign_seq: assign,
-                        settings_seq: settings,
-                    }) = lease::counters(&runtime.inner.pool).await
-                    else {
-                        continue;
-                    };
-                    if settings != seen_settings {
-                        // Settings changed on some replica: decide and serve with them from now on.
-                        match crate::settings::load(&runtime.inner.pool, runtime.config()).await {
-                            Ok(config) => {
-                                seen_settings = settings;
-                                if config != runtime.config() {
-                                    tracing::info!("settings changed on another replica; applied");
-                                    runtime.set_config(config);
-                                }
-                            }
-                            Err(error) => tracing::warn!(%error, "could not reload settings"),
-                        }
-                    }
-                    // The leader announced its own changes when it made them.
-                    if assign != seen_assign {
-                        seen_assign = assign;
-                        if !runtime.is_leader() {
-                            runtime.announce_all_nodes();
-                        }
-                    }
-                    if wake != seen_wake {
-                        seen_wake = wake;
-                        if runtime.is_leader() {
-                            // Forwarded by another replica, which changed what it cannot name here.
-                            runtime.workloads_changed_unknown();
-                            break;
-                        }
-                    }
-                }
-            }
-        })
-    }
-
     /// The leader's retention (`workloads::retention`): a bounded step each minute while old
     /// output or events are due, every ten minutes once caught up. Followers only wait.
     async fn keep_history(self) {
@@ -684,13 +577,27 @@ impl Runtime {
         let settling = |settles: &BTreeMap<i64, scheduler::Settle>, cluster: i64| {
             settles.get(&cluster).is_none_or(|s| s.next_pass())
         };
+        // The tree, nodes and ledger a round read, with the shape then: later rounds decide on
+        // them again while the shape is unchanged (a node's health, a share, the settings).
+        let mut bases: Option<(u64, snapshot::Bases)> = None;
         loop {
             let (generation, shape) = (self.inner.queue.generation(), self.inner.queue.shape());
             let read_at = std::time::Instant::now();
             let mut read = crate::db::begin_read(&self.inner.pool).await?;
             let active = self.active_workloads(&mut read).await?;
-            let loaded = Arc::new(snapshot::load_with(&mut read, config, now, active).await?);
+            let round_bases = match &bases {
+                Some((read_in, bases)) if *read_in == shape => {
+                    Some(snapshot::lane_again(&mut read, config, now, bases).await?)
+                }
+                _ => snapshot::load_bases(&mut read, config, now).await?,
+            };
             read.rollback().await?;
+            let loaded = Arc::new(
+                round_bases
+                    .as_ref()
+                    .map(|b| snapshot::assemble_all(b, active, now)),
+            );
+            bases = round_bases.map(|b| (shape, b));
             self.inner.latest.send_replace(Some(PassSnapshot {
                 generation,
                 shape,

@@ -111,6 +111,7 @@ impl Active {
 /// What a snapshot of one cluster holds besides the queue: the tree, the engine with the
 /// cluster's ledger, its nodes. A page on the leader builds on the latest pass's while only
 /// workloads changed since (see [`super::Runtime::page_source`]).
+#[derive(Clone)]
 pub struct Base {
     pub cluster: crate::clusters::Cluster,
     pub engine: Engine,
@@ -328,6 +329,41 @@ pub async fn load_bases(
     Ok(Some(Arc::new(bases)))
 }
 
+/// The bases of a later round of a pass at the same `now` as the round that read `bases`: the
+/// tree, the nodes and the ledger as they were (the rounds' own writes change none of them: the
+/// ledger was booked up to `now` before the first round), the debug runs that ended within the
+/// fast lane's window read again (the round before may have stopped some). Reading the tree and
+/// a thousand nodes took most of a round's reading.
+pub async fn lane_again(
+    db: &mut AnyConnection,
+    config: &RuntimeConfig,
+    now: i64,
+    bases: &Bases,
+) -> Result<Bases, ServerError> {
+    let lane_since = now - config.engine_config().fast_lane_window;
+    let ended_debug = repo::debug_runs_ended_since(&mut *db, lane_since).await?;
+    Ok(Arc::new(
+        bases
+            .iter()
+            .map(|base| {
+                let lane_runs: Vec<EndedRun> = ended_debug
+                    .iter()
+                    .filter(|(c, _)| *c == base.cluster.cluster_id)
+                    .map(|&(_, run)| run)
+                    .collect();
+                if lane_runs == base.ended_debug {
+                    base.clone()
+                } else {
+                    Arc::new(Base {
+                        ended_debug: lane_runs,
+                        ..(**base).clone()
+                    })
+                }
+            })
+            .collect(),
+    ))
+}
+
 /// The snapshots of `active` on every cluster's base.
 pub fn assemble_all(bases: &Bases, active: Arc<Active>, now: i64) -> Snapshots {
     Snapshots {
@@ -369,7 +405,11 @@ pub fn assemble(base: Arc<Base>, active: Arc<Active>, now: i64) -> Snapshot {
             submitted_at: row.submitted_at,
             time_limit: None,
         };
-        let parts: Vec<NodeGpus> = active
+        if row.state == WorkloadState::Queued {
+            queued.push(spec);
+            continue;
+        }
+        let mut parts: Vec<NodeGpus> = active
             .runs
             .get(&row.workload_id)
             .into_iter()
@@ -380,22 +420,19 @@ pub fn assemble(base: Arc<Base>, active: Arc<Active>, now: i64) -> Snapshot {
                     .map(|&node| NodeGpus { node, gpus })
             })
             .collect();
-        match row.state {
-            WorkloadState::Running if !parts.is_empty() => {
-                let mut parts = parts;
-                parts.sort();
-                running.push(RunningWorkload {
-                    spec,
-                    started_at: row.started_at.unwrap_or(now),
-                    placement: Placement { parts },
-                    baseline_protected: false,
-                });
-            }
-            WorkloadState::Queued => queued.push(spec),
-            _ => tracing::warn!(
+        if row.state == WorkloadState::Running && !parts.is_empty() {
+            parts.sort();
+            running.push(RunningWorkload {
+                spec,
+                started_at: row.started_at.unwrap_or(now),
+                placement: Placement { parts },
+                baseline_protected: false,
+            });
+        } else {
+            tracing::warn!(
                 workload = row.workload_id,
                 "running workload without an open run; skipped"
-            ),
+            );
         }
     }
     Snapshot {

@@ -569,3 +569,37 @@ async fn load_snapshots(
     read.rollback().await.unwrap();
     snapshots
 }
+
+#[tokio::test]
+async fn a_stopped_scheduler_passes_no_more_even_when_woken() {
+    let app = crate::support::TestApp::new().await;
+    let scheduler = app.runtime.spawn();
+    let began = std::time::Instant::now();
+    while app.runtime.pass_timings().is_empty() {
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(10),
+            "the scheduler's thread never passed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Woken, it passes again.
+    let before = app.runtime.pass_timings().len();
+    app.runtime.wake();
+    while app.runtime.pass_timings().len() == before {
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(10),
+            "a wake-up did not reach the scheduler's thread"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    scheduler.stop().await;
+    let stopped_at = app.runtime.pass_timings().len();
+    app.runtime.wake();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        app.runtime.pass_timings().len(),
+        stopped_at,
+        "no pass after the scheduler stopped"
+    );
+}
