@@ -23,9 +23,10 @@ impl Runtime {
     /// Starts the decision loop (see [`Runtime::decide_forever`]) and the retention loop.
     ///
     /// The loop shares the server's workers with the requests. Tried (README, "Tried and not
-    /// kept"): on a thread of its own with a single-threaded Tokio runtime, at 50,000 queued on SQLite its pass p50 fell
-    /// from 153 to 109 ms and agent sync p99 from 1.9 to 0.8 s; on PostgreSQL both got worse (sync
-    /// p99 2.3 s), since a connection is served by the I/O driver of the runtime that opened it,
+    /// kept"): on a thread of its own with a single-threaded Tokio runtime, at 50,000 queued on
+    /// SQLite its pass p50 fell from 153 to 109 ms and agent sync p99 from 1.9 to 0.8 s; on
+    /// PostgreSQL both got worse (sync p99 2.3 s), since a connection is served by the I/O driver
+    /// of the runtime that opened it,
     /// and requests then waited on connections the busy decision thread had opened (and failed on
     /// them once it stopped). With a pool of its own opened on that thread, the pass at 50,000
     /// queued fell to 94 / 470 ms while agent sync p99 rose to 4.2 s and pages' p50 tenfold: on

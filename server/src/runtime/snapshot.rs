@@ -280,8 +280,7 @@ pub async fn load_bases(
     let first_hour = (now - config.window).div_euclid(HOUR) * HOUR - HOUR;
     let usage = repo::charged_since(&mut *db, first_hour).await?;
     let capacity = repo::capacity_since(&mut *db, first_hour).await?;
-    let lane_since = now - config.engine_config().fast_lane_window;
-    let ended_debug = repo::debug_runs_ended_since(&mut *db, lane_since).await?;
+    let ended_debug = repo::debug_runs_ended_since(&mut *db, now - config.fast_lane_window).await?;
     let mut bases = Vec::with_capacity(clusters.len());
     for cluster in clusters {
         let node_rows: Vec<PassNode> = all_nodes
@@ -311,11 +310,7 @@ pub async fn load_bases(
             first_hour,
         };
         ledger.feed(&mut engine, tree, &nodes, now);
-        let lane_runs = ended_debug
-            .iter()
-            .filter(|(c, _)| *c == cluster.cluster_id)
-            .map(|&(_, run)| run)
-            .collect();
+        let lane_runs = lane_runs(&ended_debug, cluster.cluster_id);
         bases.push(Arc::new(Base {
             cluster,
             engine,
@@ -340,17 +335,12 @@ pub async fn lane_again(
     now: i64,
     bases: &Bases,
 ) -> Result<Bases, ServerError> {
-    let lane_since = now - config.engine_config().fast_lane_window;
-    let ended_debug = repo::debug_runs_ended_since(&mut *db, lane_since).await?;
+    let ended_debug = repo::debug_runs_ended_since(&mut *db, now - config.fast_lane_window).await?;
     Ok(Arc::new(
         bases
             .iter()
             .map(|base| {
-                let lane_runs: Vec<EndedRun> = ended_debug
-                    .iter()
-                    .filter(|(c, _)| *c == base.cluster.cluster_id)
-                    .map(|&(_, run)| run)
-                    .collect();
+                let lane_runs = lane_runs(&ended_debug, base.cluster.cluster_id);
                 if lane_runs == base.ended_debug {
                     base.clone()
                 } else {
@@ -362,6 +352,15 @@ pub async fn lane_again(
             })
             .collect(),
     ))
+}
+
+/// The debug runs of `ended_debug` (`(cluster, run)`) that ran on this cluster.
+fn lane_runs(ended_debug: &[(i64, EndedRun)], cluster_id: i64) -> Vec<EndedRun> {
+    ended_debug
+        .iter()
+        .filter(|(c, _)| *c == cluster_id)
+        .map(|&(_, run)| run)
+        .collect()
 }
 
 /// The snapshots of `active` on every cluster's base.
