@@ -10,6 +10,7 @@ pub mod agent;
 pub mod api;
 pub mod auth;
 pub mod backend;
+pub mod background;
 pub mod budget;
 pub mod bulk_insert;
 pub mod cli;

@@ -68,6 +68,29 @@ fn the_same_workload_twice_is_rejected() {
 }
 
 #[test]
+fn a_workload_both_running_and_queued_is_rejected_whether_or_not_the_lists_are_in_id_order() {
+    let mut w = World::new(&[("a", 1.0)], 1, 8);
+    let before = w.submit("a", 1, HOUR);
+    let both = w.running("a", HOUR, 0, 0, &[0]);
+    let after = w.submit("a", 1, HOUR);
+    let spec = w.running[0].spec;
+    // In id order, as the server lists them: found by merging the two lists.
+    w.queued.insert(1, spec);
+    assert_eq!(w.queued[0].id, before);
+    assert_eq!(w.queued[2].id, after);
+    let err = w.engine.decide(&w.state(), 0).unwrap_err();
+    assert_eq!(err, SnapshotError::DuplicateWorkload { workload: both });
+    // In any other order: found by sorting.
+    w.queued.reverse();
+    let err = w.engine.decide(&w.state(), 0).unwrap_err();
+    assert_eq!(err, SnapshotError::DuplicateWorkload { workload: both });
+    // Without it, the same lists in id order are accepted.
+    w.queued.retain(|q| q.id != both);
+    w.queued.reverse();
+    assert!(w.engine.decide(&w.state(), 0).is_ok());
+}
+
+#[test]
 fn zero_gpu_request_is_rejected() {
     let mut w = World::new(&[("a", 1.0)], 1, 8);
     let id = w.submit("a", 0, HOUR);

@@ -166,21 +166,38 @@ async fn sync(
 
     // Never hold a sync past the heartbeat interval, or the node would look silent.
     let heartbeat_s = (runtime.config().heartbeat_deadline / 3).max(1);
-    let hold = request.wait_s.min(heartbeat_s as u64);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(hold);
+    let holding = tokio::time::Instant::now();
+    let deadline = holding
+        + hold_for(
+            request.wait_s,
+            heartbeat_s as u64,
+            node.node_id,
+            sync_number,
+        );
     let mut plan_now = first;
     loop {
         if !plan_now.start.is_empty()
             || !plan_now.stop.is_empty()
             || tokio::time::Instant::now() >= deadline
         {
-            return answer(&state, &node, sync_number, &request, plan_now, heartbeat_s).await;
+            let held = holding.elapsed();
+            return answer(
+                &state,
+                &node,
+                sync_number,
+                &request,
+                plan_now,
+                heartbeat_s,
+                held,
+            )
+            .await;
         }
         tokio::select! {
             _ = tokio::time::timeout_at(deadline, assignments.changed()) => {}
             // A stopping server answers held syncs at once.
             _ = state.runtime.stopped() => {
-                return answer(&state, &node, sync_number, &request, plan_now, heartbeat_s).await;
+                let held = holding.elapsed();
+                return answer(&state, &node, sync_number, &request, plan_now, heartbeat_s, held).await;
             }
         }
         let latest = *assignments.borrow_and_update();
@@ -190,6 +207,28 @@ async fn sync(
         }
         seen = latest;
     }
+}
+
+/// How long a sync that found nothing to do waits for work: what the agent asked (`wait_s`, until
+/// its next run ends), but at most the heartbeat interval less up to a quarter of it, picked per
+/// node and sync. Agents that began holding together (after a restart, or all woken by one
+/// announcement) would otherwise all come back in the same instant at every heartbeat, each with
+/// a write, and wait on each other: with 1,024 agents on SQLite, every sync of such a burst took
+/// over a second (`hourglass loadtest`); spread, they drift apart within a few heartbeats.
+fn hold_for(wait_s: u64, heartbeat_s: u64, node_id: i64, sync_number: i64) -> Duration {
+    let full = Duration::from_secs(heartbeat_s);
+    let asked = Duration::from_secs(wait_s);
+    if asked < full * 3 / 4 {
+        return asked;
+    }
+    // SplitMix64's finaliser: neighbouring nodes and syncs land far apart.
+    let mut z = (node_id as u64) ^ (sync_number as u64).rotate_left(32);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let quarter = full / 4;
+    let less = quarter.mul_f64((z >> 11) as f64 / (1u64 << 53) as f64);
+    asked.min(full - less)
 }
 
 async fn read_request(body: Body) -> Result<SyncRequest, ServerError> {
@@ -294,6 +333,7 @@ async fn answer(
     request: &SyncRequest,
     plan: Plan,
     heartbeat_s: i64,
+    held: Duration,
 ) -> Result<Json<SyncResponse>, ServerError> {
     let config = state.runtime.config();
     let mut answer = 0;
@@ -332,5 +372,32 @@ async fn answer(
         heartbeat_s,
         down_after_s: config.heartbeat_deadline,
         output_received,
+        held_ms: held.as_millis() as u64,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hold_for;
+    use std::time::Duration;
+
+    #[test]
+    fn held_syncs_end_in_the_heartbeats_last_quarter_spread_across_nodes_and_syncs() {
+        let heartbeat = Duration::from_secs(15);
+        // An agent whose next run ends sooner is answered when it asked.
+        assert_eq!(hold_for(5, 15, 1, 1), Duration::from_secs(5));
+        let holds: Vec<Duration> = (0..1024).map(|node| hold_for(20, 15, node, 7)).collect();
+        assert!(holds
+            .iter()
+            .all(|&h| h >= heartbeat * 3 / 4 && h <= heartbeat));
+        let (low, high) = (holds.iter().min().unwrap(), holds.iter().max().unwrap());
+        assert!(
+            *high - *low > Duration::from_secs(3),
+            "a thousand nodes spread over most of the quarter: {low:?} – {high:?}"
+        );
+        // The same node comes back at another point of the quarter on its next sync.
+        assert_ne!(hold_for(20, 15, 3, 1), hold_for(20, 15, 3, 2));
+        // Never longer than the agent asked for.
+        assert!(hold_for(12, 15, 9, 9) <= Duration::from_secs(12));
+    }
 }

@@ -131,6 +131,9 @@ pub struct SyncResponse {
     /// Output received so far, per reported run: the agent resumes from these offsets.
     #[serde(default)]
     pub output_received: BTreeMap<i64, u64>,
+    /// How long the server held this sync waiting for work before answering (0: at once).
+    #[serde(default)]
+    pub held_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,8 +20,6 @@ pub async fn run(name: String, token: String, gpus: u32, shared: Arc<Shared>) {
     let mut running: BTreeMap<i64, Instant> = BTreeMap::new();
     let mut finished: Vec<Finished> = Vec::new();
     let mut last_answer = 0;
-    // How long the server holds a sync at most (its answers say; a third of the deadline).
-    let mut heartbeat_s = 10_u64;
     while !shared.is_over() {
         let now = Instant::now();
         let ended: Vec<i64> = running
@@ -86,18 +84,13 @@ pub async fn run(name: String, token: String, gpus: u32, shared: Arc<Shared>) {
                 continue;
             }
         };
-        // A report's latency is its duration; a held sync that answered nothing, what the server
-        // took beyond the hold (one that answered early with work cannot be split).
+        // A sync's latency is its duration less the time the server held it waiting for work.
         let took = began.elapsed();
-        let hold = Duration::from_secs(wait_s.min(heartbeat_s));
         if shared.window.is_open() {
-            if wait_s == 0 {
-                shared.syncs.push(took);
-            } else if answer.start.is_empty() && answer.stop.is_empty() && took >= hold {
-                shared.syncs.push(took - hold);
-            }
+            shared
+                .syncs
+                .push(took.saturating_sub(Duration::from_millis(answer.held_ms)));
         }
-        heartbeat_s = u64::try_from(answer.heartbeat_s).unwrap_or(1).max(1);
         finished.clear();
         if answer.answer > 0 {
             last_answer = answer.answer;

@@ -137,6 +137,9 @@ pub struct Report {
     pub debug_started: usize,
     pub debug_not_started: usize,
     pub pages: usize,
+    /// Snapshots built for pages on the leader's latest pass's base, and read whole.
+    pub page_snapshots_on_base: u64,
+    pub page_snapshots_read_whole: u64,
     pub submitted: usize,
     pub nodes: u32,
     pub gpus: u32,

@@ -14,6 +14,7 @@ use crate::{
     build_app,
     config::ServeArgs,
     db,
+    metrics::PageSnapshot,
     runtime::{PassTiming, Runtime},
     serve::{leptos_options, runtime_config},
     AppState, ServerError,
@@ -301,6 +302,8 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         }
     }
     let passes_before = runtime.pass_timings().len();
+    let built = |source| runtime.metrics().page_snapshots(source);
+    let built_before = [built(PageSnapshot::Base), built(PageSnapshot::Read)];
     shared.window.open();
     let window = Instant::now();
     for (r, cookie) in cookies.into_iter().enumerate() {
@@ -382,6 +385,11 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
             s.count, s.p50_ms, s.p99_ms, s.max_ms
         );
     }
+    let built_on_base = built(PageSnapshot::Base) - built_before[0];
+    let read_whole = built(PageSnapshot::Read) - built_before[1];
+    println!(
+        "snapshots built for pages: {built_on_base} on the latest pass's base, {read_whole} read whole"
+    );
     let errors = shared.errors.count();
     for error in shared.errors.first() {
         println!("error: {error}");
@@ -406,6 +414,8 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         debug_started: shared.debug_started.load(Ordering::Relaxed),
         debug_not_started: waiting,
         pages: pages.count,
+        page_snapshots_on_base: built_on_base,
+        page_snapshots_read_whole: read_whole,
         submitted: shared.submitted.load(Ordering::Relaxed),
         nodes: args.nodes,
         gpus,

@@ -43,6 +43,30 @@ pub struct PreemptLabels {
     pub rule: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabels {
+    /// What a page's snapshot was built on: see [`PageSnapshot`].
+    pub source: &'static str,
+}
+
+/// What a snapshot built for pages was built on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageSnapshot {
+    /// The leader's latest pass's tree, nodes and ledger under its copy of the queue.
+    Base,
+    /// Everything read from the database (a follower, a change of shape, an old pass).
+    Read,
+}
+
+impl PageSnapshot {
+    fn label(self) -> &'static str {
+        match self {
+            PageSnapshot::Base => "base",
+            PageSnapshot::Read => "read",
+        }
+    }
+}
+
 type Seconds = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 /// Request latencies from 1 ms to about 33 s.
@@ -57,6 +81,7 @@ pub struct Metrics {
     request_seconds: Seconds,
     pass_seconds: Histogram,
     preemptions: Family<PreemptLabels, Counter>,
+    page_snapshots: Family<SourceLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -87,8 +112,16 @@ impl Default for Metrics {
             "Runs stopped by the scheduler, by the rule that stopped them",
             preemptions.clone(),
         );
+        let page_snapshots = Family::<SourceLabels, Counter>::default();
+        registry.register(
+            "hourglass_page_snapshots",
+            "Snapshots built for pages, by what they were built on: the leader's latest pass's tree, \
+             nodes and ledger under its copy of the queue (base), or everything read (read)",
+            page_snapshots.clone(),
+        );
         Metrics {
             registry,
+            page_snapshots,
             requests,
             request_seconds,
             pass_seconds,
@@ -130,6 +163,24 @@ impl Metrics {
                 })
                 .inc();
         }
+    }
+
+    /// A snapshot built for pages (pages that share the leader's latest pass's count none).
+    pub fn page_snapshot(&self, source: PageSnapshot) {
+        self.page_snapshots
+            .get_or_create(&SourceLabels {
+                source: source.label(),
+            })
+            .inc();
+    }
+
+    /// How many snapshots for pages were built on `source`.
+    pub fn page_snapshots(&self, source: PageSnapshot) -> u64 {
+        self.page_snapshots
+            .get_or_create(&SourceLabels {
+                source: source.label(),
+            })
+            .get()
     }
 
     /// The counted metrics in the text format (no `# EOF`: the scrape adds its gauges first).

@@ -7,7 +7,8 @@
 //! [`REFRESH_S`] old. When no projection covers the workload a page asks about (the first look,
 //! or a workload submitted since), that page waits for a new one if projections are quick (under
 //! 200 ms, as on most clusters); on a huge queue it says its start is being estimated. Looks at
-//! the same time share one computation.
+//! the same time share one computation, which runs at the lowest priority ([`crate::background`]):
+//! at 50,000 queued it takes seconds of a core, which requests and passes need more.
 
 use crate::{
     runtime::{snapshot::Snapshots, Runtime},
@@ -207,7 +208,7 @@ async fn refresh(
     }
     let now = runtime.now();
     let samples = super::repo::recent_run_times(pool, now - HISTORY_DAYS * DAY, 20_000).await?;
-    let projection = tokio::task::spawn_blocking(move || {
+    let projection = crate::background::run_low("hourglass-estimate", move || {
         let snaps: &Snapshots = snapshot.as_ref().as_ref().expect("checked above");
         let mut merged: Option<scheduler::Projection> = None;
         for snap in &snaps.clusters {
@@ -236,8 +237,7 @@ async fn refresh(
             merged.expect("a snapshot has at least one cluster: checked above"),
         )
     })
-    .await
-    .map_err(|e| ServerError::Config(format!("the start projection stopped: {e}")))?
+    .await?
     .map_err(|e| ServerError::Config(format!("the engine refused the snapshot: {e:?}")))?;
     let projection = Arc::new(projection);
     cache.estimates.set(generation, now, projection.clone());
@@ -245,6 +245,10 @@ async fn refresh(
         .estimates
         .cost_ms
         .store(began.elapsed().as_millis() as u64, Ordering::Relaxed);
+    tracing::debug!(
+        ms = began.elapsed().as_millis() as u64,
+        "start projection computed"
+    );
     Ok(Some(projection))
 }
 

@@ -11,6 +11,7 @@ use crate::runtime::{
 use crate::{
     budget::repo as budget_repo,
     db::Flag,
+    metrics::PageSnapshot,
     runtime::{apply, queue_cache::QueueEntry, reasons, snapshot, Runtime},
     ServerError,
 };
@@ -429,6 +430,11 @@ pub(crate) async fn page_snapshot(
                 PageSource::Base(base) => Some(base),
                 PageSource::Read => None,
             };
+            let source = match base {
+                Some(_) => PageSnapshot::Base,
+                None => PageSnapshot::Read,
+            };
+            runtime.metrics().page_snapshot(source);
             let mut db = crate::db::begin_read(pool).await?;
             let loaded = match base {
                 Some(base) => Ok(Some(runtime.snapshot_on(&mut db, base).await?)),
