@@ -119,6 +119,12 @@ impl Default for Metrics {
              nodes and ledger under its copy of the queue (base), or everything read (read)",
             page_snapshots.clone(),
         );
+        // Both sources from the start, at 0: a dashboard sees none read whole, not no data.
+        for source in [PageSnapshot::Base, PageSnapshot::Read] {
+            let _ = page_snapshots.get_or_create(&SourceLabels {
+                source: source.label(),
+            });
+        }
         Metrics {
             registry,
             page_snapshots,

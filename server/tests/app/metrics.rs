@@ -101,6 +101,7 @@ async fn metrics_read_back_as_prometheus_text_with_the_gpus_the_queue_and_the_pr
         "hourglass_delivered_over_owed",
         "hourglass_preemptions",
         "hourglass_scheduler_pass_seconds",
+        "hourglass_page_snapshots",
         "hourglass_node_heartbeat_age_seconds",
         "hourglass_http_requests",
         "hourglass_http_request_duration_seconds",
@@ -140,6 +141,14 @@ async fn metrics_read_back_as_prometheus_text_with_the_gpus_the_queue_and_the_pr
     );
     let passes = find(&scrape, "hourglass_scheduler_pass_seconds", &[]);
     assert!(passes.first().is_some_and(|n| *n >= 1.0), "{body}");
+    for source in ["base", "read"] {
+        let built = find(
+            &scrape,
+            "hourglass_page_snapshots_total",
+            &[("source", source)],
+        );
+        assert_eq!(built.len(), 1, "pages' snapshots built on {source}: {body}");
+    }
     let age = find(
         &scrape,
         "hourglass_node_heartbeat_age_seconds",
