@@ -221,13 +221,12 @@ fn hold_for(wait_s: u64, heartbeat_s: u64, node_id: i64, sync_number: i64) -> Du
     if asked < full * 3 / 4 {
         return asked;
     }
-    // SplitMix64's finaliser: neighbouring nodes and syncs land far apart.
-    let mut z = (node_id as u64) ^ (sync_number as u64).rotate_left(32);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    let quarter = full / 4;
-    let less = quarter.mul_f64((z >> 11) as f64 / (1u64 << 53) as f64);
+    // Hashed, so that neighbouring nodes and syncs land far apart.
+    let z = std::hash::BuildHasher::hash_one(
+        &std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default(),
+        (node_id, sync_number),
+    );
+    let less = (full / 4).mul_f64((z >> 11) as f64 / (1u64 << 53) as f64);
     asked.min(full - less)
 }
 

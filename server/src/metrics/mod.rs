@@ -81,7 +81,9 @@ pub struct Metrics {
     request_seconds: Seconds,
     pass_seconds: Histogram,
     preemptions: Family<PreemptLabels, Counter>,
-    page_snapshots: Family<SourceLabels, Counter>,
+    /// Snapshots built for pages on the latest pass's base, and read whole.
+    pages_on_base: Counter,
+    pages_read: Counter,
 }
 
 impl Default for Metrics {
@@ -120,14 +122,17 @@ impl Default for Metrics {
             page_snapshots.clone(),
         );
         // Both sources from the start, at 0: a dashboard sees none read whole, not no data.
-        for source in [PageSnapshot::Base, PageSnapshot::Read] {
-            let _ = page_snapshots.get_or_create(&SourceLabels {
-                source: source.label(),
-            });
-        }
+        let series = |source: PageSnapshot| {
+            page_snapshots
+                .get_or_create(&SourceLabels {
+                    source: source.label(),
+                })
+                .clone()
+        };
         Metrics {
             registry,
-            page_snapshots,
+            pages_on_base: series(PageSnapshot::Base),
+            pages_read: series(PageSnapshot::Read),
             requests,
             request_seconds,
             pass_seconds,
@@ -171,22 +176,21 @@ impl Metrics {
         }
     }
 
+    fn pages_built(&self, source: PageSnapshot) -> &Counter {
+        match source {
+            PageSnapshot::Base => &self.pages_on_base,
+            PageSnapshot::Read => &self.pages_read,
+        }
+    }
+
     /// A snapshot built for pages (pages that share the leader's latest pass's count none).
     pub fn page_snapshot(&self, source: PageSnapshot) {
-        self.page_snapshots
-            .get_or_create(&SourceLabels {
-                source: source.label(),
-            })
-            .inc();
+        self.pages_built(source).inc();
     }
 
     /// How many snapshots for pages were built on `source`.
     pub fn page_snapshots(&self, source: PageSnapshot) -> u64 {
-        self.page_snapshots
-            .get_or_create(&SourceLabels {
-                source: source.label(),
-            })
-            .get()
+        self.pages_built(source).get()
     }
 
     /// The counted metrics in the text format (no `# EOF`: the scrape adds its gauges first).

@@ -420,10 +420,10 @@ pub fn assemble(base: Arc<Base>, active: Arc<Active>, now: i64) -> Snapshot {
         if row.cluster_id != base.cluster.cluster_id {
             continue;
         }
-        let leaf = tree
+        let Some(leaf) = tree
             .engine_id(row.budget_node_id)
-            .filter(|&id| tree.tree.is_leaf(id));
-        let Some(leaf) = leaf else {
+            .filter(|&id| tree.tree.is_leaf(id))
+        else {
             tracing::warn!(
                 workload = workload_id,
                 "workload's leaf is not in the tree; skipped"

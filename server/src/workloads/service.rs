@@ -430,11 +430,10 @@ pub(crate) async fn page_snapshot(
                 PageSource::Base(base) => Some(base),
                 PageSource::Read => None,
             };
-            let source = match base {
+            runtime.metrics().page_snapshot(match base {
                 Some(_) => PageSnapshot::Base,
                 None => PageSnapshot::Read,
-            };
-            runtime.metrics().page_snapshot(source);
+            });
             let mut db = crate::db::begin_read(pool).await?;
             let loaded = match base {
                 Some(base) => Ok(Some(runtime.snapshot_on(&mut db, base).await?)),

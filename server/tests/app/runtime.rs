@@ -578,7 +578,7 @@ async fn a_stopped_scheduler_passes_no_more_even_when_woken() {
     while app.runtime.pass_timings().is_empty() {
         assert!(
             began.elapsed() < std::time::Duration::from_secs(10),
-            "the scheduler's thread never passed"
+            "the scheduler never passed"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
@@ -588,7 +588,7 @@ async fn a_stopped_scheduler_passes_no_more_even_when_woken() {
     while app.runtime.pass_timings().len() == before {
         assert!(
             began.elapsed() < std::time::Duration::from_secs(10),
-            "a wake-up did not reach the scheduler's thread"
+            "a wake-up did not reach the scheduler"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
