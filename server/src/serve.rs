@@ -43,6 +43,7 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     };
     let scheduler = runtime.spawn();
     crate::webhook::deliver::spawn(pool.clone(), runtime.clone(), Duration::from_secs(5));
+    crate::workloads::estimate::keep_warm(pool.clone(), runtime.clone(), Duration::from_secs(5));
 
     tokio::spawn(async move {
         if let Err(error) = sessions

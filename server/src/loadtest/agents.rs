@@ -86,11 +86,10 @@ pub async fn run(name: String, token: String, gpus: u32, shared: Arc<Shared>) {
         };
         // A sync's latency is its duration less the time the server held it waiting for work.
         let took = began.elapsed();
-        if shared.window.is_open() {
-            shared
-                .syncs
-                .push(took.saturating_sub(Duration::from_millis(answer.held_ms)));
-        }
+        shared.syncs.push(
+            shared.window.phase(),
+            took.saturating_sub(Duration::from_millis(answer.held_ms)),
+        );
         finished.clear();
         if answer.answer > 0 {
             last_answer = answer.answer;

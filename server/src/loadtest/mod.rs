@@ -20,7 +20,7 @@ use crate::{
     AppState, ServerError,
 };
 use clap::Args;
-use measure::{Errors, Report, Samples, Summary, Window};
+use measure::{CpuUse, Errors, Phase, Report, Samples, Summary, Window};
 use people::Dice;
 use std::{
     collections::HashMap,
@@ -55,6 +55,10 @@ pub struct LoadArgs {
     /// How long the measured window lasts: `120s`, `2m` or plain seconds.
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub duration: Duration,
+    /// How long readers and submitters run before the window opens (measured and printed apart:
+    /// the readers' arrival, all within 3 s).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub warmup: Duration,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -112,7 +116,7 @@ impl Shared {
         let mut debug = self.debug.lock().unwrap_or_else(|p| p.into_inner());
         match debug.remove(&id) {
             Some(Mark::Submitted(at)) => {
-                self.starts.push(at.elapsed());
+                self.starts.push(Phase::Open, at.elapsed());
                 self.debug_started.fetch_add(1, Ordering::Relaxed);
             }
             Some(started) => {
@@ -129,7 +133,8 @@ impl Shared {
         let mut debug = self.debug.lock().unwrap_or_else(|p| p.into_inner());
         match debug.remove(&id) {
             Some(Mark::Started(started)) => {
-                self.starts.push(started.saturating_duration_since(at));
+                self.starts
+                    .push(Phase::Open, started.saturating_duration_since(at));
                 self.debug_started.fetch_add(1, Ordering::Relaxed);
             }
             _ => {
@@ -211,6 +216,11 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         }
     });
     let scheduler = runtime.spawn();
+    crate::workloads::estimate::keep_warm(pool.clone(), runtime.clone(), Duration::from_secs(5));
+    // The load generator runs on threads of its own, so the server's tasks never wait in a queue
+    // behind its agents and readers (they share the cores, as a server shares its machine), and
+    // the CPU each side used can be told apart.
+    let harness = Harness::start()?;
 
     crate::agent::client::install_tls_provider();
     let http = reqwest::Client::builder()
@@ -237,7 +247,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
 
     // Every node connects before anything is submitted.
     for (name, token) in nodes {
-        tokio::spawn(agents::run(name, token, args.gpus_per_node, shared.clone()));
+        harness.spawn(agents::run(name, token, args.gpus_per_node, shared.clone()));
     }
     let connecting = Instant::now();
     loop {
@@ -269,11 +279,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     for i in 0..u64::from(args.queued) {
         let team = &trainers[dice.roll(trainers.len() as u64) as usize];
         let body = people::training(team, i, &mut dice);
-        batch.push(tokio::spawn(people::submit(
-            shared.clone(),
-            team.clone(),
-            body,
-        )));
+        batch.push(harness.spawn(people::submit(shared.clone(), team.clone(), body)));
         if batch.len() == 32 {
             for task in batch.drain(..) {
                 let _ = task.await;
@@ -292,22 +298,31 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         seeding.elapsed().as_secs_f64()
     );
 
-    // Readers sign in, then the window opens.
-    let mut cookies = Vec::new();
-    for r in 0..args.readers as usize {
-        let person = &teams[r % teams.len()].person;
-        match people::sign_in(&shared, person, seed::PASSWORD).await {
-            Ok(cookie) => cookies.push(cookie),
-            Err(error) => shared.errors.record(error),
+    // Readers sign in and start reading, submissions start, and after the warm-up the window
+    // opens.
+    let persons: Vec<String> = (0..args.readers as usize)
+        .map(|r| teams[r % teams.len()].person.clone())
+        .collect();
+    let signing = harness.spawn({
+        let shared = shared.clone();
+        async move {
+            let mut cookies = Vec::new();
+            for person in persons {
+                match people::sign_in(&shared, &person, seed::PASSWORD).await {
+                    Ok(cookie) => cookies.push(cookie),
+                    Err(error) => shared.errors.record(error),
+                }
+            }
+            cookies
         }
-    }
-    let passes_before = runtime.pass_timings().len();
-    let built = |source| runtime.metrics().page_snapshots(source);
-    let built_before = [built(PageSnapshot::Base), built(PageSnapshot::Read)];
-    shared.window.open();
-    let window = Instant::now();
+    });
+    let cookies = signing
+        .await
+        .map_err(|e| ServerError::Config(format!("the load test's sign-ins stopped: {e}")))?;
+    shared.window.warm_up();
+    let warming = Instant::now();
     for (r, cookie) in cookies.into_iter().enumerate() {
-        tokio::spawn(people::read(shared.clone(), cookie, r as u64 + 1));
+        harness.spawn(people::read(shared.clone(), cookie, r as u64 + 1));
     }
     // Debug teams submit at half the rate their shares could sustain, so every debug workload fits.
     let debug_share: f64 = debuggers.iter().map(|t| t.fraction).sum();
@@ -317,8 +332,27 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     let mut tick =
         tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(args.submit_rate)));
     let mut i = u64::from(args.queued);
-    while window.elapsed() < args.duration {
+    let mut opened = None;
+    let built = |source| runtime.metrics().page_snapshots(source);
+    loop {
         tick.tick().await;
+        let (window, ..) = match opened {
+            Some(opened) => opened,
+            None if warming.elapsed() >= args.warmup => {
+                let at_open = (
+                    Instant::now(),
+                    runtime.pass_timings().len(),
+                    [built(PageSnapshot::Base), built(PageSnapshot::Read)],
+                    CpuUse::now(),
+                );
+                shared.window.open();
+                *opened.insert(at_open)
+            }
+            None => (warming, 0, [0, 0], CpuUse::default()),
+        };
+        if opened.is_some() && window.elapsed() >= args.duration {
+            break;
+        }
         i += 1;
         let (team, body) = if !debuggers.is_empty() && dice.roll(1_000_000) < debug_per_million {
             let team = &debuggers[dice.roll(debuggers.len() as u64) as usize];
@@ -327,9 +361,12 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
             let team = &trainers[dice.roll(trainers.len() as u64) as usize];
             (team, people::training(team, i, &mut dice))
         };
-        tokio::spawn(people::submit(shared.clone(), team.clone(), body));
+        harness.spawn(people::submit(shared.clone(), team.clone(), body));
     }
+    let (window, passes_before, built_before, cpu_before) =
+        opened.expect("the loop ends only after the window opened");
     shared.window.close();
+    let cpu = CpuUse::now().cores_since(&cpu_before, window.elapsed());
     shared.over.store(true, Ordering::Release);
     let elapsed = window.elapsed();
     // The measurement is over: no pass may start while the run winds down and its pool closes.
@@ -354,7 +391,8 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     let syncs = shared.syncs.summary();
     let queue_pages = shared.queue_pages.summary();
     let workload_pages = shared.workload_pages.summary();
-    let pages = Samples::merged(&[&shared.queue_pages, &shared.workload_pages]);
+    let page_kinds = [&shared.queue_pages, &shared.workload_pages];
+    let pages = Samples::merged(&page_kinds, Phase::Open);
     let submits = shared.submits.summary();
     let states = crate::workloads::repo::count_by_state(&pool).await?;
     let count = |state: &str| {
@@ -390,6 +428,25 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     println!(
         "snapshots built for pages: {built_on_base} on the latest pass's base, {read_whole} read whole"
     );
+    let warm = |kinds: &[&Samples]| Samples::merged(kinds, Phase::Warmup);
+    let (warm_pages, warm_syncs) = (warm(&page_kinds), warm(&[&shared.syncs]));
+    println!(
+        "warm-up ({} s before the window, not in its figures): pages p50 / p99 {:.1} / {:.1} ms \
+         ({}), agent syncs {:.1} / {:.1} ms ({})",
+        args.warmup.as_secs(),
+        warm_pages.p50_ms,
+        warm_pages.p99_ms,
+        warm_pages.count,
+        warm_syncs.p50_ms,
+        warm_syncs.p99_ms,
+        warm_syncs.count
+    );
+    println!(
+        "CPU in the window: the server {:.2} cores, the load generator {:.2} (of {})",
+        cpu.0,
+        cpu.1,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
     let errors = shared.errors.count();
     for error in shared.errors.first() {
         println!("error: {error}");
@@ -408,6 +465,8 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         workload_page_p99_ms: workload_pages.p99_ms,
         submit_p99_ms: submits.p99_ms,
         server_rss_mb: measure::peak_rss_mb(),
+        server_cpu_cores: cpu.0,
+        harness_cpu_cores: cpu.1,
         errors,
         passes: passes.count,
         syncs: syncs.count,
@@ -434,6 +493,40 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         )));
     }
     Ok(())
+}
+
+/// The load generator's runtime ([`measure::HARNESS_THREADS`]), shut down without waiting when
+/// the run ends, however it ends (a runtime may not be dropped from within async code).
+struct Harness(Option<tokio::runtime::Runtime>);
+
+impl Harness {
+    fn start() -> Result<Harness, ServerError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name(measure::HARNESS_THREADS)
+            .enable_all()
+            .build()?;
+        Ok(Harness(Some(runtime)))
+    }
+
+    fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.0
+            .as_ref()
+            .expect("the runtime is there until dropped")
+            .spawn(task)
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 pub(crate) fn engine_name(url: &str) -> &'static str {

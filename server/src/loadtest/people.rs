@@ -80,13 +80,12 @@ pub async fn submit(shared: Arc<Shared>, team: Team, body: Value) {
     };
     match created {
         Ok(view) => {
-            if shared.window.is_open() {
-                shared.submits.push(began.elapsed());
-            }
+            shared.submits.push(shared.window.phase(), began.elapsed());
             let id = view["id"].as_i64().unwrap_or_default();
             shared.last_id.fetch_max(id, Ordering::Relaxed);
             shared.submitted.fetch_add(1, Ordering::Relaxed);
-            if is_debug {
+            // Debug starts are measured for work submitted in the window.
+            if is_debug && shared.window.is_open() {
                 shared.debug_submitted(id, began);
             }
         }
@@ -144,15 +143,13 @@ pub async fn read(shared: Arc<Shared>, cookie: String, seed: u64) {
             Err(error) => Err(error.to_string()),
         };
         match read {
-            Ok(()) if shared.window.is_open() => {
-                let took = began.elapsed();
-                if queue_page {
-                    shared.queue_pages.push(took);
-                } else {
-                    shared.workload_pages.push(took);
-                }
+            Ok(()) => {
+                let kind = match queue_page {
+                    true => &shared.queue_pages,
+                    false => &shared.workload_pages,
+                };
+                kind.push(shared.window.phase(), began.elapsed());
             }
-            Ok(()) => {}
             Err(error) => shared.errors.record(format!("GET {path}: {error}")),
         }
         tokio::time::sleep(Duration::from_millis(1_000 + dice.roll(2_000))).await;

@@ -4,7 +4,7 @@
 //!
 //! A projection over a large queue takes a while, so it is shared and kept: a page reads the
 //! latest one, however old, and asks for a new one in the background once it is
-//! [`REFRESH_S`] old. When no projection covers the workload a page asks about (the first look,
+//! [`REFRESH_S`] old; the server also keeps one ready before anyone looks ([`keep_warm`]). When no projection covers the workload a page asks about (the first look,
 //! or a workload submitted since), that page waits for a new one if projections are quick (under
 //! 200 ms, as on most clusters); on a huge queue it says its start is being estimated. Looks at
 //! the same time share one computation, which runs at the lowest priority ([`crate::background`]):
@@ -20,7 +20,7 @@ use sqlx::AnyPool;
 use std::{
     collections::HashMap,
     sync::{atomic::Ordering, Arc},
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 /// A projection older than this (runtime seconds) is replaced in the background, and never more
@@ -111,15 +111,17 @@ pub async fn latest(
     };
     if let Some((generation, at, projection)) = cache.estimates.get() {
         let cost_ms = cache.estimates.cost_ms.load(Ordering::Relaxed) as i64;
-        let age = runtime.now() - at;
         let covered = covers(&projection);
         // A workload submitted since: computed now where that is quick, else in the background
         // (its page says so) like a projection grown old.
         if !covered && cost_ms < INLINE_MS {
             return compute_now(pool, runtime, since, covers).await;
         }
-        let due = !covered || (generation < since && age >= REFRESH_S);
-        if due && age >= (10 * cost_ms / 1000).max(1) {
+        let due = match covered {
+            true => stale(runtime, generation, at),
+            false => runtime.now() - at >= (10 * cost_ms / 1000).max(1),
+        };
+        if due {
             let (pool, runtime) = (pool.clone(), runtime.clone());
             tokio::spawn(async move {
                 let cache = runtime.queue_cache();
@@ -135,6 +137,47 @@ pub async fn latest(
         return Ok(Some(projection));
     }
     first(pool, runtime).await
+}
+
+/// Whether a projection computed under `generation` at `at` is due for replacing: the queue has
+/// changed since, it is [`REFRESH_S`] old, and at least ten times as old as the last one took.
+fn stale(runtime: &Runtime, generation: u64, at: i64) -> bool {
+    let cache = runtime.queue_cache();
+    let cost_ms = cache.estimates.cost_ms.load(Ordering::Relaxed) as i64;
+    let age = runtime.now() - at;
+    generation < cache.generation() && age >= REFRESH_S && age >= (10 * cost_ms / 1000).max(1)
+}
+
+/// Keeps a projection ready without waiting for a look: every `every`, where there is none yet or
+/// the latest is [`stale`], computes one (at the lowest priority, like every projection). At
+/// 50,000 queued the first takes seconds of a core: computed when a crowd of readers first looked,
+/// it ran while they waited and its looks said starts were still being estimated. A server whose
+/// queue does not change computes none.
+pub fn keep_warm(pool: AnyPool, runtime: Runtime, every: Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let cache = runtime.queue_cache();
+            let due = |runtime: &Runtime| {
+                cache
+                    .estimates
+                    .get()
+                    .is_none_or(|(generation, at, _)| stale(runtime, generation, at))
+            };
+            if !due(&runtime) {
+                continue;
+            }
+            // A look computing one meanwhile is left to it.
+            let Ok(_computing) = cache.estimates.computing.try_lock() else {
+                continue;
+            };
+            if let Err(e) = refresh(&pool, &runtime).await {
+                tracing::warn!(error = %e, "start projection failed");
+            }
+        }
+    })
 }
 
 /// The first projection since the server started: one look starts it and every look waits for it,

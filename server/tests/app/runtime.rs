@@ -495,6 +495,59 @@ async fn a_queued_workload_is_given_an_estimated_start_when_the_work_ahead_of_it
     assert_eq!(now_running["estimated_start"], serde_json::Value::Null);
 }
 
+/// At 50,000 queued a first projection takes seconds of a core, and the crowd that looked first
+/// waited for it: the server keeps one ready without a look, and computes none while its queue
+/// stays as it is.
+#[tokio::test]
+async fn start_estimates_are_kept_ready_without_a_look_and_not_recomputed_for_an_unchanged_queue() {
+    let at = crate::support::now() + 86_400;
+    let clock = server::clock::Clock::fixed(at);
+    let config = RuntimeConfig {
+        heartbeat_deadline: 30 * 86_400,
+        ..crate::live::fast_config()
+    };
+    let mut live = Live::start_on(config, clock.clone()).await;
+    live.add_agent("n1", 4).await;
+    let first = live
+        .submit("ada", job("ai/olmo", "long", "sleep 600", 4, 900, true))
+        .await;
+    live.wait_for_state(first, "running").await;
+    let second = live
+        .submit("ada", job("ai/olmo", "next", "sleep 1", 4, 900, true))
+        .await;
+    // Every look happened before this: what is computed from now on, nobody asked for.
+    clock.advance(scheduler::HOUR / 2);
+    let now = clock.now();
+    server::workloads::estimate::keep_warm(
+        live.app.pool.clone(),
+        live.runtime.clone(),
+        std::time::Duration::from_millis(50),
+    );
+    let estimates = &live.runtime.queue_cache().estimates;
+    let mut kept = None;
+    for _ in 0..200 {
+        kept = estimates
+            .get()
+            .filter(|(_, computed_at, _)| *computed_at == now);
+        if kept.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (_, _, projection) = kept.expect("a projection computed without a look");
+    assert_eq!(
+        projection.start_of(scheduler::WorkloadId(second as u64)),
+        scheduler::Estimate::At(at + scheduler::HOUR),
+        "the second starts when the first's assumed hour ends"
+    );
+
+    // Old, but the queue has not changed: nothing to compute.
+    clock.advance(scheduler::HOUR);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let (_, computed_at, _) = estimates.get().unwrap();
+    assert_eq!(computed_at, now, "not recomputed for the same queue");
+}
+
 #[tokio::test]
 async fn a_pass_reads_the_debug_runs_that_ended_within_the_fast_lanes_window() {
     use scheduler::EndedRun;
