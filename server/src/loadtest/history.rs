@@ -818,7 +818,9 @@ async fn write(
         (0..hours).map(|h| vec![Value::Int(start + h as i64 * HOUR), Value::Real(capacity)]),
     )
     .await?;
-    crate::runtime::repo::set_demand_cursor(&mut *db, end).await?;
+    for cursor in ["demand", "capacity"] {
+        crate::runtime::repo::set_ledger_cursor(&mut *db, cursor, end).await?;
+    }
     crate::bulk_insert::resync_ids(
         db,
         &[

@@ -34,6 +34,9 @@ pub struct RuntimeConfig {
     pub fast_lane_window: Time,
     /// See `scheduler::Config::headroom_max_fraction` (0 turns the headroom off).
     pub headroom_fraction: f64,
+    /// How far behind a pass lets the hours' allocated demand, and what is owed, fall before
+    /// booking them, within an hour (see `ledger::accrue_in_pass`).
+    pub demand_every_s: Time,
 }
 
 impl RuntimeConfig {
@@ -61,6 +64,7 @@ impl Default for RuntimeConfig {
             fast_lane_peak: engine.fast_lane_peak,
             fast_lane_window: engine.fast_lane_window,
             headroom_fraction: engine.headroom_max_fraction,
+            demand_every_s: 30,
         }
     }
 }

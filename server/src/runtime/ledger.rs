@@ -105,32 +105,76 @@ async fn charge(db: &mut AnyConnection, run: &RunToCharge, now: i64) -> Result<(
 }
 
 /// Books everything up to `now`: every open run, the allocated demand of each leaf, and the
-/// healthy capacity. The runtime calls it once per pass, inside the pass's write transaction (write
-/// transactions run one at a time), with a number of statements that grows with the leaves and
-/// hours booked, not with the runs: at a few thousand runs, one statement per run made every pass
-/// (and, when submissions booked too, every submission) slow.
+/// healthy capacity, with a number of statements that grows with the leaves and hours booked,
+/// not with the runs: at a few thousand runs, one statement per run made every pass (and, when
+/// submissions booked too, every submission) slow.
 pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
+    accrue_every(db, now, 0).await
+}
+
+/// [`accrue`] as the runtime's pass calls it, once per pass inside its write transaction (write
+/// transactions run one at a time): open runs and capacity are booked every time, the hours'
+/// demand and what is owed only once they are `demand_every_s` behind (the runtime's setting,
+/// 30 s) or an hour has ended.
+/// Demand sums every queued workload: at 50,000 queued, summed at every pass (about ten a second)
+/// it was most of the write transaction, which agents' heartbeats and submissions wait behind.
+/// It is still booked to the second, from each workload's own submission and end.
+pub async fn accrue_in_pass(
+    db: &mut AnyConnection,
+    now: i64,
+    demand_every_s: i64,
+) -> Result<(), ServerError> {
+    accrue_every(db, now, demand_every_s).await
+}
+
+async fn accrue_every(
+    db: &mut AnyConnection,
+    now: i64,
+    demand_every_s: i64,
+) -> Result<(), ServerError> {
     charge_open_runs(db, now).await?;
-    let through = repo::demand_cursor(&mut *db).await?;
-    let from = through.unwrap_or(now);
-    if now > from {
+    let demand_through = repo::ledger_cursor(&mut *db, DEMAND).await?;
+    // Capacity was booked with demand, on its cursor, before it had one of its own.
+    let capacity_from = match repo::ledger_cursor(&mut *db, CAPACITY).await? {
+        Some(through) => through,
+        None => demand_through.unwrap_or(now),
+    };
+    if now > capacity_from {
+        book_capacity(db, capacity_from, now).await?;
+        crate::reports::rollup::invalidate(db, capacity_from, now).await?;
+    }
+    repo::set_ledger_cursor(&mut *db, CAPACITY, now.max(capacity_from)).await?;
+    let from = demand_through.unwrap_or(now);
+    let hour_ended = from.div_euclid(HOUR) != now.div_euclid(HOUR);
+    if now > from && (now - from >= demand_every_s || hour_ended) {
         book_demand(db, from, now).await?;
-        let mut healthy: BTreeMap<i64, f64> = BTreeMap::new();
-        for node in node_repo::pass_nodes(&mut *db).await? {
-            let gpus = healthy.entry(node.cluster_id).or_default();
-            if node.health == app::nodes::NodeHealth::Healthy {
-                *gpus += node.gpu_count as f64;
-            }
-        }
-        for (hour, seconds) in split_hours(from, now) {
-            for (&cluster, &gpus) in &healthy {
-                repo::add_capacity(&mut *db, cluster, hour, gpus * seconds as f64).await?;
-            }
-        }
         refresh_owed(db, from, now).await?;
         crate::reports::rollup::invalidate(db, from, now).await?;
     }
-    repo::set_demand_cursor(&mut *db, now.max(from)).await?;
+    if demand_through.is_none() || now - from >= demand_every_s || hour_ended {
+        repo::set_ledger_cursor(&mut *db, DEMAND, now.max(from)).await?;
+    }
+    Ok(())
+}
+
+/// The ledger's cursors: how far demand (and owed), and capacity, are booked.
+const DEMAND: &str = "demand";
+const CAPACITY: &str = "capacity";
+
+/// Books each cluster's healthy GPU-seconds over `[from, to)`, at the nodes' health now.
+async fn book_capacity(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), ServerError> {
+    let mut healthy: BTreeMap<i64, f64> = BTreeMap::new();
+    for node in node_repo::pass_nodes(&mut *db).await? {
+        let gpus = healthy.entry(node.cluster_id).or_default();
+        if node.health == app::nodes::NodeHealth::Healthy {
+            *gpus += node.gpu_count as f64;
+        }
+    }
+    for (hour, seconds) in split_hours(from, to) {
+        for (&cluster, &gpus) in &healthy {
+            repo::add_capacity(&mut *db, cluster, hour, gpus * seconds as f64).await?;
+        }
+    }
     Ok(())
 }
 

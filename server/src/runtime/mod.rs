@@ -552,7 +552,7 @@ impl Runtime {
             return Ok(PassOutcome::default());
         }
         node_repo::mark_silent_nodes_down(&mut *tx, now - config.heartbeat_deadline, now).await?;
-        ledger::accrue(&mut tx, now).await?;
+        ledger::accrue_in_pass(&mut tx, now, config.demand_every_s).await?;
         crate::reports::rollup::keep_up(&mut tx, now).await?;
         crate::reports::waits::keep_up(&mut tx, now).await?;
         let reshared = crate::budget::changes::apply_due(&mut tx, now).await?;

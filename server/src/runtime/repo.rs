@@ -402,18 +402,27 @@ pub async fn advance_open_runs(db: impl AnyExecutor<'_>, now: i64) -> Result<(),
     Ok(())
 }
 
-/// Up to when demand and capacity are booked.
-pub async fn demand_cursor(db: impl AnyExecutor<'_>) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar("select through from ledger_cursor where name = 'demand'")
+/// How far the ledger's cursor `name` has booked (`demand`, `capacity`).
+pub async fn ledger_cursor(
+    db: impl AnyExecutor<'_>,
+    name: &str,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("select through from ledger_cursor where name = $1")
+        .bind(name)
         .fetch_optional(db)
         .await
 }
 
-pub async fn set_demand_cursor(db: impl AnyExecutor<'_>, through: i64) -> Result<(), sqlx::Error> {
+pub async fn set_ledger_cursor(
+    db: impl AnyExecutor<'_>,
+    name: &str,
+    through: i64,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "insert into ledger_cursor (name, through) values ('demand', $1)
+        "insert into ledger_cursor (name, through) values ($1, $2)
          on conflict (name) do update set through = excluded.through",
     )
+    .bind(name)
     .bind(through)
     .execute(db)
     .await?;

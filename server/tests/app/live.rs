@@ -98,6 +98,8 @@ pub fn fast_config() -> RuntimeConfig {
         heartbeat_deadline: 3,
         grace: 1,
         safety_tick_ms: 200,
+        // Tests read owed time as soon as work ended.
+        demand_every_s: 0,
         ..RuntimeConfig::default()
     }
 }

@@ -603,6 +603,75 @@ async fn a_pass_reads_the_debug_runs_that_ended_within_the_fast_lanes_window() {
 }
 
 /// Connects node `n1` (2 GPUs) with its agent's first sync.
+/// Demand sums every queued workload: at 50,000 queued, summed at every pass it was most of the
+/// pass's write transaction. A pass books it once it is half a minute behind or an hour has ended,
+/// still to the second, and books capacity every time.
+#[tokio::test]
+async fn a_pass_books_capacity_every_time_and_demand_every_half_minute_and_each_hour_to_the_second()
+{
+    use scheduler::HOUR;
+    let app = crate::support::TestApp::new().await;
+    let (node_token, _) = crate::support::seed_org(&app.pool).await;
+    connect_n1(&app, &node_token).await;
+    let t = (crate::support::now() / HOUR + 2) * HOUR;
+    let pass = |at: i64| {
+        let pool = app.pool.clone();
+        async move {
+            let mut tx = server::db::begin_write(&pool).await.unwrap();
+            server::runtime::ledger::accrue_in_pass(&mut tx, at, 30)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+        }
+    };
+    let booked = |column: &'static str, hour: i64| {
+        let pool = app.pool.clone();
+        async move {
+            let sql = match column {
+                "capacity" => {
+                    "select coalesce(sum(healthy_gpu_s), 0.0) from capacity_hour where hour = $1"
+                }
+                _ => "select coalesce(sum(demand_gpu_s), 0.0) from usage_hour where hour = $1",
+            };
+            let gpu_s: f64 = sqlx::query_scalar(sql)
+                .bind(hour)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            gpu_s
+        }
+    };
+    pass(t).await;
+    sqlx::query(
+        "insert into workload (user_id, budget_node_id, name, command, gpus, min_runtime_s, resumable,
+                               priority, state, submitted_at, queued_at)
+         select u.user_id, b.budget_node_id, 'w', 'true', 4, 900, 1, 0, 'queued', $1, $1
+         from \"user\" u, budget_node b where u.username = 'ada' and b.path = 'ai/olmo'",
+    )
+    .bind(t + 5)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+
+    pass(t + 10).await;
+    assert_eq!(booked("capacity", t).await, 2.0 * 10.0, "n1's 2 GPUs");
+    assert_eq!(booked("demand", t).await, 0.0, "10 s behind: not yet");
+    pass(t + 40).await;
+    assert_eq!(booked("capacity", t).await, 2.0 * 40.0);
+    assert_eq!(
+        booked("demand", t).await,
+        4.0 * 35.0,
+        "from its submission, to the second"
+    );
+    pass(t + 50).await;
+    assert_eq!(booked("demand", t).await, 4.0 * 35.0);
+    // An hour ended: booked at once, each hour its part.
+    pass(t + HOUR + 5).await;
+    assert_eq!(booked("demand", t).await, 4.0 * (HOUR - 5) as f64);
+    assert_eq!(booked("demand", t + HOUR).await, 4.0 * 5.0);
+    assert_eq!(booked("capacity", t).await, 2.0 * HOUR as f64);
+}
+
 async fn connect_n1(app: &crate::support::TestApp, node_token: &str) {
     let body = json!({ "name": "n1", "gpus": 2 });
     let sync = app.post_json("/api/agent/v1/sync", node_token, &body).await;
