@@ -359,8 +359,13 @@ async fn answer(
         .chain(request.finished.iter().map(|f| f.run_id))
         .chain(request.output.iter().map(|c| c.run_id))
         .collect();
-    let mut db = state.control_pool.acquire().await?;
-    let output_received = agent_repo::output_received(&mut db, node.node_id, reported).await?;
+    let output_received = match reported.is_empty() {
+        true => Default::default(),
+        false => {
+            let mut db = state.control_pool.acquire().await?;
+            agent_repo::output_received(&mut db, node.node_id, reported).await?
+        }
+    };
     Ok(Json(SyncResponse {
         node: node.name.clone(),
         node_key: node.node_key(),

@@ -140,11 +140,19 @@ pub async fn output_received(
     node_id: i64,
     run_ids: impl IntoIterator<Item = i64>,
 ) -> Result<BTreeMap<i64, u64>, sqlx::Error> {
+    // One statement per few hundred runs, not one per run: every agent sync asks.
+    let ids: Vec<i64> = run_ids.into_iter().collect();
     let mut received = BTreeMap::new();
-    for run_id in run_ids {
-        if let Some((_, at)) = output_cursor(&mut *db, node_id, run_id).await? {
-            received.insert(run_id, at.max(0) as u64);
-        }
+    for chunk in ids.chunks(crate::db::ID_CHUNK) {
+        let rows: Vec<(i64, i64)> = sqlx::query_as(&format!(
+            "select workload_run_id, log_received from workload_run
+             where node_id = $1 and workload_run_id in ({})",
+            crate::db::id_list(chunk)
+        ))
+        .bind(node_id)
+        .fetch_all(&mut *db)
+        .await?;
+        received.extend(rows.into_iter().map(|(run, at)| (run, at.max(0) as u64)));
     }
     Ok(received)
 }
