@@ -70,16 +70,29 @@ pub struct PassNode {
     pub cluster_id: i64,
 }
 
+/// A node's health as the Nodes page states it, worked out by the database.
+const HEALTH: &str = "case when down_since is not null or last_heartbeat_at is null then 'down'
+                          when admin_state = 'unhealthy' or agent_healthy = 0 then 'unhealthy'
+                          when admin_state = 'cordoned' then 'cordoned'
+                          else 'healthy' end";
+
 /// Nodes with GPUs (registered but never connected ones hold no work), by id.
 pub async fn pass_nodes(db: impl AnyExecutor<'_>) -> Result<Vec<PassNode>, sqlx::Error> {
-    sqlx::query_as(
-        "select node_id, name, gpu_count, health_reason, cluster_id,
-                case when down_since is not null or last_heartbeat_at is null then 'down'
-                     when admin_state = 'unhealthy' or agent_healthy = 0 then 'unhealthy'
-                     when admin_state = 'cordoned' then 'cordoned'
-                     else 'healthy' end as health
-         from node where gpu_count > 0 order by node_id",
-    )
+    sqlx::query_as(&format!(
+        "select node_id, name, gpu_count, health_reason, cluster_id, {HEALTH} as health
+         from node where gpu_count > 0 order by node_id"
+    ))
+    .fetch_all(db)
+    .await
+}
+
+/// Each cluster's healthy GPUs, for every cluster with a node that has GPUs (one row each, where
+/// [`pass_nodes`] reads every node: the ledger books capacity at every pass).
+pub async fn healthy_gpus(db: impl AnyExecutor<'_>) -> Result<Vec<(i64, i64)>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "select cluster_id, cast(sum(case when {HEALTH} = 'healthy' then gpu_count else 0 end) as bigint)
+         from node where gpu_count > 0 group by cluster_id order by cluster_id"
+    ))
     .fetch_all(db)
     .await
 }

@@ -163,16 +163,10 @@ const CAPACITY: &str = "capacity";
 
 /// Books each cluster's healthy GPU-seconds over `[from, to)`, at the nodes' health now.
 async fn book_capacity(db: &mut AnyConnection, from: i64, to: i64) -> Result<(), ServerError> {
-    let mut healthy: BTreeMap<i64, f64> = BTreeMap::new();
-    for node in node_repo::pass_nodes(&mut *db).await? {
-        let gpus = healthy.entry(node.cluster_id).or_default();
-        if node.health == app::nodes::NodeHealth::Healthy {
-            *gpus += node.gpu_count as f64;
-        }
-    }
+    let healthy = node_repo::healthy_gpus(&mut *db).await?;
     for (hour, seconds) in split_hours(from, to) {
-        for (&cluster, &gpus) in &healthy {
-            repo::add_capacity(&mut *db, cluster, hour, gpus * seconds as f64).await?;
+        for &(cluster, gpus) in &healthy {
+            repo::add_capacity(&mut *db, cluster, hour, (gpus * seconds) as f64).await?;
         }
     }
     Ok(())

@@ -74,6 +74,9 @@ async fn a_pass_reads_each_nodes_health_as_the_nodes_page_states_it() {
         states,
         [Healthy, Down, Unhealthy, Cordoned, Unhealthy, Down]
     );
+    // The ledger's capacity counts the healthy one's 8 GPUs.
+    let healthy = nodes::healthy_gpus(&pool).await.unwrap();
+    assert_eq!(healthy, [(server::clusters::DEFAULT_ID, 8)]);
 }
 
 /// Queues a workload of ada's on `ai/olmo` straight in the database, as another process would.
