@@ -91,11 +91,8 @@ fn sqlite_settings(options: SqliteConnectOptions) -> SqliteConnectOptions {
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .foreign_keys(true)
-        .busy_timeout(SQLITE_BUSY_TIMEOUT)
+        .busy_timeout(Duration::from_secs(10))
 }
-
-/// How long an SQLite writer waits for the write lock before failing.
-const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The same settings as [`sqlite_settings`], for connections the `Any` driver opens from a URL.
 const SQLITE_PRAGMAS: [&str; 4] = [
@@ -234,111 +231,24 @@ const WRITE_LOCK: i64 = 0x686f_7572_676c_6173;
 
 /// Begins a write transaction that runs alone among write transactions, on either engine: SQLite
 /// takes its write lock up front (`BEGIN IMMEDIATE`, so two read-then-write transactions never
-/// deadlock on the upgrade), after this process's earlier writers of the file ([`write_turn`]);
-/// PostgreSQL takes a transaction-scoped advisory lock, released at commit or rollback. Reads
-/// inside see everything committed before the lock was granted.
-pub async fn begin_write(pool: &AnyPool) -> Result<WriteTx, sqlx::Error> {
+/// deadlock on the upgrade); PostgreSQL takes a transaction-scoped advisory lock, released at
+/// commit or rollback. Reads inside see everything committed before the lock was granted.
+pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sqlx::Error> {
     let pool = pool.clone();
     uncancelled(async move {
         match engine(&pool) {
-            Engine::Sqlite => {
-                let turn = write_turn(&pool).await?;
-                let tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-                Ok(WriteTx::new(tx, Some(turn)))
-            }
+            Engine::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
             Engine::Postgres => {
                 let mut tx = pool.begin().await?;
                 sqlx::query("select pg_advisory_xact_lock($1)")
                     .bind(WRITE_LOCK)
                     .execute(&mut *tx)
                     .await?;
-                Ok(WriteTx::new(tx, None))
+                Ok(tx)
             }
         }
     })
     .await
-}
-
-/// Begins a transaction for a write to a few rows that needs no other writer kept out (an agent's
-/// heartbeat, a token's last use): on SQLite, where every write takes the file's one write lock,
-/// it takes its turn like [`begin_write`]; on PostgreSQL it is an ordinary transaction, its rows'
-/// locks enough, and does not wait behind the write transactions.
-pub async fn begin_row_write(pool: &AnyPool) -> Result<WriteTx, sqlx::Error> {
-    match engine(pool) {
-        Engine::Sqlite => begin_write(pool).await,
-        Engine::Postgres => {
-            let pool = pool.clone();
-            uncancelled(async move { Ok(WriteTx::new(pool.begin().await?, None)) }).await
-        }
-    }
-}
-
-/// A transaction from [`begin_write`] or [`begin_row_write`]: commit it or roll it back; dropped,
-/// it rolls back. It reads as the connection it runs on (`&mut *tx`), and holds this process's
-/// turn at an SQLite file's write lock until it ends.
-pub struct WriteTx {
-    tx: Transaction<'static, Any>,
-    turn: Option<tokio::sync::OwnedMutexGuard<()>>,
-}
-
-impl WriteTx {
-    fn new(tx: Transaction<'static, Any>, turn: Option<tokio::sync::OwnedMutexGuard<()>>) -> Self {
-        WriteTx { tx, turn }
-    }
-
-    pub async fn commit(self) -> Result<(), sqlx::Error> {
-        let WriteTx { tx, turn } = self;
-        let committed = tx.commit().await;
-        drop(turn);
-        committed
-    }
-
-    pub async fn rollback(self) -> Result<(), sqlx::Error> {
-        let WriteTx { tx, turn } = self;
-        let rolled_back = tx.rollback().await;
-        drop(turn);
-        rolled_back
-    }
-}
-
-impl std::ops::Deref for WriteTx {
-    type Target = sqlx::AnyConnection;
-
-    fn deref(&self) -> &sqlx::AnyConnection {
-        &self.tx
-    }
-}
-
-impl std::ops::DerefMut for WriteTx {
-    fn deref_mut(&mut self) -> &mut sqlx::AnyConnection {
-        &mut self.tx
-    }
-}
-
-/// This process's turn to write an SQLite file, first come first served. Without it, a writer that
-/// finds the file's lock taken is left to SQLite, which sleeps and retries with growing pauses (1,
-/// 2, 5, 10 … 100 ms): under a steady stream of writes (1,024 agents' heartbeats, submissions,
-/// passes) a write waited tens of milliseconds after the lock was free, and nobody's turn was
-/// sure to come. A turn not given within the busy timeout fails as SQLite's wait would.
-async fn write_turn(pool: &AnyPool) -> Result<tokio::sync::OwnedMutexGuard<()>, sqlx::Error> {
-    type Turns =
-        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>;
-    static TURNS: std::sync::LazyLock<Turns> = std::sync::LazyLock::new(Default::default);
-    let file = pool.connect_options().database_url.path().to_string();
-    let turns = TURNS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .entry(file)
-        .or_default()
-        .clone();
-    tokio::time::timeout(SQLITE_BUSY_TIMEOUT, turns.lock_owned())
-        .await
-        .map_err(|_| {
-            sqlx::Error::Io(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the database is locked: this server's other writes held it for the whole busy timeout",
-            ))
-        })
 }
 
 /// Runs a transaction's `BEGIN` to the end even if the caller stops waiting (a client that hangs
@@ -347,9 +257,11 @@ async fn write_turn(pool: &AnyPool) -> Result<tokio::sync::OwnedMutexGuard<()>, 
 /// ("there is already a transaction in progress", then "current transaction is aborted").
 /// Finished on a task of its own, the transaction is either handed over or dropped whole, which
 /// rolls it back.
-async fn uncancelled<T: Send + 'static>(
-    begin: impl std::future::Future<Output = Result<T, sqlx::Error>> + Send + 'static,
-) -> Result<T, sqlx::Error> {
+async fn uncancelled(
+    begin: impl std::future::Future<Output = Result<Transaction<'static, Any>, sqlx::Error>>
+        + Send
+        + 'static,
+) -> Result<Transaction<'static, Any>, sqlx::Error> {
     match tokio::spawn(begin).await {
         Ok(begun) => begun,
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
@@ -513,49 +425,6 @@ impl ExpiredDeletion for SessionStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// SQLite alone lets waiting writers sleep and retry in no order; in this process they wait
-    /// their turn, across pools on the same file, and a transaction dropped unfinished gives its
-    /// turn up.
-    #[tokio::test]
-    async fn writers_of_one_sqlite_file_take_turns_in_the_order_they_asked() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("turns.db").display());
-        let pool = open(&url).await.unwrap();
-        let other_pool = connect(&url).await.unwrap();
-        sqlx::query("create table turn (writer integer not null)")
-            .execute(&pool)
-            .await
-            .unwrap();
-        let first = begin_write(&pool).await.unwrap();
-        let mut writers = Vec::new();
-        for writer in 0..6_i64 {
-            let pool = match writer % 2 {
-                0 => pool.clone(),
-                _ => other_pool.clone(),
-            };
-            writers.push(tokio::spawn(async move {
-                let mut tx = begin_write(&pool).await.unwrap();
-                sqlx::query("insert into turn (writer) values ($1)")
-                    .bind(writer)
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
-                tx.commit().await.unwrap();
-            }));
-            // Each asks after the one before has begun waiting.
-            tokio::time::sleep(Duration::from_millis(30)).await;
-        }
-        drop(first);
-        for writer in writers {
-            writer.await.unwrap();
-        }
-        let order: Vec<i64> = sqlx::query_scalar("select writer from turn order by rowid")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
-        assert_eq!(order, [0, 1, 2, 3, 4, 5]);
-    }
 
     #[test]
     fn the_url_scheme_picks_the_engine() {

@@ -62,9 +62,7 @@ async fn sync(
 ) -> Result<Json<SyncResponse>, ServerError> {
     let now = state.runtime.now();
     // The agent spoke: whatever its report holds, the node is alive.
-    let mut tx = crate::db::begin_row_write(&state.control_pool).await?;
-    let sync_number = node_repo::touch_heartbeat(&mut *tx, node.node_id, now).await?;
-    tx.commit().await?;
+    let sync_number = node_repo::touch_heartbeat(&state.control_pool, node.node_id, now).await?;
     let request = read_request(body).await?;
     if let Some(name) = request.name.as_deref() {
         if name != node.name {

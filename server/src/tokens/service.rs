@@ -41,9 +41,7 @@ pub async fn authenticate(
         .last_used_at
         .is_none_or(|t| now - t >= LAST_USED_PRECISION_S)
     {
-        let mut tx = crate::db::begin_row_write(pool).await?;
-        repo::mark_used(&mut *tx, live.api_token_id, now).await?;
-        tx.commit().await?;
+        repo::mark_used(pool, live.api_token_id, now).await?;
     }
     crate::users::service::active_user(pool, live.user_id).await
 }
