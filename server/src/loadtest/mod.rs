@@ -336,21 +336,16 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     let built = |source| runtime.metrics().page_snapshots(source);
     loop {
         tick.tick().await;
-        let (window, ..) = match opened {
-            Some(opened) => opened,
-            None if warming.elapsed() >= args.warmup => {
-                let at_open = (
-                    Instant::now(),
-                    runtime.pass_timings().len(),
-                    [built(PageSnapshot::Base), built(PageSnapshot::Read)],
-                    CpuUse::now(),
-                );
-                shared.window.open();
-                *opened.insert(at_open)
-            }
-            None => (warming, 0, [0, 0], CpuUse::default()),
-        };
-        if opened.is_some() && window.elapsed() >= args.duration {
+        if opened.is_none() && warming.elapsed() >= args.warmup {
+            opened = Some((
+                Instant::now(),
+                runtime.pass_timings().len(),
+                [built(PageSnapshot::Base), built(PageSnapshot::Read)],
+                CpuUse::now(),
+            ));
+            shared.window.open();
+        }
+        if opened.is_some_and(|(window, ..)| window.elapsed() >= args.duration) {
             break;
         }
         i += 1;

@@ -109,25 +109,17 @@ async fn charge(db: &mut AnyConnection, run: &RunToCharge, now: i64) -> Result<(
 /// not with the runs: at a few thousand runs, one statement per run made every pass (and, when
 /// submissions booked too, every submission) slow.
 pub async fn accrue(db: &mut AnyConnection, now: i64) -> Result<(), ServerError> {
-    accrue_every(db, now, 0).await
+    accrue_in_pass(db, now, 0).await
 }
 
 /// [`accrue`] as the runtime's pass calls it, once per pass inside its write transaction (write
 /// transactions run one at a time): open runs and capacity are booked every time, the hours'
 /// demand and what is owed only once they are `demand_every_s` behind (the runtime's setting,
-/// 30 s) or an hour has ended.
-/// Demand sums every queued workload: at 50,000 queued, summed at every pass (about ten a second)
-/// it was most of the write transaction, which agents' heartbeats and submissions wait behind.
-/// It is still booked to the second, from each workload's own submission and end.
+/// 30 s) or an hour has ended. Demand sums every queued workload: at 50,000 queued, summed at
+/// every pass (about ten a second) it was most of the write transaction, which agents' heartbeats
+/// and submissions wait behind. It is still booked to the second, from each workload's own
+/// submission and end.
 pub async fn accrue_in_pass(
-    db: &mut AnyConnection,
-    now: i64,
-    demand_every_s: i64,
-) -> Result<(), ServerError> {
-    accrue_every(db, now, demand_every_s).await
-}
-
-async fn accrue_every(
     db: &mut AnyConnection,
     now: i64,
     demand_every_s: i64,
@@ -146,12 +138,12 @@ async fn accrue_every(
     repo::set_ledger_cursor(&mut *db, CAPACITY, now.max(capacity_from)).await?;
     let from = demand_through.unwrap_or(now);
     let hour_ended = from.div_euclid(HOUR) != now.div_euclid(HOUR);
-    if now > from && (now - from >= demand_every_s || hour_ended) {
-        book_demand(db, from, now).await?;
-        refresh_owed(db, from, now).await?;
-        crate::reports::rollup::invalidate(db, from, now).await?;
-    }
     if demand_through.is_none() || now - from >= demand_every_s || hour_ended {
+        if now > from {
+            book_demand(db, from, now).await?;
+            refresh_owed(db, from, now).await?;
+            crate::reports::rollup::invalidate(db, from, now).await?;
+        }
         repo::set_ledger_cursor(&mut *db, DEMAND, now.max(from)).await?;
     }
     Ok(())

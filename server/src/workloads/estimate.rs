@@ -4,9 +4,10 @@
 //!
 //! A projection over a large queue takes a while, so it is shared and kept: a page reads the
 //! latest one, however old, and asks for a new one in the background once it is
-//! [`REFRESH_S`] old; the server also keeps one ready before anyone looks ([`keep_warm`]). When no projection covers the workload a page asks about (the first look,
-//! or a workload submitted since), that page waits for a new one if projections are quick (under
-//! 200 ms, as on most clusters); on a huge queue it says its start is being estimated. Looks at
+//! [`REFRESH_S`] old; the server also keeps one ready before anyone looks ([`keep_warm`]). When
+//! no projection covers the workload a page asks about (the first look, or a workload submitted
+//! since), that page waits for a new one if projections are quick (under 200 ms, as on most
+//! clusters); on a huge queue it says its start is being estimated. Looks at
 //! the same time share one computation, which runs at the lowest priority ([`crate::background`]):
 //! at 50,000 queued it takes seconds of a core, which requests and passes need more.
 
@@ -160,13 +161,11 @@ pub fn keep_warm(pool: AnyPool, runtime: Runtime, every: Duration) -> tokio::tas
         loop {
             tick.tick().await;
             let cache = runtime.queue_cache();
-            let due = |runtime: &Runtime| {
-                cache
-                    .estimates
-                    .get()
-                    .is_none_or(|(generation, at, _)| stale(runtime, generation, at))
-            };
-            if !due(&runtime) {
+            let due = cache
+                .estimates
+                .get()
+                .is_none_or(|(generation, at, _)| stale(&runtime, generation, at));
+            if !due {
                 continue;
             }
             // A look computing one meanwhile is left to it.
