@@ -57,11 +57,24 @@ pub struct LoadArgs {
     pub duration: Duration,
     /// How long readers and submitters run before the window opens (measured and printed apart:
     /// the readers' arrival, all within 3 s).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    /// `0s` opens the window at once, as runs before the warm-up existed did.
+    #[arg(long, default_value = "10s", value_parser = parse_span)]
     pub warmup: Duration,
 }
 
+/// A window's length: more than nothing.
 fn parse_duration(text: &str) -> Result<Duration, String> {
+    match parse_span(text)? {
+        Duration::ZERO => Err(format!(
+            "\"{}\" is no time at all; the window needs at least a second",
+            text.trim()
+        )),
+        span => Ok(span),
+    }
+}
+
+/// Seconds (`120s`, `120`) or minutes (`2m`), zero included.
+fn parse_span(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = match text.strip_suffix('s') {
         Some(n) => (n, 1),
@@ -71,7 +84,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         },
     };
     match number.trim().parse::<u64>() {
-        Ok(n) if n > 0 => Ok(Duration::from_secs(n * unit)),
+        Ok(n) => Ok(Duration::from_secs(n * unit)),
         _ => Err(format!(
             "\"{text}\" is not a duration; write seconds (\"120s\" or \"120\") or minutes (\"2m\")"
         )),
@@ -534,7 +547,7 @@ pub(crate) fn engine_name(url: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_duration, parse_span};
     use std::time::Duration;
 
     #[test]
@@ -543,6 +556,7 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("45"), Ok(Duration::from_secs(45)));
         assert!(parse_duration("soon").unwrap_err().contains("\"soon\""));
-        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("0s").unwrap_err().contains("no time at all"));
+        assert_eq!(parse_span("0s"), Ok(Duration::ZERO), "no warm-up");
     }
 }
