@@ -7,7 +7,7 @@ use super::{
     repo as agent_repo,
 };
 use crate::{
-    nodes::{repo as node_repo, repo::NodeRow, service as node_service},
+    nodes::{heartbeats, repo as node_repo, repo::NodeRow, service as node_service},
     workloads::service as workload_service,
     AppState, ServerError,
 };
@@ -61,8 +61,21 @@ async fn sync(
     body: Body,
 ) -> Result<Json<SyncResponse>, ServerError> {
     let now = state.runtime.now();
-    // The agent spoke: whatever its report holds, the node is alive.
-    let sync_number = node_repo::touch_heartbeat(&state.control_pool, node.node_id, now).await?;
+    // The agent spoke: whatever its report holds, the node is alive (written now where that
+    // matters to anyone, in the next batch otherwise).
+    let heartbeats = state.runtime.heartbeats();
+    let sync_number = heartbeats.sync_number();
+    let deadline = state.runtime.config().heartbeat_deadline;
+    if heartbeats::write_at_once(
+        node.down_since.is_some(),
+        node.last_heartbeat_at,
+        now,
+        deadline,
+    ) {
+        node_repo::touch_heartbeat(&state.control_pool, node.node_id, now).await?;
+    } else {
+        heartbeats.note(&state.control_pool, node.node_id, now);
+    }
     let request = read_request(body).await?;
     if let Some(name) = request.name.as_deref() {
         if name != node.name {

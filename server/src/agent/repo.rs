@@ -56,14 +56,17 @@ pub async fn node_runs(db: impl AnyExecutor<'_>, node_id: i64) -> Result<Vec<Run
     .await
 }
 
-/// Numbers an answer that hands out runs, if `sync` is still the node's newest request.
+/// Numbers an answer that hands out runs, unless a later sync of the node (a greater `sync`
+/// number, see `nodes::heartbeats`) has handed out runs already: a held sync the agent gave up on
+/// must not number an answer after the one the agent acted on.
 pub async fn next_answer(
     db: impl AnyExecutor<'_>,
     node_id: i64,
     sync: i64,
 ) -> Result<Option<i64>, sqlx::Error> {
     sqlx::query_scalar(
-        "update node set answers_sent = answers_sent + 1 where node_id = $1 and syncs = $2
+        "update node set answers_sent = answers_sent + 1, syncs = $2
+         where node_id = $1 and syncs <= $2
          returning answers_sent",
     )
     .bind(node_id)

@@ -2,7 +2,7 @@
 
 use app::nodes::NodeHealth;
 use serde::Serialize;
-use sqlx::{AnyExecutor, FromRow};
+use sqlx::{AnyConnection, AnyExecutor, FromRow};
 
 #[derive(Debug, Clone, FromRow, Serialize)]
 pub struct NodeRow {
@@ -152,22 +152,43 @@ pub async fn list_nodes(db: impl AnyExecutor<'_>) -> Result<Vec<NodeRow>, sqlx::
         .await
 }
 
-/// Records that the node's agent spoke (a down node comes back) and numbers this sync request
-/// (only the newest may hand out runs). Done before the report is read, so a heartbeat is recorded
-/// even when the report is refused; one write per sync.
+/// Records that the node's agent spoke now (a down node comes back). A sync from a node already
+/// known to be alive notes its heartbeat for a batch instead (see [`super::heartbeats`]).
 pub async fn touch_heartbeat(
     db: impl AnyExecutor<'_>,
     node_id: i64,
     now: i64,
-) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "update node set last_heartbeat_at = $2, down_since = null, syncs = syncs + 1
-         where node_id = $1 returning syncs",
-    )
-    .bind(node_id)
-    .bind(now)
-    .fetch_one(db)
-    .await
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update node set last_heartbeat_at = $2, down_since = null where node_id = $1")
+        .bind(node_id)
+        .bind(now)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// Writes heartbeats noted for a batch, `(node, at)`, a few hundred nodes per statement; a
+/// stored heartbeat that is later already (another replica wrote it) is kept.
+pub async fn write_heartbeats(
+    db: &mut AnyConnection,
+    beats: &[(i64, i64)],
+) -> Result<(), sqlx::Error> {
+    // Integers the server holds, written into the statement (sqlx's `Any` binds no arrays).
+    for chunk in beats.chunks(crate::db::ID_CHUNK) {
+        let at: String = chunk
+            .iter()
+            .map(|(node, at)| format!(" when {node} then {at}"))
+            .collect();
+        let ids: Vec<i64> = chunk.iter().map(|&(node, _)| node).collect();
+        sqlx::query(&format!(
+            "update node set last_heartbeat_at = case node_id{at} end
+             where node_id in ({}) and (last_heartbeat_at is null or last_heartbeat_at < case node_id{at} end)",
+            crate::db::id_list(&ids)
+        ))
+        .execute(&mut *db)
+        .await?;
+    }
+    Ok(())
 }
 
 /// Records the GPUs the agent reports.

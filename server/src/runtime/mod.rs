@@ -68,6 +68,7 @@ struct Inner {
     latest: watch::Sender<Option<PassSnapshot>>,
     /// What `/metrics` counts: requests, passes, preemptions.
     metrics: crate::metrics::Metrics,
+    heartbeats: crate::nodes::heartbeats::Heartbeats,
 }
 
 /// The snapshot a pass decided on, with the queue's generation and shape when it began reading.
@@ -196,6 +197,7 @@ impl Runtime {
                 pages_behind: std::sync::atomic::AtomicBool::new(false),
                 latest: watch::channel(None).0,
                 metrics: crate::metrics::Metrics::default(),
+                heartbeats: Default::default(),
             }),
         }
     }
@@ -219,6 +221,11 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         times.iter().copied().collect()
+    }
+
+    /// Agents' heartbeats noted on this replica for a batch (see [`crate::nodes::heartbeats`]).
+    pub fn heartbeats(&self) -> &crate::nodes::heartbeats::Heartbeats {
+        &self.inner.heartbeats
     }
 
     /// What this server counts for `/metrics`.
@@ -551,6 +558,9 @@ impl Runtime {
             tx.rollback().await?;
             return Ok(PassOutcome::default());
         }
+        // Heartbeats noted on this replica are written first: none of their nodes is silent.
+        let beats = self.inner.heartbeats.pending();
+        node_repo::write_heartbeats(&mut tx, &beats).await?;
         node_repo::mark_silent_nodes_down(&mut *tx, now - config.heartbeat_deadline, now).await?;
         ledger::accrue_in_pass(&mut tx, now, config.demand_every_s).await?;
         crate::reports::rollup::keep_up(&mut tx, now).await?;
@@ -560,6 +570,7 @@ impl Runtime {
             tracing::info!(requests = reshared, "scheduled budget changes applied");
         }
         tx.commit().await?;
+        self.inner.heartbeats.written(&beats);
         crate::reports::activity_rollup::spawn_step(
             self.inner.pool.clone(),
             now,

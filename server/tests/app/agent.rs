@@ -741,3 +741,83 @@ async fn when_one_node_of_a_multi_node_workload_exits_the_other_nodes_agent_is_t
     let runs = runs_of(&live, id).await;
     assert_eq!(runs, 2, "one run on each node");
 }
+
+async fn stored_heartbeat(app: &crate::support::TestApp, name: &str) -> Option<i64> {
+    server::nodes::repo::find_node_by_name(&app.pool, name)
+        .await
+        .unwrap()
+        .unwrap()
+        .last_heartbeat_at
+}
+
+#[tokio::test]
+async fn a_live_nodes_heartbeats_are_written_in_a_batch_within_a_second_and_by_the_pass_before_it_looks_for_silent_nodes(
+) {
+    let app = crate::support::TestApp::new().await;
+    let now = crate::support::now();
+    let (node, token) = node_service::register_node(&app.pool, "n1", None, now)
+        .await
+        .unwrap();
+    let report = json!({ "gpus": 2 });
+    let sync = || app.post_json("/api/agent/v1/sync", &token, &report);
+    // Never heard from: written before the sync goes on.
+    assert_eq!(sync().await.status, reqwest::StatusCode::OK);
+    assert!(stored_heartbeat(&app, "n1")
+        .await
+        .is_some_and(|at| at >= now));
+
+    // Heard from 5 s ago (of a 30 s deadline): noted, and written within a second.
+    server::nodes::repo::touch_heartbeat(&app.pool, node.node_id, now - 5)
+        .await
+        .unwrap();
+    assert_eq!(sync().await.status, reqwest::StatusCode::OK);
+    assert_eq!(stored_heartbeat(&app, "n1").await, Some(now - 5));
+    let noted = app.runtime.heartbeats().pending();
+    assert!(matches!(noted[..], [(id, at)] if id == node.node_id && at >= now));
+    let waited = std::time::Instant::now();
+    while stored_heartbeat(&app, "n1").await == Some(now - 5) {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(10),
+            "the noted heartbeat was never written"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(app.runtime.heartbeats().pending().is_empty());
+
+    // Stored as silent past the deadline while a heartbeat is noted: the pass writes it before it
+    // looks for silent nodes, so the node is not taken down.
+    let later = crate::support::now();
+    server::nodes::repo::touch_heartbeat(&app.pool, node.node_id, later - 31)
+        .await
+        .unwrap();
+    app.runtime
+        .heartbeats()
+        .note(&app.pool, node.node_id, later);
+    app.runtime.pass(later).await.unwrap();
+    let row = server::nodes::repo::find_node_by_name(&app.pool, "n1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.last_heartbeat_at, Some(later));
+    assert_eq!(row.down_since, None, "a node that spoke is not down");
+    assert!(app.runtime.heartbeats().pending().is_empty());
+}
+
+#[tokio::test]
+async fn only_a_nodes_newest_sync_numbers_an_answer_once_a_newer_one_has() {
+    let app = crate::support::TestApp::new().await;
+    let (node, _) = node_service::register_node(&app.pool, "n1", None, crate::support::now())
+        .await
+        .unwrap();
+    let heartbeats = app.runtime.heartbeats();
+    let (older, newer) = (heartbeats.sync_number(), heartbeats.sync_number());
+    let answer = |sync| server::agent::repo::next_answer(&app.pool, node.node_id, sync);
+    assert_eq!(answer(newer).await.unwrap(), Some(1));
+    assert_eq!(
+        answer(older).await.unwrap(),
+        None,
+        "a sync the agent gave up on numbers nothing after a newer one handed out runs"
+    );
+    assert_eq!(answer(newer).await.unwrap(), Some(2));
+    assert_eq!(answer(heartbeats.sync_number()).await.unwrap(), Some(3));
+}
