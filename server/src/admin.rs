@@ -93,6 +93,8 @@ pub async fn run(database: &str, command: AdminCommand) -> Result<(), ServerErro
         AdminCommand::Node { name, action } => {
             let action = node_service::parse_action(&action)?;
             let node = node_service::set_admin_state(&pool, &name, action).await?;
+            // A server on this database decides with it at once, not at its next reading.
+            crate::runtime::lease::bump_wake(&pool).await?;
             println!("Node {} is now {}.", node.name, node.health());
         }
     }

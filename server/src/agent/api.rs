@@ -288,6 +288,10 @@ async fn record_health(
                 .unwrap_or(now);
             node_repo::set_agent_health(&state.control_pool, node.node_id, Some((&reason, since)))
                 .await?;
+            if !node.agent_healthy {
+                // Only the reason changed: the next pass reads it (drains name it), nobody else.
+                state.runtime.wake();
+            }
             return Ok(node.agent_healthy);
         }
         return Ok(false);

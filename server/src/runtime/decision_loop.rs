@@ -136,8 +136,10 @@ impl Runtime {
                 if wake != seen_wake {
                     seen_wake = wake;
                     if runtime.is_leader() {
-                        // Forwarded by another replica, which changed what it cannot name here.
+                        // Forwarded by another replica, which changed what it cannot name here:
+                        // workloads, or the tree and the nodes.
                         runtime.workloads_changed_unknown();
+                        runtime.inner.queue.reshape();
                         break;
                     }
                 }

@@ -307,57 +307,103 @@ pub async fn load_bases(
     config: &RuntimeConfig,
     now: i64,
 ) -> Result<Option<Bases>, ServerError> {
+    let Some(shape) = load_shape(db).await? else {
+        return Ok(None);
+    };
+    Ok(Some(bases_on(db, config, now, &shape).await?))
+}
+
+/// What the bases hold besides the ledger, cluster by cluster: the tree with the cluster's own
+/// shares, the nodes as the engine numbers them. It changes only when a share, a node's health or
+/// the clusters do, so the leader keeps it between passes (see `Runtime::pass`).
+pub struct Shape {
+    clusters: Vec<ClusterShape>,
+}
+
+struct ClusterShape {
+    cluster: crate::clusters::Cluster,
+    tree: TreeSnapshot,
+    nodes: Vec<NodeState>,
+    node_rows: Vec<PassNode>,
+    engine_node: BTreeMap<i64, NodeId>,
+}
+
+/// Reads the [`Shape`]: the tree, the clusters, a thousand nodes. `None` until a budget tree
+/// exists.
+pub async fn load_shape(db: &mut AnyConnection) -> Result<Option<Shape>, ServerError> {
     let Some(trees) = tree_snapshot::load_trees(db).await? else {
         return Ok(None);
     };
     let clusters = crate::clusters::repo::all(&mut *db).await?;
     // Nodes without GPUs (registered, never connected) cannot hold work; the engine needs ≥ 1.
     let all_nodes = node_repo::pass_nodes(&mut *db).await?;
+    let clusters = clusters
+        .into_iter()
+        .map(|cluster| {
+            let node_rows: Vec<PassNode> = all_nodes
+                .iter()
+                .filter(|n| n.cluster_id == cluster.cluster_id)
+                .cloned()
+                .collect();
+            let nodes = node_rows
+                .iter()
+                .map(|n| NodeState {
+                    gpus: n.gpu_count as u32,
+                    health: health(n),
+                })
+                .collect();
+            let engine_node = node_rows
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.node_id, NodeId(i as u32)))
+                .collect();
+            // The tree's shares, with the cluster's own where it overrides any.
+            let tree = trees.of(cluster.cluster_id).clone();
+            ClusterShape {
+                cluster,
+                tree,
+                nodes,
+                node_rows,
+                engine_node,
+            }
+        })
+        .collect();
+    Ok(Some(Shape { clusters }))
+}
+
+/// The bases at `now` on `shape`: each cluster's ledger over the window and the debug runs of the
+/// fast lane's window, read now.
+pub async fn bases_on(
+    db: &mut AnyConnection,
+    config: &RuntimeConfig,
+    now: i64,
+    shape: &Shape,
+) -> Result<Bases, ServerError> {
     let first_hour = (now - config.window).div_euclid(HOUR) * HOUR - HOUR;
     let usage = repo::charged_since(&mut *db, first_hour).await?;
     let capacity = repo::capacity_since(&mut *db, first_hour).await?;
     let ended_debug = repo::debug_runs_ended_since(&mut *db, now - config.fast_lane_window).await?;
-    let mut bases = Vec::with_capacity(clusters.len());
-    for cluster in clusters {
-        let node_rows: Vec<PassNode> = all_nodes
-            .iter()
-            .filter(|n| n.cluster_id == cluster.cluster_id)
-            .cloned()
-            .collect();
-        let nodes: Vec<NodeState> = node_rows
-            .iter()
-            .map(|n| NodeState {
-                gpus: n.gpu_count as u32,
-                health: health(n),
-            })
-            .collect();
-        let engine_node: BTreeMap<i64, NodeId> = node_rows
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.node_id, NodeId(i as u32)))
-            .collect();
-        // The tree's shares, with the cluster's own where it overrides any.
-        let tree = trees.of(cluster.cluster_id);
-        let mut engine = Engine::new(tree.tree.clone(), config.engine_config());
+    let mut bases = Vec::with_capacity(shape.clusters.len());
+    for c in &shape.clusters {
+        let mut engine = Engine::new(c.tree.tree.clone(), config.engine_config());
         let ledger = Ledger {
-            cluster: cluster.cluster_id,
+            cluster: c.cluster.cluster_id,
             usage: &usage,
             capacity: &capacity,
             first_hour,
         };
-        ledger.feed(&mut engine, tree, &nodes, now);
-        let lane_runs = lane_runs(&ended_debug, cluster.cluster_id);
+        ledger.feed(&mut engine, &c.tree, &c.nodes, now);
         bases.push(Arc::new(Base {
-            cluster,
+            cluster: c.cluster.clone(),
             engine,
-            tree: tree.clone(),
-            nodes,
-            node_rows,
-            engine_node,
-            ended_debug: lane_runs,
+            tree: c.tree.clone(),
+            nodes: c.nodes.clone(),
+            node_rows: c.node_rows.clone(),
+            engine_node: c.engine_node.clone(),
+            ended_debug: lane_runs(&ended_debug, c.cluster.cluster_id),
         }));
     }
-    Ok(Some(Arc::new(bases)))
+    Ok(Arc::new(bases))
 }
 
 /// The bases of a later round of a pass at the same `now` as the round that read `bases`: the

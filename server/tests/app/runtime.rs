@@ -725,3 +725,59 @@ async fn a_stopped_scheduler_passes_no_more_even_when_woken() {
         "no pass after the scheduler stopped"
     );
 }
+
+/// The tree, clusters and nodes a pass decides on are kept between passes (reading a thousand
+/// nodes was most of a pass's reading); whatever may have changed them has the next pass read
+/// them again.
+#[tokio::test]
+async fn a_pass_reads_the_nodes_again_after_a_change_here_a_silent_node_or_two_seconds_for_a_change_elsewhere(
+) {
+    use scheduler::Health;
+    use server::{nodes::repo as nodes, runtime::PageSource};
+    let app = crate::support::TestApp::new().await;
+    let (node_token, _) = crate::support::seed_org(&app.pool).await;
+    connect_n1(&app, &node_token).await;
+    let n1: i64 = sqlx::query_scalar("select node_id from node where name = 'n1'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let decided_on = |now: i64| {
+        let runtime = app.runtime.clone();
+        async move {
+            runtime.pass(now).await.unwrap();
+            let PageSource::Latest(latest) = runtime.page_source(0) else {
+                panic!("the pass's own snapshot");
+            };
+            let snapshots = (*latest).as_ref().expect("a tree");
+            snapshots.cluster(1).expect("the default cluster").nodes[0].health
+        }
+    };
+    assert_eq!(decided_on(crate::support::now()).await, Health::Healthy);
+
+    // Cordoned through this server: the next pass decides with it.
+    app.create_user("boss", "admin", "long enough 1").await;
+    let admin = server::users::repo::find_user_by_username(&app.pool, "boss")
+        .await
+        .unwrap()
+        .unwrap()
+        .current_user();
+    server::nodes::service::act(&app.pool, &app.runtime, &admin, "n1", "cordon")
+        .await
+        .unwrap();
+    assert_eq!(decided_on(crate::support::now()).await, Health::Cordoned);
+
+    // Back to service by another process on the same database (no word to this one): read again
+    // within two seconds.
+    nodes::set_admin_state(&app.pool, n1, app::nodes::NodeHealth::Healthy)
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    assert_eq!(decided_on(crate::support::now()).await, Health::Healthy);
+
+    // Silent past the deadline: the pass that marks it down decides with it down.
+    let now = crate::support::now();
+    nodes::touch_heartbeat(&app.pool, n1, now - 3_600)
+        .await
+        .unwrap();
+    assert_eq!(decided_on(now).await, Health::Down);
+}
