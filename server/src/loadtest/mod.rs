@@ -60,6 +60,10 @@ pub struct LoadArgs {
     /// `0s` opens the window at once, as runs before the warm-up existed did.
     #[arg(long, default_value = "10s", value_parser = parse_span)]
     pub warmup: Duration,
+    /// Days of hourly ledger written before the run, every team busy at its share, as a server
+    /// that has run for a while holds (each pass reads the fair-share window of it, 7 days).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(0..=400))]
+    pub ledger_days: u32,
 }
 
 /// A window's length: more than nothing.
@@ -198,6 +202,14 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     );
     let teams = seed::organisation(&pool, args.leaves, crate::clock::Clock::system().now()).await?;
     let nodes = seed::nodes(&pool, args.nodes, crate::clock::Clock::system().now()).await?;
+    seed::ledger(
+        &pool,
+        &teams,
+        gpus,
+        args.ledger_days,
+        crate::clock::Clock::system().now(),
+    )
+    .await?;
 
     // The server, built as `serve` builds it.
     let serve_args = ServeArgs {

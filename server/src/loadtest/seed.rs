@@ -88,3 +88,77 @@ pub async fn nodes(
     }
     Ok(nodes)
 }
+
+/// Writes `days` of hourly ledger ending at the hour `now` is in: every team charged 90% of its
+/// share of `gpus` each hour, owed as much, asking a third more; the cluster healthy throughout.
+/// The ledger's cursors are set to `now`, so the runtime books on from there.
+pub async fn ledger(
+    pool: &AnyPool,
+    teams: &[Team],
+    gpus: u32,
+    days: u32,
+    now: i64,
+) -> Result<(), ServerError> {
+    use crate::bulk_insert::{insert, Value};
+    use scheduler::{DAY, HOUR};
+    if days == 0 {
+        return Ok(());
+    }
+    let mut db = pool.acquire().await?;
+    let leaves: std::collections::HashMap<String, i64> =
+        sqlx::query_as::<_, (i64, String)>("select budget_node_id, path from budget_node")
+            .fetch_all(&mut *db)
+            .await?
+            .into_iter()
+            .map(|(id, path)| (path, id))
+            .collect();
+    let end = now.div_euclid(HOUR) * HOUR;
+    let hours: Vec<i64> = (end - i64::from(days) * DAY..end)
+        .step_by(HOUR as usize)
+        .collect();
+    let capacity = f64::from(gpus) * HOUR as f64;
+    let mut cells = Vec::new();
+    for team in teams {
+        let leaf = *leaves
+            .get(&team.project)
+            .ok_or_else(|| ServerError::Config(format!("{} was not imported", team.project)))?;
+        let charged = 0.9 * team.fraction * capacity;
+        for &hour in &hours {
+            cells.push(vec![
+                Value::Int(leaf),
+                Value::Int(hour),
+                Value::Real(charged),
+                Value::Real(0.0),
+                Value::Real(charged * 4.0 / 3.0),
+                Value::Real(charged),
+            ]);
+        }
+    }
+    insert(
+        &mut db,
+        "usage_hour",
+        &[
+            "budget_node_id",
+            "hour",
+            "charged_gpu_s",
+            "unallocated_gpu_s",
+            "demand_gpu_s",
+            "owed_gpu_s",
+        ],
+        cells.into_iter(),
+    )
+    .await?;
+    insert(
+        &mut db,
+        "capacity_hour",
+        &["hour", "healthy_gpu_s"],
+        hours
+            .iter()
+            .map(|&hour| vec![Value::Int(hour), Value::Real(capacity)]),
+    )
+    .await?;
+    for cursor in ["demand", "capacity"] {
+        crate::runtime::repo::set_ledger_cursor(&mut *db, cursor, now).await?;
+    }
+    Ok(())
+}

@@ -71,6 +71,8 @@ struct Inner {
     heartbeats: crate::nodes::heartbeats::Heartbeats,
     /// The leader's tree, clusters and nodes, kept between passes (see [`Runtime::kept_shape`]).
     shape: Mutex<Option<KeptShape>>,
+    /// The ledger's final hours, kept between passes (see [`Runtime::kept_closed`]).
+    closed: Mutex<Option<KeptClosed>>,
 }
 
 /// The snapshot a pass decided on, with the queue's generation and shape when it began reading.
@@ -112,6 +114,13 @@ const SLOW_PASS: Duration = Duration::from_secs(1);
 
 /// The longest the leader decides on a tree, clusters and nodes read by an earlier pass.
 const SHAPE_READ_EVERY: Duration = Duration::from_secs(2);
+
+/// See [`Runtime::kept_closed`].
+struct KeptClosed {
+    hours: Arc<snapshot::ClosedHours>,
+    epoch: i64,
+    read_at: std::time::Instant,
+}
 
 /// See [`Runtime::kept_shape`].
 struct KeptShape {
@@ -214,6 +223,7 @@ impl Runtime {
                 metrics: crate::metrics::Metrics::default(),
                 heartbeats: Default::default(),
                 shape: Mutex::new(None),
+                closed: Mutex::new(None),
             }),
         }
     }
@@ -430,6 +440,50 @@ impl Runtime {
             read_at,
         });
         Ok(Some(read))
+    }
+
+    /// The ledger's final hours (see [`snapshot::ClosedHours`]): the leader keeps them between
+    /// passes and reads only the hours that closed since, all of them again when the window moved
+    /// on an hour, the lease changed hands, or [`active::FULL_READ_EVERY`] after the last whole
+    /// read. Only this leader's passes book charges, up to the moment of the pass, so an hour
+    /// before the one before `now` is never booked again while it holds the lease.
+    async fn kept_closed(
+        &self,
+        db: &mut sqlx::AnyConnection,
+        config: &RuntimeConfig,
+        now: i64,
+    ) -> Result<Arc<snapshot::ClosedHours>, ServerError> {
+        let (first, until) = (snapshot::first_hour(config, now), snapshot::open_from(now));
+        let epoch = self.inner.standing.epoch();
+        let kept = self.closed().take().filter(|k| {
+            k.epoch == epoch
+                && k.hours.first_hour == first
+                && k.hours.until <= until
+                && k.read_at.elapsed() < active::FULL_READ_EVERY
+        });
+        let kept = match kept {
+            Some(mut k) => {
+                if k.hours.until < until {
+                    Arc::make_mut(&mut k.hours).extend(db, until).await?;
+                }
+                k
+            }
+            None => KeptClosed {
+                hours: Arc::new(snapshot::ClosedHours::read(db, first, until).await?),
+                epoch,
+                read_at: std::time::Instant::now(),
+            },
+        };
+        let hours = kept.hours.clone();
+        *self.closed() = Some(kept);
+        Ok(hours)
+    }
+
+    fn closed(&self) -> std::sync::MutexGuard<'_, Option<KeptClosed>> {
+        self.inner
+            .closed
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Option<KeptShape>> {
@@ -663,7 +717,10 @@ impl Runtime {
                     Some(snapshot::lane_again(&mut read, config, now, bases).await?)
                 }
                 _ => match self.kept_shape(&mut read, shape).await? {
-                    Some(kept) => Some(snapshot::bases_on(&mut read, config, now, &kept).await?),
+                    Some(kept) => {
+                        let closed = self.kept_closed(&mut read, config, now).await?;
+                        Some(snapshot::bases_on(&mut read, config, now, &kept, &closed).await?)
+                    }
                     None => None,
                 },
             };

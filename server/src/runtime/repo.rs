@@ -222,6 +222,22 @@ pub async fn charged_since(
     .await
 }
 
+/// As [`charged_since`], for the hours in `[from, to)`.
+pub async fn charged_between(
+    db: impl AnyExecutor<'_>,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, i64, i64, f64)>, sqlx::Error> {
+    sqlx::query_as(
+        "select cluster_id, budget_node_id, hour, charged_gpu_s from usage_hour
+         where hour >= $1 and hour < $2 and charged_gpu_s > 0 order by hour, budget_node_id",
+    )
+    .bind(from)
+    .bind(to)
+    .fetch_all(db)
+    .await
+}
+
 /// Runs of debug work (DESIGN §5) that ended after `since`, as `(cluster, run)`: what the fast
 /// lane used within its window.
 pub async fn debug_runs_ended_since(

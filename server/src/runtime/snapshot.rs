@@ -310,7 +310,8 @@ pub async fn load_bases(
     let Some(shape) = load_shape(db).await? else {
         return Ok(None);
     };
-    Ok(Some(bases_on(db, config, now, &shape).await?))
+    let closed = ClosedHours::read(db, first_hour(config, now), open_from(now)).await?;
+    Ok(Some(bases_on(db, config, now, &shape, &closed).await?))
 }
 
 /// What the bases hold besides the ledger, cluster by cluster: the tree with the cluster's own
@@ -371,16 +372,63 @@ pub async fn load_shape(db: &mut AnyConnection) -> Result<Option<Shape>, ServerE
     Ok(Some(Shape { clusters }))
 }
 
-/// The bases at `now` on `shape`: each cluster's ledger over the window and the debug runs of the
-/// fast lane's window, read now.
+/// The first hour of the ledger a decision at `now` reads: the window's, and the one before.
+pub fn first_hour(config: &RuntimeConfig, now: i64) -> i64 {
+    (now - config.window).div_euclid(HOUR) * HOUR - HOUR
+}
+
+/// The first hour whose charges a run may still add to at `now`: the hour before `now`'s (a run
+/// closed at the turn of the hour charges what it ran since the last pass). Earlier hours of the
+/// ledger are final.
+pub fn open_from(now: i64) -> i64 {
+    now.div_euclid(HOUR) * HOUR - HOUR
+}
+
+/// The charges `(cluster, leaf, hour, GPU-seconds)` of the ledger's final hours,
+/// `[first_hour, until)`: at a week of history, 25,000 cells that the leader keeps between
+/// passes (see `Runtime::kept_closed`), reading only the open hours at each.
+#[derive(Debug, Clone)]
+pub struct ClosedHours {
+    pub first_hour: i64,
+    pub until: i64,
+    cells: Vec<(i64, i64, i64, f64)>,
+}
+
+impl ClosedHours {
+    pub async fn read(
+        db: &mut AnyConnection,
+        first_hour: i64,
+        until: i64,
+    ) -> Result<ClosedHours, ServerError> {
+        Ok(ClosedHours {
+            first_hour,
+            until,
+            cells: repo::charged_between(&mut *db, first_hour, until).await?,
+        })
+    }
+
+    /// Reads the hours that closed since, up to `until`.
+    pub async fn extend(&mut self, db: &mut AnyConnection, until: i64) -> Result<(), ServerError> {
+        if until > self.until {
+            let cells = repo::charged_between(&mut *db, self.until, until).await?;
+            self.cells.extend(cells);
+            self.until = until;
+        }
+        Ok(())
+    }
+}
+
+/// The bases at `now` on `shape`: each cluster's ledger over the window (the final hours from
+/// `closed`, the others read now) and the debug runs of the fast lane's window.
 pub async fn bases_on(
     db: &mut AnyConnection,
     config: &RuntimeConfig,
     now: i64,
     shape: &Shape,
+    closed: &ClosedHours,
 ) -> Result<Bases, ServerError> {
-    let first_hour = (now - config.window).div_euclid(HOUR) * HOUR - HOUR;
-    let usage = repo::charged_since(&mut *db, first_hour).await?;
+    let first_hour = closed.first_hour;
+    let open = repo::charged_since(&mut *db, closed.until).await?;
     let capacity = repo::capacity_since(&mut *db, first_hour).await?;
     let ended_debug = repo::debug_runs_ended_since(&mut *db, now - config.fast_lane_window).await?;
     let mut bases = Vec::with_capacity(shape.clusters.len());
@@ -388,7 +436,7 @@ pub async fn bases_on(
         let mut engine = Engine::new(c.tree.tree.clone(), config.engine_config());
         let ledger = Ledger {
             cluster: c.cluster.cluster_id,
-            usage: &usage,
+            usage: [&closed.cells[..], &open[..]],
             capacity: &capacity,
             first_hour,
         };
@@ -527,8 +575,8 @@ pub fn assemble(base: Arc<Base>, active: Arc<Active>, now: i64) -> Snapshot {
 /// The window of the hourly ledger read once for every cluster.
 struct Ledger<'a> {
     cluster: i64,
-    /// `(cluster, leaf, hour, charged)`.
-    usage: &'a [(i64, i64, i64, f64)],
+    /// `(cluster, leaf, hour, charged)`: the final hours, then the open ones.
+    usage: [&'a [(i64, i64, i64, f64)]; 2],
     /// Healthy GPU-seconds by `(cluster, hour)`.
     capacity: &'a BTreeMap<(i64, i64), f64>,
     first_hour: i64,
@@ -553,7 +601,7 @@ impl Ledger<'_> {
             ledger.set_capacity(hour, gpus);
             hour += HOUR;
         }
-        for &(cluster, budget_node_id, hour, gpu_s) in self.usage {
+        for &(cluster, budget_node_id, hour, gpu_s) in self.usage.iter().copied().flatten() {
             if cluster != self.cluster {
                 continue;
             }

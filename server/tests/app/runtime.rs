@@ -781,3 +781,60 @@ async fn a_pass_reads_the_nodes_again_after_a_change_here_a_silent_node_or_two_s
         .unwrap();
     assert_eq!(decided_on(now).await, Health::Down);
 }
+
+/// The ledger's final hours are kept between passes (a week of them is 25,000 cells at 150
+/// teams) and only the hours since are read: what a pass decides on is still what a whole read
+/// gives, as hours close and charges arrive in the hour that has just ended.
+#[tokio::test]
+async fn a_pass_on_the_ledger_hours_it_kept_sees_what_a_whole_read_sees_as_hours_close() {
+    use scheduler::HOUR;
+    use server::runtime::{repo, PageSource};
+    let app = crate::support::TestApp::new().await;
+    let (node_token, _) = crate::support::seed_org(&app.pool).await;
+    connect_n1(&app, &node_token).await;
+    let leaves: Vec<i64> = sqlx::query_scalar("select budget_node_id from budget_node")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    let h = (crate::support::now() / HOUR + 1) * HOUR;
+    let charge = |hour: i64, gpu_s: f64| {
+        let pool = app.pool.clone();
+        let leaf = leaves[leaves.len() - 1];
+        async move {
+            let mut db = pool.acquire().await.unwrap();
+            repo::add_usage(&mut db, "charged_gpu_s", (1, leaf, hour, gpu_s))
+                .await
+                .unwrap();
+        }
+    };
+    for (back, gpu_s) in [(3, 100.0), (2, 200.0), (1, 300.0)] {
+        charge(h - back * HOUR, gpu_s).await;
+    }
+    for at in [
+        h + 600,
+        h + 600 + HOUR,
+        h + 600 + 2 * HOUR,
+        h + 900 + 2 * HOUR,
+    ] {
+        app.runtime.pass(at).await.unwrap();
+        let PageSource::Latest(latest) = app.runtime.page_source(0) else {
+            panic!("the pass's own snapshot");
+        };
+        let decided = (*latest).as_ref().expect("a tree");
+        let whole = load_snapshots(&app, at).await;
+        let (decided, whole) = (decided.cluster(1).unwrap(), whole.cluster(1).unwrap());
+        for &leaf in &leaves {
+            let id = whole.tree.engine_id(leaf).unwrap();
+            assert_eq!(
+                decided.engine.ledger().usage(id, at),
+                whole.engine.ledger().usage(id, at),
+                "budget node {leaf} at {}",
+                at - h
+            );
+        }
+        // Charged after the pass read: to the hour that has just ended (a run closed at the turn
+        // of the hour) and to the current one.
+        charge((at / HOUR - 1) * HOUR, 50.0).await;
+        charge(at / HOUR * HOUR, 70.0).await;
+    }
+}
