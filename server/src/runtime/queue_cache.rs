@@ -136,6 +136,58 @@ pub struct QueueCache {
     pub snapshot: Shared<Option<Snapshots>>,
     /// When each queued workload is likely to start (see `workloads::estimate`).
     pub estimates: Latest<scheduler::Projection>,
+    /// The Queue page's rows for the order last shown.
+    pub head: Head,
+}
+
+/// The rows a Queue page shows — the first workloads of a shared order, read from the database —
+/// shared by every look served that same order with the same cluster and length: with 200 people
+/// looking, reading the 200 rows at each look was the costliest statement of all (sqlx's
+/// statement log at 10,000 queued).
+#[derive(Default)]
+pub struct Head {
+    kept: Mutex<Option<HeadRows>>,
+}
+
+struct HeadRows {
+    /// Kept alive, so that sharing it means the same order.
+    order: Arc<Vec<QueueEntry>>,
+    cluster: Option<i64>,
+    limit: usize,
+    rows: Arc<Vec<app::workloads::QueueRow>>,
+}
+
+impl Head {
+    /// The rows read for `order` (cluster, length), or those `read` gives, kept for the next look.
+    pub async fn get_or_read<E, F>(
+        &self,
+        order: &Arc<Vec<QueueEntry>>,
+        cluster: Option<i64>,
+        limit: usize,
+        read: impl FnOnce() -> F,
+    ) -> Result<Arc<Vec<app::workloads::QueueRow>>, E>
+    where
+        F: Future<Output = Result<Vec<app::workloads::QueueRow>, E>>,
+    {
+        let same = |k: &&HeadRows| {
+            Arc::ptr_eq(&k.order, order) && k.cluster == cluster && k.limit == limit
+        };
+        if let Some(kept) = self.lock().as_ref().filter(same) {
+            return Ok(kept.rows.clone());
+        }
+        let rows = Arc::new(read().await?);
+        *self.lock() = Some(HeadRows {
+            order: order.clone(),
+            cluster,
+            limit,
+            rows: rows.clone(),
+        });
+        Ok(rows)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<HeadRows>> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl QueueCache {
@@ -267,5 +319,39 @@ mod tests {
         let later = look(Freshness::Coalesced).await.unwrap();
         assert!(!later.behind, "too old to coalesce: computed again");
         assert_eq!(later.value[0].workload_id, 3);
+    }
+
+    #[tokio::test]
+    async fn looks_served_the_same_order_share_one_read_of_its_rows() {
+        let head = Head::default();
+        let reads = AtomicUsize::new(0);
+        let look = |order: &Arc<Vec<QueueEntry>>, cluster: Option<i64>, limit: usize| {
+            let order = order.clone();
+            let reads = &reads;
+            let head = &head;
+            async move {
+                head.get_or_read(&order, cluster, limit, || async {
+                    reads.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, ()>(Vec::new())
+                })
+                .await
+                .unwrap();
+            }
+        };
+        let order = Arc::new(Vec::new());
+        look(&order, None, 200).await;
+        look(&order, None, 200).await;
+        assert_eq!(reads.load(Ordering::SeqCst), 1, "the same order: read once");
+        look(&order, Some(2), 200).await;
+        look(&order, Some(2), 50).await;
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            3,
+            "another cluster, another length"
+        );
+        // An order computed again, even if equal, is another order: its rows are read again.
+        let again = Arc::new(Vec::new());
+        look(&again, Some(2), 50).await;
+        assert_eq!(reads.load(Ordering::SeqCst), 4);
     }
 }

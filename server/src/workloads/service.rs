@@ -358,6 +358,24 @@ pub async fn queue(
         })
         .collect();
     let shown = &order[..limit.min(order.len())];
+    let rows = cache
+        .head
+        .get_or_read(
+            &served.value,
+            cluster.as_ref().map(|c| c.cluster_id),
+            limit,
+            || queue_rows(pool, runtime, shown),
+        )
+        .await?;
+    Ok(((*rows).clone(), order.len()))
+}
+
+/// The Queue page's rows for these places in the order, read now.
+async fn queue_rows(
+    pool: &AnyPool,
+    runtime: &Runtime,
+    shown: &[&QueueEntry],
+) -> Result<Vec<QueueRow>, ServerError> {
     let estimates = super::estimate::latest(pool, runtime, None).await?;
     let ids: Vec<i64> = shown.iter().map(|e| e.workload_id).collect();
     let mut db = pool.acquire().await?;
@@ -367,7 +385,7 @@ pub async fn queue(
         .map(|w| (w.id, w))
         .collect();
     // A workload that started or ended since the order was computed is left out.
-    let rows = shown
+    Ok(shown
         .iter()
         .filter_map(|e| {
             let workload = views
@@ -384,8 +402,7 @@ pub async fn queue(
                     .and_then(|p| super::estimate::estimate_of(p, e.workload_id)),
             })
         })
-        .collect();
-    Ok((rows, order.len()))
+        .collect())
 }
 
 /// The cluster a list is filtered to: `None` for all; a name that is no cluster is refused.
