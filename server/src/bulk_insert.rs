@@ -31,6 +31,16 @@ pub const WORKLOAD_COLUMNS: &[&str] = &[
     "cluster_id",
 ];
 
+/// The columns of a `usage_hour` cell written whole (on the default cluster).
+pub const USAGE_COLUMNS: &[&str] = &[
+    "budget_node_id",
+    "hour",
+    "charged_gpu_s",
+    "unallocated_gpu_s",
+    "demand_gpu_s",
+    "owed_gpu_s",
+];
+
 /// The columns of a `workload_run` row written whole.
 pub const RUN_COLUMNS: &[&str] = &[
     "workload_id",

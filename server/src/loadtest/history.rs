@@ -12,7 +12,7 @@
 use super::{people::Dice, seed};
 use crate::{
     budget::{snapshot as tree_snapshot, view::tree_view},
-    bulk_insert::{insert, Value, RUN_COLUMNS, WORKLOAD_COLUMNS},
+    bulk_insert::{insert, Value, RUN_COLUMNS, USAGE_COLUMNS, WORKLOAD_COLUMNS},
     db,
     reports::{review, rollup, usage},
     runtime::{config::RuntimeConfig, Runtime},
@@ -786,14 +786,7 @@ async fn write(
     insert(
         db,
         "usage_hour",
-        &[
-            "budget_node_id",
-            "hour",
-            "charged_gpu_s",
-            "unallocated_gpu_s",
-            "demand_gpu_s",
-            "owed_gpu_s",
-        ],
+        USAGE_COLUMNS,
         g.usage.iter().enumerate().filter_map(|(i, cell)| {
             if cell.iter().all(|v| *v == 0.0) {
                 return None;

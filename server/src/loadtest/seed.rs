@@ -99,7 +99,7 @@ pub async fn ledger(
     days: u32,
     now: i64,
 ) -> Result<(), ServerError> {
-    use crate::bulk_insert::{insert, Value};
+    use crate::bulk_insert::{insert, Value, USAGE_COLUMNS};
     use scheduler::{DAY, HOUR};
     if days == 0 {
         return Ok(());
@@ -134,20 +134,7 @@ pub async fn ledger(
             ]);
         }
     }
-    insert(
-        &mut db,
-        "usage_hour",
-        &[
-            "budget_node_id",
-            "hour",
-            "charged_gpu_s",
-            "unallocated_gpu_s",
-            "demand_gpu_s",
-            "owed_gpu_s",
-        ],
-        cells.into_iter(),
-    )
-    .await?;
+    insert(&mut db, "usage_hour", USAGE_COLUMNS, cells.into_iter()).await?;
     insert(
         &mut db,
         "capacity_hour",
