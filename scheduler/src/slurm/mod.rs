@@ -183,10 +183,12 @@ pub(crate) fn walk(
         })
     };
     let mut reserved: Option<WorkloadId> = None;
-    // Searches that failed since the last preemption: `(victims allowed, gpus, limit)`. A
-    // request at least as large, with a limit at least as long (so no more reserved GPUs it may
-    // use), under the same rule fails the same way.
-    let mut failed: Vec<(bool, u32, Time)> = Vec::new();
+    // Searches that failed since the last preemption: `(victims allowed, gang, gpus, limit)`. A
+    // request of the same kind (one host, or whole hosts) at least as large, with a limit at least
+    // as long (so no more reserved GPUs it may use), under the same rule fails the same way. Not
+    // across kinds: hosts of mixed sizes may hold no host for a request up to the largest, yet
+    // enough small whole hosts for a gang.
+    let mut failed: Vec<(bool, bool, u32, Time)> = Vec::new();
     let smallest = book.smallest();
     loop {
         // Scavenger work starts on idle GPUs alone: while too few are idle for any of it, it is
@@ -217,10 +219,11 @@ pub(crate) fn walk(
         let ends_by = now.saturating_add(limit);
         let may_backfill = |h: &Held| ends_by <= h.at;
         let victim = |r: &Run| scavenger(&r.spec) && !r.fresh;
-        let hopeless = |failed: &[(bool, u32, Time)], victims: bool| {
+        let gang = w.gpus > pool.node_size;
+        let hopeless = |failed: &[(bool, bool, u32, Time)], victims: bool| {
             lazy && failed
                 .iter()
-                .any(|&(v, gpus, l)| v == victims && w.gpus >= gpus && limit >= l)
+                .any(|&(v, g, gpus, l)| v == victims && g == gang && w.gpus >= gpus && limit >= l)
         };
         let mut choice = None;
         if w.gpus <= pool.idle_total && pool.idle_could_fit(w.gpus) && !hopeless(&failed, false) {
@@ -233,7 +236,7 @@ pub(crate) fn walk(
                 },
             );
             if choice.is_none() {
-                failed.push((false, w.gpus, limit));
+                failed.push((false, gang, w.gpus, limit));
             }
         }
         if choice.is_none() && normal && w.gpus <= reach && !hopeless(&failed, true) {
@@ -246,7 +249,7 @@ pub(crate) fn walk(
                 },
             );
             if choice.is_none() {
-                failed.push((true, w.gpus, limit));
+                failed.push((true, gang, w.gpus, limit));
             }
         }
         let Some(choice) = choice else {

@@ -146,3 +146,29 @@ fn decayed_usage_halves_every_half_life() {
     assert!(engine.ledger().decayed_usage(a, HOUR + 3 * half_life) > 400.0);
     assert!(engine.ledger().usage(a, HOUR + 3 * half_life) < 1.0);
 }
+
+#[test]
+fn a_gang_over_small_hosts_starts_though_a_smaller_job_that_needs_one_large_host_could_not() {
+    // Three 1-GPU hosts busy with scavenger work, and the one 2-GPU host cordoned. A 2-GPU job
+    // fits on one host only (the largest is 2 GPUs) and finds none; a 3-GPU job is a gang over
+    // whole hosts, and the three small ones are its for the preempting.
+    let mut w = slurm(TWO_TEAMS, 3, 1);
+    w.nodes.push(NodeState {
+        gpus: 2,
+        health: Health::Cordoned,
+    });
+    let sweeps: Vec<WorkloadId> = (0..3).map(|n| w.running("a", 0, 0, n, &[0])).collect();
+    w.now = 60;
+    // A week older: its age outweighs the larger job's size.
+    let mut single = job(&mut w, "b", 2, HOUR);
+    single.submitted_at = -7 * DAY;
+    let single = w.submit_spec(single);
+    let gang = job(&mut w, "b", 3, HOUR);
+    let gang = w.submit_spec(gang);
+    assert_eq!(w.explain(single).position, 1, "the older job is ahead");
+    let decision = w.decide();
+    assert_eq!(started(&decision), [gang]);
+    let mut preempted = preempted(&decision);
+    preempted.sort();
+    assert_eq!(preempted, sweeps);
+}
