@@ -17,6 +17,9 @@ use tower_sessions::{
 };
 use tower_sessions_sqlx_store::{PostgresStore, SqliteStore};
 
+mod turn;
+pub use turn::WriteTx;
+
 /// The two database engines Hourglass runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
@@ -233,9 +236,11 @@ const WRITE_LOCK: i64 = 0x686f_7572_676c_6173;
 /// takes its write lock up front (`BEGIN IMMEDIATE`, so two read-then-write transactions never
 /// deadlock on the upgrade); PostgreSQL takes a transaction-scoped advisory lock, released at
 /// commit or rollback. Reads inside see everything committed before the lock was granted.
-pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sqlx::Error> {
+/// Writers of this process take turns first ([`turn`]), so only one at a time asks for the lock.
+pub async fn begin_write(pool: &AnyPool) -> Result<WriteTx, sqlx::Error> {
+    let turn = turn::take(pool).await?;
     let pool = pool.clone();
-    uncancelled(async move {
+    let tx = uncancelled(async move {
         match engine(&pool) {
             Engine::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
             Engine::Postgres => {
@@ -248,7 +253,8 @@ pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sq
             }
         }
     })
-    .await
+    .await?;
+    Ok(WriteTx::new(tx, turn))
 }
 
 /// Runs a transaction's `BEGIN` to the end even if the caller stops waiting (a client that hangs
