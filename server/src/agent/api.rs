@@ -6,6 +6,7 @@ use super::{
     protocol::{SyncRequest, SyncResponse, REASON_CHARS, SYNC_BODY_LIMIT},
     repo as agent_repo,
 };
+use crate::runtime::SyncTiming;
 use crate::{
     nodes::{heartbeats, repo as node_repo, repo::NodeRow, service as node_service},
     workloads::service as workload_service,
@@ -18,7 +19,10 @@ use axum::{
     routing::post,
     Json, Router,
 };
-use std::{collections::BTreeSet, time::Duration};
+use std::{
+    collections::BTreeSet,
+    time::{Duration, Instant},
+};
 
 pub fn routes() -> Router<AppState> {
     // The body is read by the handler itself, after the heartbeat is recorded, with its own limit.
@@ -27,8 +31,8 @@ pub fn routes() -> Router<AppState> {
         .layer(DefaultBodyLimit::disable())
 }
 
-/// The node whose token is in `Authorization: Bearer …`.
-pub struct AgentNode(pub NodeRow);
+/// The node whose token is in `Authorization: Bearer …`, and how long finding it took.
+pub struct AgentNode(pub NodeRow, pub Duration);
 
 impl FromRequestParts<AppState> for AgentNode {
     type Rejection = ServerError;
@@ -37,10 +41,11 @@ impl FromRequestParts<AppState> for AgentNode {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
+        let began = Instant::now();
         let token = bearer(parts).ok_or(ServerError::Unauthenticated)?;
         node_service::authenticate(&state.control_pool, token)
             .await?
-            .map(AgentNode)
+            .map(|node| AgentNode(node, began.elapsed()))
             .ok_or(ServerError::Unauthenticated)
     }
 }
@@ -57,9 +62,14 @@ pub fn bearer(parts: &Parts) -> Option<&str> {
 
 async fn sync(
     State(state): State<AppState>,
-    AgentNode(node): AgentNode,
+    AgentNode(node, auth): AgentNode,
     body: Body,
 ) -> Result<Json<SyncResponse>, ServerError> {
+    let mut timing = SyncTiming {
+        auth,
+        ..SyncTiming::default()
+    };
+    let mut lap = Instant::now();
     let now = state.runtime.now();
     // The agent spoke: whatever its report holds, the node is alive (written now where that
     // matters to anyone, in the next batch otherwise).
@@ -145,7 +155,11 @@ async fn sync(
         );
     }
     let running: BTreeSet<i64> = request.running.iter().copied().collect();
+    timing.report += lap.elapsed();
+    lap = Instant::now();
     let first = plan(&state, node.node_id, &running, request.last_answer).await?;
+    timing.plan += lap.elapsed();
+    lap = Instant::now();
     for &run_id in &first.release {
         agent_repo::release(&state.control_pool, node.node_id, run_id, now).await?;
     }
@@ -176,6 +190,7 @@ async fn sync(
     } else if runs_ended {
         runtime.wake_for_workloads();
     }
+    timing.report += lap.elapsed();
 
     // Never hold a sync past the heartbeat interval, or the node would look silent.
     let heartbeat_s = (runtime.config().heartbeat_deadline / 3).max(1);
@@ -202,6 +217,7 @@ async fn sync(
                 plan_now,
                 heartbeat_s,
                 held,
+                timing,
             )
             .await;
         }
@@ -210,13 +226,15 @@ async fn sync(
             // A stopping server answers held syncs at once.
             _ = state.runtime.stopped() => {
                 let held = holding.elapsed();
-                return answer(&state, &node, sync_number, &request, plan_now, heartbeat_s, held).await;
+                return answer(&state, &node, sync_number, &request, plan_now, heartbeat_s, held, timing).await;
             }
         }
         let latest = *assignments.borrow_and_update();
         // Submissions and other nodes' changes announce too; only this node's need a new plan.
         if runtime.node_changed_since(node.node_id, seen) {
+            let replanning = Instant::now();
             plan_now = plan(&state, node.node_id, &running, request.last_answer).await?;
+            timing.plan += replanning.elapsed();
         }
         seen = latest;
     }
@@ -341,7 +359,9 @@ async fn plan(
 }
 
 /// The answer: runs to stop, and runs to start numbered with a new answer (only while this is
-/// the node's newest sync; an older one that is still held answers without starts).
+/// the node's newest sync; an older one that is still held answers without starts). The sync's
+/// timing is recorded once answered.
+#[allow(clippy::too_many_arguments)]
 async fn answer(
     state: &AppState,
     node: &NodeRow,
@@ -350,12 +370,16 @@ async fn answer(
     plan: Plan,
     heartbeat_s: i64,
     held: Duration,
+    mut timing: SyncTiming,
 ) -> Result<Json<SyncResponse>, ServerError> {
     let config = state.runtime.config();
     let mut answer = 0;
     let mut start = Vec::new();
+    let mut lap = Instant::now();
     if !plan.start.is_empty() {
         let mut tx = crate::db::begin_write(&state.control_pool).await?;
+        timing.answer_lock = lap.elapsed();
+        lap = Instant::now();
         if let Some(number) = agent_repo::next_answer(&mut *tx, node.node_id, sync_number).await? {
             let runs = agent_repo::node_runs(&mut *tx, node.node_id).await?;
             start = runs
@@ -383,6 +407,8 @@ async fn answer(
             agent_repo::output_received(&mut db, node.node_id, reported).await?
         }
     };
+    timing.answer = lap.elapsed();
+    state.runtime.record_sync(timing);
     Ok(Json(SyncResponse {
         node: node.name.clone(),
         node_key: node.node_key(),

@@ -15,7 +15,7 @@ use crate::{
     config::ServeArgs,
     db,
     metrics::PageSnapshot,
-    runtime::{PassTiming, Runtime},
+    runtime::{PassTiming, Runtime, SyncTiming},
     serve::{leptos_options, runtime_config},
     AppState, ServerError,
 };
@@ -365,6 +365,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
             opened = Some((
                 Instant::now(),
                 runtime.pass_timings().len(),
+                runtime.sync_timings().len(),
                 [built(PageSnapshot::Base), built(PageSnapshot::Read)],
                 CpuUse::now(),
             ));
@@ -383,7 +384,7 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         };
         harness.spawn(people::submit(shared.clone(), team.clone(), body));
     }
-    let (window, passes_before, built_before, cpu_before) =
+    let (window, passes_before, syncs_before, built_before, cpu_before) =
         opened.expect("the loop ends only after the window opened");
     shared.window.close();
     let cpu = CpuUse::now().cores_since(&cpu_before, window.elapsed());
@@ -404,6 +405,21 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         ("  the engine's decision", phase(|t| t.decide)),
         ("  writing starts and stops", phase(|t| t.apply)),
         ("  commit", phase(|t| t.commit)),
+    ];
+    let all_syncs = runtime.sync_timings();
+    let window_syncs = &all_syncs[syncs_before.min(all_syncs.len())..];
+    let sync_phase =
+        |of: fn(&SyncTiming) -> Duration| Summary::of(window_syncs.iter().map(of).collect());
+    let sync_phases = [
+        ("  in the server", sync_phase(SyncTiming::total)),
+        ("  finding the node by its token", sync_phase(|t| t.auth)),
+        ("  heartbeat and report", sync_phase(|t| t.report)),
+        ("  reading its runs for the plan", sync_phase(|t| t.plan)),
+        (
+            "  waiting to number an answer",
+            sync_phase(|t| t.answer_lock),
+        ),
+        ("  the answer", sync_phase(|t| t.answer)),
     ];
     // A debug workload still waiting counts with the time it has waited so far.
     let starts = shared.starts.summary_with(shared.debug_waiting());
@@ -430,8 +446,9 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
     for (what, s) in [("scheduler pass (with database)", passes)]
         .into_iter()
         .chain(phase_rows)
+        .chain([("agent sync (reporting)", syncs)])
+        .chain(sync_phases)
         .chain([
-            ("agent sync (reporting)", syncs),
             ("debug submit → start", starts),
             ("queue page", queue_pages),
             ("workload page", workload_pages),

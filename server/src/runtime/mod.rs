@@ -50,6 +50,8 @@ struct Inner {
     stopping: watch::Sender<bool>,
     /// How long the leader's recent passes took, database work included (newest last).
     pass_times: Mutex<VecDeque<PassTiming>>,
+    /// How long recent agent syncs took here, their holds not counted (newest last).
+    sync_times: Mutex<VecDeque<SyncTiming>>,
     /// An activity rollup step runs in the background (see [`crate::reports::activity_rollup`]).
     activity_rolling: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Where its last step left the rollup: passes start none while nothing is due.
@@ -176,6 +178,27 @@ impl PassTiming {
     }
 }
 
+/// Where one agent sync spent its time in the server, its hold for work not counted.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct SyncTiming {
+    /// Finding the node by its token.
+    pub auth: Duration,
+    /// The heartbeat and the report: health, output, samples, ended runs.
+    pub report: Duration,
+    /// Reading the node's runs for the plan (again after each wake-up that concerns it).
+    pub plan: Duration,
+    /// Waiting for the write lock to number an answer that hands out runs.
+    pub answer_lock: Duration,
+    /// Numbering that answer, and reading what output was received.
+    pub answer: Duration,
+}
+
+impl SyncTiming {
+    pub fn total(&self) -> Duration {
+        self.auth + self.report + self.plan + self.answer_lock + self.answer
+    }
+}
+
 /// Measures phases: each call returns the time since the previous one.
 struct Lap(std::time::Instant);
 
@@ -213,6 +236,7 @@ impl Runtime {
                 queue: queue_cache::QueueCache::default(),
                 stopping,
                 pass_times: Mutex::new(VecDeque::new()),
+                sync_times: Mutex::new(VecDeque::new()),
                 activity_rolling: Default::default(),
                 activity_upto: std::sync::Arc::new(std::sync::atomic::AtomicI64::new(i64::MIN)),
                 active: tokio::sync::Mutex::new(None),
@@ -247,6 +271,28 @@ impl Runtime {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         times.iter().copied().collect()
+    }
+
+    /// The most recent agent syncs served here (the last 100,000), oldest first, phase by phase.
+    pub fn sync_timings(&self) -> Vec<SyncTiming> {
+        let times = self
+            .inner
+            .sync_times
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        times.iter().copied().collect()
+    }
+
+    pub fn record_sync(&self, took: SyncTiming) {
+        let mut times = self
+            .inner
+            .sync_times
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if times.len() == PASS_TIMES_KEPT {
+            times.pop_front();
+        }
+        times.push_back(took);
     }
 
     /// Agents' heartbeats noted on this replica for a batch (see [`crate::nodes::heartbeats`]).
