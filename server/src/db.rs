@@ -111,7 +111,7 @@ pub const POOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connections in the control pool: the agents' syncs and the scheduler's passes use their own
 /// few connections, so a crowd of page renders can never make a node's heartbeat wait.
-pub const CONTROL_CONNECTIONS: u32 = 3;
+pub const CONTROL_CONNECTIONS: u32 = 8;
 
 /// The control pool on `url` (already migrated by [`open`]).
 pub async fn connect_control(url: &str) -> Result<AnyPool, ServerError> {
