@@ -17,9 +17,6 @@ use tower_sessions::{
 };
 use tower_sessions_sqlx_store::{PostgresStore, SqliteStore};
 
-mod turn;
-pub use turn::WriteTx;
-
 /// The two database engines Hourglass runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
@@ -236,11 +233,9 @@ const WRITE_LOCK: i64 = 0x686f_7572_676c_6173;
 /// takes its write lock up front (`BEGIN IMMEDIATE`, so two read-then-write transactions never
 /// deadlock on the upgrade); PostgreSQL takes a transaction-scoped advisory lock, released at
 /// commit or rollback. Reads inside see everything committed before the lock was granted.
-/// Writers of this process take turns first ([`turn`]), so only one at a time asks for the lock.
-pub async fn begin_write(pool: &AnyPool) -> Result<WriteTx, sqlx::Error> {
-    let turn = turn::take(pool).await?;
+pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sqlx::Error> {
     let pool = pool.clone();
-    let tx = uncancelled(async move {
+    uncancelled(async move {
         match engine(&pool) {
             Engine::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
             Engine::Postgres => {
@@ -253,8 +248,7 @@ pub async fn begin_write(pool: &AnyPool) -> Result<WriteTx, sqlx::Error> {
             }
         }
     })
-    .await?;
-    Ok(WriteTx::new(tx, turn))
+    .await
 }
 
 /// Runs a transaction's `BEGIN` to the end even if the caller stops waiting (a client that hangs
