@@ -199,6 +199,25 @@ impl SyncTiming {
     }
 }
 
+/// The timings kept in `times`, oldest first.
+fn kept<T: Copy>(times: &Mutex<VecDeque<T>>) -> Vec<T> {
+    let times = times
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    times.iter().copied().collect()
+}
+
+/// Keeps `took`, dropping the oldest beyond the last [`PASS_TIMES_KEPT`].
+fn keep<T>(times: &Mutex<VecDeque<T>>, took: T) {
+    let mut times = times
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if times.len() == PASS_TIMES_KEPT {
+        times.pop_front();
+    }
+    times.push_back(took);
+}
+
 /// Measures phases: each call returns the time since the previous one.
 struct Lap(std::time::Instant);
 
@@ -265,34 +284,16 @@ impl Runtime {
     /// The leader's most recent passes (the last 100,000), oldest first, phase by phase: each
     /// from asking for the write lock to committing.
     pub fn pass_timings(&self) -> Vec<PassTiming> {
-        let times = self
-            .inner
-            .pass_times
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        times.iter().copied().collect()
+        kept(&self.inner.pass_times)
     }
 
     /// The most recent agent syncs served here (the last 100,000), oldest first, phase by phase.
     pub fn sync_timings(&self) -> Vec<SyncTiming> {
-        let times = self
-            .inner
-            .sync_times
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        times.iter().copied().collect()
+        kept(&self.inner.sync_times)
     }
 
     pub fn record_sync(&self, took: SyncTiming) {
-        let mut times = self
-            .inner
-            .sync_times
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if times.len() == PASS_TIMES_KEPT {
-            times.pop_front();
-        }
-        times.push_back(took);
+        keep(&self.inner.sync_times, took);
     }
 
     /// Agents' heartbeats noted on this replica for a batch (see [`crate::nodes::heartbeats`]).
@@ -307,15 +308,7 @@ impl Runtime {
 
     fn record_pass(&self, took: PassTiming) {
         self.inner.metrics.pass(took.total().as_secs_f64());
-        let mut times = self
-            .inner
-            .pass_times
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if times.len() == PASS_TIMES_KEPT {
-            times.pop_front();
-        }
-        times.push_back(took);
+        keep(&self.inner.pass_times, took);
     }
 
     /// The settings in force now.
