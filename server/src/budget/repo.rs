@@ -1,6 +1,6 @@
 //! SQL for the budget tree.
 
-use sqlx::{Any, AnyConnection, AnyExecutor, AnyPool, FromRow, Transaction};
+use sqlx::{Any, AnyConnection, AnyExecutor, FromRow, Transaction};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct BudgetNodeRow {
@@ -295,7 +295,7 @@ pub async fn grants(
 
 /// Leaves the user may charge work to, as `(budget_node_id, path)`.
 pub async fn member_leaves(
-    pool: &AnyPool,
+    db: impl AnyExecutor<'_>,
     user_id: i64,
 ) -> Result<Vec<(i64, String)>, sqlx::Error> {
     sqlx::query_as(
@@ -304,7 +304,7 @@ pub async fn member_leaves(
          where m.user_id = $1 and b.removed_at is null order by b.path",
     )
     .bind(user_id)
-    .fetch_all(pool)
+    .fetch_all(db)
     .await
 }
 

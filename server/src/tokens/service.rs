@@ -34,16 +34,18 @@ pub async fn authenticate(
     token: &str,
     now: i64,
 ) -> Result<Option<CurrentUser>, ServerError> {
-    let Some(live) = repo::find_live(pool, &secrets::hash(token)).await? else {
+    // One connection for all of it: every borrow waits behind the pages' (see `workloads::service::submit`).
+    let mut db = pool.acquire().await?;
+    let Some(live) = repo::find_live(&mut *db, &secrets::hash(token)).await? else {
         return Ok(None);
     };
     if live
         .last_used_at
         .is_none_or(|t| now - t >= LAST_USED_PRECISION_S)
     {
-        repo::mark_used(pool, live.api_token_id, now).await?;
+        repo::mark_used(&mut *db, live.api_token_id, now).await?;
     }
-    crate::users::service::active_user(pool, live.user_id).await
+    crate::users::service::active_user(&mut *db, live.user_id).await
 }
 
 /// The user's live tokens, newest first.

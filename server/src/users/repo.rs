@@ -74,14 +74,14 @@ pub async fn find_user_by_username(
 }
 
 pub async fn find_user_by_id(
-    pool: &AnyPool,
+    db: impl sqlx::AnyExecutor<'_>,
     user_id: i64,
 ) -> Result<Option<UserRecord>, sqlx::Error> {
     sqlx::query_as::<_, UserRecord>(&format!(
         "select {COLUMNS} from \"user\" where user_id = $1"
     ))
     .bind(user_id)
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await
 }
 

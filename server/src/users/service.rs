@@ -47,8 +47,11 @@ pub async fn authenticate(
 }
 
 /// The signed-in user behind a session's user id, if that account is still active.
-pub async fn active_user(pool: &AnyPool, user_id: i64) -> Result<Option<CurrentUser>, ServerError> {
-    Ok(repo::find_user_by_id(pool, user_id)
+pub async fn active_user(
+    db: impl sqlx::AnyExecutor<'_>,
+    user_id: i64,
+) -> Result<Option<CurrentUser>, ServerError> {
+    Ok(repo::find_user_by_id(db, user_id)
         .await?
         .filter(|r| !r.disabled)
         .map(|r| r.current_user()))
