@@ -34,7 +34,7 @@ pub async fn submit(
     let new = NewWorkload::parse(input, runtime.config().max_min_runtime)?;
     // Its checks read on one connection, and its view is read inside its write: under a crowd of
     // page readers every borrow of a connection waits its turn behind theirs, and a submission
-    // that borrowed one per statement (seven) waited seconds at 50,000 queued with 200 readers.
+    // that borrowed one per statement (six) waited seconds at 50,000 queued with 200 readers.
     let mut db = pool.acquire().await?;
     let leaf = repo::project_node(&mut *db, &new.project).await?;
     let leaf_id = match leaf {
