@@ -34,7 +34,8 @@ pub async fn authenticate(
     token: &str,
     now: i64,
 ) -> Result<Option<CurrentUser>, ServerError> {
-    // One connection for all of it: every borrow waits behind the pages' (see `workloads::service::submit`).
+    // One connection for all of it: every borrow waits its turn behind the pages' (see
+    // `workloads::service::submit`).
     let mut db = pool.acquire().await?;
     let Some(live) = repo::find_live(&mut *db, &secrets::hash(token)).await? else {
         return Ok(None);
