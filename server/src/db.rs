@@ -110,6 +110,15 @@ pub const POOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 /// few connections, so a crowd of page renders can never make a node's heartbeat wait.
 pub const CONTROL_CONNECTIONS: u32 = 8;
 
+/// Connections in the writes pool: people's submissions and cancels, however many page renders
+/// hold the people's pool, wait only behind each other (and, on SQLite, the write lock).
+pub const WRITE_CONNECTIONS: u32 = 4;
+
+/// The writes pool on `url` (already migrated by [`open`]).
+pub async fn connect_writes(url: &str) -> Result<AnyPool, ServerError> {
+    connect_sized(url, WRITE_CONNECTIONS, POOL_ACQUIRE_TIMEOUT).await
+}
+
 /// The control pool on `url` (already migrated by [`open`]).
 pub async fn connect_control(url: &str) -> Result<AnyPool, ServerError> {
     connect_sized(url, CONTROL_CONNECTIONS, POOL_ACQUIRE_TIMEOUT).await
