@@ -96,7 +96,6 @@ async fn main() {
         sessions,
         pool: pool.clone(),
         control_pool,
-        writes_pool: db::connect_writes(&url).await.expect("writes pool"),
         secure_cookies: false,
         runtime,
         lab: server::lab::Lab::new(None),

@@ -24,20 +24,13 @@ use sqlx::AnyPool;
 
 pub struct ServerBackend {
     pool: AnyPool,
-    /// Submissions and cancels (see [`crate::AppState::writes_pool`]).
-    writes_pool: AnyPool,
     runtime: Runtime,
     lab: crate::lab::Lab,
 }
 
 impl ServerBackend {
-    pub fn new(state: &crate::AppState) -> Self {
-        ServerBackend {
-            pool: state.pool.clone(),
-            writes_pool: state.writes_pool.clone(),
-            runtime: state.runtime.clone(),
-            lab: state.lab.clone(),
-        }
+    pub fn new(pool: AnyPool, runtime: Runtime, lab: crate::lab::Lab) -> Self {
+        ServerBackend { pool, runtime, lab }
     }
 }
 
@@ -160,7 +153,7 @@ impl Backend for ServerBackend {
         form: SubmitForm,
     ) -> Result<WorkloadView, AppError> {
         let input = SubmitWorkload::from_form(form)?;
-        Ok(workloads::submit(&self.writes_pool, &self.runtime, actor, input).await?)
+        Ok(workloads::submit(&self.pool, &self.runtime, actor, input).await?)
     }
 
     async fn list_workloads(
@@ -195,7 +188,7 @@ impl Backend for ServerBackend {
         actor: &CurrentUser,
         id: i64,
     ) -> Result<WorkloadView, AppError> {
-        Ok(workloads::cancel(&self.writes_pool, &self.runtime, actor, id).await?)
+        Ok(workloads::cancel(&self.pool, &self.runtime, actor, id).await?)
     }
 
     async fn queue(

@@ -17,9 +17,6 @@ use tower_sessions::{
 };
 use tower_sessions_sqlx_store::{PostgresStore, SqliteStore};
 
-mod turn;
-pub use turn::WriteTx;
-
 /// The two database engines Hourglass runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {
@@ -112,15 +109,6 @@ pub const POOL_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Connections in the control pool: the agents' syncs and the scheduler's passes use their own
 /// few connections, so a crowd of page renders can never make a node's heartbeat wait.
 pub const CONTROL_CONNECTIONS: u32 = 8;
-
-/// Connections in the writes pool: people's submissions and cancels, however many page renders
-/// hold the people's pool, wait only behind each other (and, on SQLite, the write lock).
-pub const WRITE_CONNECTIONS: u32 = 4;
-
-/// The writes pool on `url` (already migrated by [`open`]).
-pub async fn connect_writes(url: &str) -> Result<AnyPool, ServerError> {
-    connect_sized(url, WRITE_CONNECTIONS, POOL_ACQUIRE_TIMEOUT).await
-}
 
 /// The control pool on `url` (already migrated by [`open`]).
 pub async fn connect_control(url: &str) -> Result<AnyPool, ServerError> {
@@ -245,29 +233,20 @@ const WRITE_LOCK: i64 = 0x686f_7572_676c_6173;
 /// takes its write lock up front (`BEGIN IMMEDIATE`, so two read-then-write transactions never
 /// deadlock on the upgrade); PostgreSQL takes a transaction-scoped advisory lock, released at
 /// commit or rollback. Reads inside see everything committed before the lock was granted.
-///
-/// Writers of this process take turns ([`turn`]), so only one at a time asks for the lock. A
-/// writer borrows its connection *before* it waits for its turn: whoever holds the turn never
-/// waits for anything but the database, however many readers crowd its pool. (Taking the turn
-/// first, a submission holding it waited seconds for a connection behind 200 page readers on
-/// PostgreSQL, and every writer behind it waited too: no pass completed in a load test's window.)
-pub async fn begin_write(pool: &AnyPool) -> Result<WriteTx, sqlx::Error> {
+pub async fn begin_write(pool: &AnyPool) -> Result<Transaction<'static, Any>, sqlx::Error> {
     let pool = pool.clone();
     uncancelled(async move {
-        let conn = pool.acquire().await?;
-        let turn = turn::take(&pool).await?;
-        let tx = match engine(&pool) {
-            Engine::Sqlite => Transaction::begin(conn, Some("BEGIN IMMEDIATE".into())).await?,
+        match engine(&pool) {
+            Engine::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
             Engine::Postgres => {
-                let mut tx = Transaction::begin(conn, None).await?;
+                let mut tx = pool.begin().await?;
                 sqlx::query("select pg_advisory_xact_lock($1)")
                     .bind(WRITE_LOCK)
                     .execute(&mut *tx)
                     .await?;
-                tx
+                Ok(tx)
             }
-        };
-        Ok(WriteTx::new(tx, turn))
+        }
     })
     .await
 }
@@ -278,9 +257,11 @@ pub async fn begin_write(pool: &AnyPool) -> Result<WriteTx, sqlx::Error> {
 /// ("there is already a transaction in progress", then "current transaction is aborted").
 /// Finished on a task of its own, the transaction is either handed over or dropped whole, which
 /// rolls it back.
-async fn uncancelled<T: Send + 'static>(
-    begin: impl std::future::Future<Output = Result<T, sqlx::Error>> + Send + 'static,
-) -> Result<T, sqlx::Error> {
+async fn uncancelled(
+    begin: impl std::future::Future<Output = Result<Transaction<'static, Any>, sqlx::Error>>
+        + Send
+        + 'static,
+) -> Result<Transaction<'static, Any>, sqlx::Error> {
     match tokio::spawn(begin).await {
         Ok(begun) => begun,
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),

@@ -33,7 +33,11 @@ fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
 
 pub fn build_app(state: AppState) -> Router {
     let routes = route_list();
-    let backend: SharedBackend = Arc::new(ServerBackend::new(&state));
+    let backend: SharedBackend = Arc::new(ServerBackend::new(
+        state.pool.clone(),
+        state.runtime.clone(),
+        state.lab.clone(),
+    ));
     let shell_options = state.leptos_options.clone();
     // Pages the router does not know (and missing files) are rendered by the fallback: with the
     // same backend, so their frame (the navigation's counts, the demo banner) loads as on any page.

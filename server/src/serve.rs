@@ -15,7 +15,6 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
     crate::site::Bundle::read(&args.site_root)?.check(&args.site_root)?;
     let pool = db::open(database).await?;
     let control_pool = db::connect_control(database).await?;
-    let writes_pool = db::connect_writes(database).await?;
     let sessions = db::SessionStore::open(database).await?;
     if args.demo {
         crate::demo::prepare(&pool, crate::clock::Clock::system().now()).await?;
@@ -29,7 +28,6 @@ pub async fn run(database: &str, args: ServeArgs) -> Result<(), ServerError> {
         leptos_options,
         pool: pool.clone(),
         control_pool,
-        writes_pool,
         sessions: sessions.clone(),
         secure_cookies: args.secure_cookies,
         runtime: runtime.clone(),

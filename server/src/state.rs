@@ -13,11 +13,6 @@ pub struct AppState {
     /// delay a node's heartbeat or a scheduling pass.
     #[from_ref(skip)]
     pub control_pool: AnyPool,
-    /// People's submissions and cancels, the token check of an API request that changes
-    /// something included ([`crate::db::connect_writes`]): a crowd of readers holding every
-    /// `pool` connection never delays a submission, and with it the start of a debug workload.
-    #[from_ref(skip)]
-    pub writes_pool: AnyPool,
     /// Where sessions are kept (the same database, through the engine's own sqlx store).
     pub sessions: SessionStore,
     /// Send the session cookie with `Secure` (the site is served over HTTPS).
@@ -31,16 +26,4 @@ pub struct AppState {
     /// What Prometheus must send to read `/metrics` (`None`: open).
     #[from_ref(skip)]
     pub metrics_token: Option<String>,
-}
-
-impl AppState {
-    /// The pool a person's request of this method reads from: requests that change something
-    /// (anything but `GET` and `HEAD`) use the writes pool.
-    pub fn people_pool(&self, method: &axum::http::Method) -> &AnyPool {
-        if method == axum::http::Method::GET || method == axum::http::Method::HEAD {
-            &self.pool
-        } else {
-            &self.writes_pool
-        }
-    }
 }

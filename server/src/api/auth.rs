@@ -15,9 +15,7 @@ impl FromRequestParts<AppState> for ApiUser {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            // A change is checked on the writes pool, so no reader delays it (see `AppState`).
-            let pool = state.people_pool(&parts.method);
-            return tokens::authenticate(pool, token, state.runtime.now())
+            return tokens::authenticate(&state.pool, token, state.runtime.now())
                 .await?
                 .map(ApiUser)
                 .ok_or(ServerError::Unauthenticated);

@@ -21,7 +21,7 @@ pub async fn submit(
     ApiUser(user): ApiUser,
     ApiJson(input): ApiJson<SubmitWorkload>,
 ) -> Result<(StatusCode, Json<WorkloadView>), ServerError> {
-    let workload = service::submit(&state.writes_pool, &state.runtime, &user, input).await?;
+    let workload = service::submit(&state.pool, &state.runtime, &user, input).await?;
     Ok((StatusCode::CREATED, Json(workload)))
 }
 
@@ -74,7 +74,7 @@ pub async fn cancel(
     Path(id): Path<i64>,
 ) -> Result<Json<WorkloadView>, ServerError> {
     Ok(Json(
-        service::cancel(&state.writes_pool, &state.runtime, &user, id).await?,
+        service::cancel(&state.pool, &state.runtime, &user, id).await?,
     ))
 }
 

@@ -1,6 +1,6 @@
 //! SQL for the budget tree.
 
-use sqlx::{AnyConnection, AnyExecutor, FromRow};
+use sqlx::{Any, AnyConnection, AnyExecutor, FromRow, Transaction};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct BudgetNodeRow {
@@ -123,14 +123,14 @@ pub async fn end_overrides(
 }
 
 pub async fn find_node_by_path(
-    tx: &mut AnyConnection,
+    tx: &mut Transaction<'_, Any>,
     path: &str,
 ) -> Result<Option<i64>, sqlx::Error> {
     sqlx::query_scalar(
         "select budget_node_id from budget_node where path = $1 and removed_at is null",
     )
     .bind(path)
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut **tx)
     .await
 }
 
@@ -155,14 +155,14 @@ pub async fn insert_budget_node(
 
 /// The share in force now, if any.
 pub async fn current_share(
-    tx: &mut AnyConnection,
+    tx: &mut Transaction<'_, Any>,
     node_id: i64,
 ) -> Result<Option<f64>, sqlx::Error> {
     sqlx::query_scalar(
         "select share from share_version where budget_node_id = $1 and effective_to is null",
     )
     .bind(node_id)
-    .fetch_optional(&mut *tx)
+    .fetch_optional(&mut **tx)
     .await
 }
 
@@ -223,7 +223,7 @@ pub async fn set_share(
 
 /// Makes `user_ids` the node's grants of this kind; returns `(added, removed)`.
 pub async fn replace_grants(
-    tx: &mut AnyConnection,
+    tx: &mut Transaction<'_, Any>,
     table: Grant,
     node_id: i64,
     user_ids: &[i64],
@@ -233,7 +233,7 @@ pub async fn replace_grants(
         "select user_id from {table} where budget_node_id = $1"
     ))
     .bind(node_id)
-    .fetch_all(&mut *tx)
+    .fetch_all(&mut **tx)
     .await?;
     let added = user_ids
         .iter()
@@ -247,7 +247,7 @@ pub async fn replace_grants(
         .collect();
     sqlx::query(&format!("delete from {table} where budget_node_id = $1"))
         .bind(node_id)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     for user_id in user_ids {
         sqlx::query(&format!(
@@ -255,7 +255,7 @@ pub async fn replace_grants(
         ))
         .bind(node_id)
         .bind(user_id)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     }
     Ok((added, removed))

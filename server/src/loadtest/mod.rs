@@ -225,7 +225,6 @@ pub async fn run(database: Option<&str>, args: LoadArgs) -> Result<(), ServerErr
         leptos_options: leptos_options(&serve_args)?,
         pool: pool.clone(),
         control_pool,
-        writes_pool: db::connect_writes(&url).await?,
         sessions: db::SessionStore::open(&url).await?,
         secure_cookies: false,
         runtime: runtime.clone(),

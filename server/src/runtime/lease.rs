@@ -7,7 +7,7 @@
 
 use super::repo;
 use crate::ServerError;
-use sqlx::{AnyConnection, AnyPool};
+use sqlx::{Any, AnyPool, Transaction};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::OnceLock;
 
@@ -73,9 +73,12 @@ impl Standing {
 
 /// Claims or renews the lease inside `tx` (a write transaction); `false` when another replica
 /// holds an unexpired lease. The epoch grows when the holder changes.
-pub async fn claim(tx: &mut AnyConnection, standing: &Standing) -> Result<bool, ServerError> {
+pub async fn claim(
+    tx: &mut Transaction<'static, Any>,
+    standing: &Standing,
+) -> Result<bool, ServerError> {
     let now = now_ms();
-    let row = repo::claim_lease(&mut *tx, holder(), now + TTL_MS, now).await?;
+    let row = repo::claim_lease(&mut **tx, holder(), now + TTL_MS, now).await?;
     if let Some(epoch) = row {
         if epoch != standing.epoch() && standing.epoch() != 0 {
             tracing::info!(epoch, "scheduler lease taken over");
@@ -117,7 +120,7 @@ pub async fn bump_wake(pool: &AnyPool) -> Result<(), ServerError> {
 }
 
 /// Tells the other replicas' agents that assignments changed (inside the pass's transaction).
-pub async fn bump_assign(tx: &mut AnyConnection) -> Result<(), ServerError> {
-    repo::bump_counter(&mut *tx, "assign_seq").await?;
+pub async fn bump_assign(tx: &mut Transaction<'static, Any>) -> Result<(), ServerError> {
+    repo::bump_counter(&mut **tx, "assign_seq").await?;
     Ok(())
 }

@@ -134,7 +134,6 @@ impl Live {
             leptos_options: app_state_options(&app),
             pool: app.pool.clone(),
             control_pool: app.pool.clone(),
-            writes_pool: app.pool.clone(),
             sessions: app.sessions.clone(),
             secure_cookies: false,
             runtime: runtime.clone(),

@@ -154,47 +154,6 @@ async fn agents_sync_and_the_scheduler_decides_while_page_renders_hold_every_pag
     );
 }
 
-/// Two hundred readers with a second or two between pages keep every connection of the people's
-/// pool busy; a submission (and a cancel) waited behind them first-come-first-served, and a debug
-/// workload's start with it. They have a pool of their own, token check included.
-#[tokio::test]
-async fn submissions_and_cancels_are_served_while_page_renders_hold_every_page_connection() {
-    let app = TestApp::new().await;
-    let (node_token, token) = seed_org(&app.pool).await;
-    let node = json!({ "name": "n1", "gpus": 2 });
-    let synced = app
-        .post_json("/api/agent/v1/sync", &node_token, &node)
-        .await;
-    assert_eq!(synced.status, StatusCode::OK, "{}", synced.body);
-    let mut held = Vec::new();
-    for _ in 0..server::db::POOL_CONNECTIONS {
-        held.push(app.pool.acquire().await.unwrap());
-    }
-    let body = json!({ "project": "ai/olmo", "name": "w", "command": "true", "gpus": 1,
-                       "min_runtime_s": 60, "resumable": true, "priority": 0 });
-    let served = tokio::time::timeout(std::time::Duration::from_secs(10), async {
-        let submitted = app.post_json("/api/v1/workloads", &token, &body).await;
-        assert_eq!(submitted.status, StatusCode::CREATED, "{}", submitted.body);
-        let id = serde_json::from_str::<serde_json::Value>(&submitted.body).unwrap()["id"]
-            .as_i64()
-            .unwrap();
-        let cancelled = app
-            .post_json(
-                &format!("/api/v1/workloads/{id}/cancel"),
-                &token,
-                &json!({}),
-            )
-            .await;
-        assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.body);
-    })
-    .await;
-    assert!(
-        served.is_ok(),
-        "a submission and a cancel waited for the page readers' connections"
-    );
-    drop(held);
-}
-
 /// SQLite ends a transaction on its own when a commit fails for want of disk; sqlx's rollback on
 /// drop then fails and the connection still counts as inside a transaction, so every later write
 /// on it failed ("begin_with at non-zero transaction depth") and the scheduler stopped deciding

@@ -233,9 +233,7 @@ impl TestApp {
     pub async fn with_one_connection() -> TestApp {
         let test_db = TestDb::new().await;
         db::open(&test_db.url).await.expect("migrate").close().await;
-        // Submissions share that one connection too (no writes pool of their own), so the
-        // test also catches a submission holding one connection while asking for another.
-        Self::on_pool(test_db, false, true, |url| async move {
+        Self::on_pool(test_db, false, |url| async move {
             db::connect_sized(&url, 1, std::time::Duration::from_secs(5))
                 .await
                 .expect("open database")
@@ -244,7 +242,7 @@ impl TestApp {
     }
 
     async fn on_database(test_db: TestDb, secure_cookies: bool) -> TestApp {
-        Self::on_pool(test_db, secure_cookies, false, |url| async move {
+        Self::on_pool(test_db, secure_cookies, |url| async move {
             db::open(&url).await.expect("open database")
         })
         .await
@@ -260,16 +258,10 @@ impl TestApp {
     /// Another replica's router on this app's database (its own pools and runtime).
     pub async fn replica(&self, proxy: ProxySettings) -> Router {
         let pool = db::open(&self.db.url).await.expect("open database");
-        Self::state(&self.db, pool, None, false, proxy).await.0
+        Self::state(&self.db, pool, false, proxy).await.0
     }
 
-    /// The app on the pool `open` makes; submissions on it too where `one_pool`.
-    async fn on_pool<F, Fut>(
-        test_db: TestDb,
-        secure_cookies: bool,
-        one_pool: bool,
-        open: F,
-    ) -> TestApp
+    async fn on_pool<F, Fut>(test_db: TestDb, secure_cookies: bool, open: F) -> TestApp
     where
         F: FnOnce(String) -> Fut,
         Fut: std::future::Future<Output = AnyPool>,
@@ -278,7 +270,6 @@ impl TestApp {
         let (router, runtime, sessions) = Self::state(
             &test_db,
             pool.clone(),
-            one_pool.then(|| pool.clone()),
             secure_cookies,
             ProxySettings::default(),
         )
@@ -292,12 +283,9 @@ impl TestApp {
         }
     }
 
-    /// The app on `pool`, with a control pool of its own (as `serve` opens) and the writes pool
-    /// given, or one of its own (as `serve` opens) where none is.
     async fn state(
         test_db: &TestDb,
         pool: AnyPool,
-        writes_pool: Option<AnyPool>,
         secure_cookies: bool,
         proxy: ProxySettings,
     ) -> (Router, Runtime, SessionStore) {
@@ -315,12 +303,6 @@ impl TestApp {
         let runtime = Runtime::new(control_pool.clone(), runtime_config(&args));
         let state = AppState {
             leptos_options: leptos_options(&args).expect("leptos options"),
-            writes_pool: match writes_pool {
-                Some(writes) => writes,
-                None => db::connect_writes(&test_db.url)
-                    .await
-                    .expect("open the writes pool"),
-            },
             pool,
             control_pool,
             sessions: sessions.clone(),

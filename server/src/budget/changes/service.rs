@@ -98,11 +98,11 @@ async fn record(
 
 /// Request `id`, if `actor` may take it back (see [`policy::may_withdraw`]).
 async fn withdrawable(
-    tx: &mut sqlx::AnyConnection,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     actor: &CurrentUser,
     id: i64,
 ) -> Result<repo::RequestRow, ServerError> {
-    let row = repo::request(&mut *tx, id)
+    let row = repo::request(&mut **tx, id)
         .await?
         .ok_or_else(|| ServerError::NotFound(format!("There is no change request {id}.")))?;
     policy::may_withdraw(actor, row.proposer_id, row.state)
