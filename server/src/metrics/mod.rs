@@ -18,10 +18,6 @@ use prometheus_client::{
     registry::Registry,
 };
 
-/// The one cluster until clusters are named (every label set carries it, so dashboards built now
-/// keep working when there are several).
-pub const CLUSTER: &str = "default";
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     /// The route as declared (`/api/v1/workloads/:id`), never the raw path.
@@ -164,12 +160,12 @@ impl Metrics {
         self.pass_seconds.observe(seconds);
     }
 
-    /// Runs stopped by one committed decision, by rule.
-    pub fn stopped(&self, rules: &[&'static str]) {
-        for rule in rules {
+    /// Runs stopped by one committed decision, by cluster and rule.
+    pub fn stopped(&self, rules: &[(String, &'static str)]) {
+        for (cluster, rule) in rules {
             self.preemptions
                 .get_or_create(&PreemptLabels {
-                    cluster: CLUSTER.into(),
+                    cluster: cluster.clone(),
                     rule: (*rule).into(),
                 })
                 .inc();

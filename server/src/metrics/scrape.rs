@@ -1,7 +1,6 @@
 //! How things stand, read from the database at each scrape: GPUs by state, the queue by leaf and
 //! kind, each tree node's usage ratio and this quarter's delivered over owed, heartbeat ages.
 
-use super::CLUSTER;
 use crate::{nodes::repo as node_repo, reports::review, AppState, ServerError};
 use app::model::{CurrentUser, Role};
 use prometheus_client::{
@@ -56,6 +55,19 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
     let mut registry = Registry::default();
 
     let nodes = node_repo::list_nodes(&state.pool).await?;
+    // Every gauge is per cluster: the clusters in use (`default` alone while none has nodes).
+    let clusters: Vec<String> = {
+        let mut db = state.pool.acquire().await?;
+        crate::clusters::in_use(&mut db)
+            .await?
+            .into_iter()
+            .map(|c| c.name)
+            .collect()
+    };
+    let cluster_of: HashMap<i64, &str> = nodes
+        .iter()
+        .map(|n| (n.node_id, n.cluster.as_str()))
+        .collect();
     let held: Vec<(i64, i64, i64)> = sqlx::query_as(
         "select node_id, allocated, cast(coalesce(sum(gpus), 0) as bigint) from workload_run
          where ended_at is null group by node_id, allocated",
@@ -63,9 +75,13 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
     .fetch_all(&state.pool)
     .await?;
     let mut held_on: HashMap<i64, i64> = HashMap::new();
-    let mut by_state: BTreeMap<String, i64> = ["allocated", "unallocated", "idle"]
+    let mut by_state: BTreeMap<(String, String), i64> = clusters
         .iter()
-        .map(|s| (s.to_string(), 0))
+        .flat_map(|c| {
+            ["allocated", "unallocated", "idle"]
+                .iter()
+                .map(|s| ((c.clone(), s.to_string()), 0))
+        })
         .collect();
     for (node, allocated, gpus) in held {
         *held_on.entry(node).or_default() += gpus;
@@ -74,7 +90,8 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
         } else {
             "unallocated"
         };
-        *by_state.entry(kind.into()).or_default() += gpus;
+        let cluster = cluster_of.get(&node).copied().unwrap_or_default();
+        *by_state.entry((cluster.into(), kind.into())).or_default() += gpus;
     }
     let heartbeat_age = Family::<NodeLabels, Gauge>::default();
     let sampled: HashMap<i64, String> =
@@ -93,7 +110,7 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
             for (gpu, percent) in crate::agent::utilization::parse_latest(text) {
                 utilization
                     .get_or_create(&GpuOfNodeLabels {
-                        cluster: CLUSTER.into(),
+                        cluster: node.cluster.clone(),
                         node: node.name.clone(),
                         gpu,
                     })
@@ -107,7 +124,9 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
         } else {
             health.as_str()
         };
-        *by_state.entry(state.into()).or_default() += free;
+        *by_state
+            .entry((node.cluster.clone(), state.into()))
+            .or_default() += free;
         if let Some(at) = node.last_heartbeat_at {
             heartbeat_age
                 .get_or_create(&NodeLabels {
@@ -117,12 +136,8 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
         }
     }
     let gpus = Family::<GpuLabels, Gauge>::default();
-    for (state, count) in by_state {
-        gpus.get_or_create(&GpuLabels {
-            cluster: CLUSTER.into(),
-            state,
-        })
-        .set(count);
+    for ((cluster, state), count) in by_state {
+        gpus.get_or_create(&GpuLabels { cluster, state }).set(count);
     }
     registry.register(
         "hourglass_gpus",
@@ -140,23 +155,24 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
         heartbeat_age,
     );
 
-    let queued: Vec<(String, String, i64)> = sqlx::query_as(
-        "select b.path,
+    let queued: Vec<(String, String, String, i64)> = sqlx::query_as(
+        "select c.name, b.path,
                 case when w.min_runtime_s = 0 then 'free'
                      when w.min_runtime_s <= 900 and w.gpus <= 8 then 'debug'
                      else 'allocated' end as kind,
                 count(*)
          from workload w join budget_node b on b.budget_node_id = w.budget_node_id
+              join cluster c on c.cluster_id = w.cluster_id
          where w.state = 'queued'
-         group by b.path, kind",
+         group by c.name, b.path, kind",
     )
     .fetch_all(&state.pool)
     .await?;
     let queue = Family::<QueueLabels, Gauge>::default();
-    for (leaf, kind, count) in queued {
+    for (cluster, leaf, kind, count) in queued {
         queue
             .get_or_create(&QueueLabels {
-                cluster: CLUSTER.into(),
+                cluster,
                 leaf,
                 kind,
             })
@@ -175,14 +191,19 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
         role: Role::Admin,
     };
     let usage_ratio = Ratio::default();
-    for node in crate::budget::view::tree_view(&state.pool, &state.runtime, &reader).await? {
-        if let (Some(ratio), false) = (node.ratio, node.path.is_empty()) {
-            usage_ratio
-                .get_or_create(&PathLabels {
-                    cluster: CLUSTER.into(),
-                    path: node.path,
-                })
-                .set(ratio);
+    for cluster in &clusters {
+        let view =
+            crate::budget::view::tree_view_of(&state.pool, &state.runtime, &reader, Some(cluster))
+                .await?;
+        for node in view {
+            if let (Some(ratio), false) = (node.ratio, node.path.is_empty()) {
+                usage_ratio
+                    .get_or_create(&PathLabels {
+                        cluster: cluster.clone(),
+                        path: node.path,
+                    })
+                    .set(ratio);
+            }
         }
     }
     registry.register(
@@ -194,15 +215,23 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
     let (year, quarter) = fiscal.quarter_of(now);
     let delivered = Ratio::default();
     if let Some((from, to)) = fiscal.quarter(year, quarter) {
-        let r = review::review(&state.pool, from, to, String::new(), now).await?;
-        for row in r.rows {
-            if let Some(ratio) = row.delivered_over_owed {
-                delivered
-                    .get_or_create(&PathLabels {
-                        cluster: CLUSTER.into(),
-                        path: row.path,
-                    })
-                    .set(ratio);
+        for name in &clusters {
+            let Some(cluster) =
+                crate::workloads::service::cluster_filter(&state.pool, Some(name)).await?
+            else {
+                continue;
+            };
+            let scope = review::Scope::One(&cluster);
+            let r = review::review_of(&state.pool, from, to, String::new(), now, scope).await?;
+            for row in r.rows {
+                if let Some(ratio) = row.delivered_over_owed {
+                    delivered
+                        .get_or_create(&PathLabels {
+                            cluster: cluster.name.clone(),
+                            path: row.path,
+                        })
+                        .set(ratio);
+                }
             }
         }
     }

@@ -25,8 +25,9 @@ pub struct Applied {
     pub nodes: BTreeSet<i64>,
     /// Actions left out because their workload changed after the snapshot was read.
     pub stale: usize,
-    /// The rule behind each run stopped (`drain` for a draining node), for `/metrics`.
-    pub rules: Vec<&'static str>,
+    /// The cluster and the rule behind each run stopped (`drain` for a draining node), for
+    /// `/metrics`.
+    pub rules: Vec<(String, &'static str)>,
 }
 
 impl Applied {
@@ -102,7 +103,9 @@ pub async fn apply(
                 let detail = reasons::preempt(snapshot, reason, *then);
                 let nodes = stop(db, *workload, *then, "preempted", &detail, now).await?;
                 applied.stopped += 1;
-                applied.rules.push(reason.rule.name());
+                applied
+                    .rules
+                    .push((snapshot.cluster.name.clone(), reason.rule.name()));
                 applied.nodes.extend(nodes);
             }
             Action::Drain {
@@ -117,7 +120,7 @@ pub async fn apply(
                 let detail = reasons::drain(snapshot, reason, *then);
                 let nodes = stop(db, *workload, *then, "drained", &detail, now).await?;
                 applied.stopped += 1;
-                applied.rules.push("drain");
+                applied.rules.push((snapshot.cluster.name.clone(), "drain"));
                 applied.nodes.extend(nodes);
             }
         }

@@ -189,6 +189,115 @@ async fn metrics_read_back_as_prometheus_text_with_the_gpus_the_queue_and_the_pr
     assert_eq!(latency, [3.0], "{body}");
 }
 
+/// `body` with `cluster` set.
+fn on(mut body: serde_json::Value, cluster: &str) -> serde_json::Value {
+    body["cluster"] = cluster.into();
+    body
+}
+
+#[tokio::test]
+async fn with_two_clusters_every_gauge_and_preemption_is_labelled_with_its_own_cluster() {
+    let mut live = Live::start().await;
+    live.add_agent_in("east-1", 2, "east").await;
+    live.add_agent_in("west-1", 4, "west").await;
+    // West: a free sweep on its four GPUs, preempted by debug work on two of them.
+    let free = job("ai/molmo", "free-sweep", "sleep 60", 4, 0, false);
+    let free = live.submit("bob", on(free, "west")).await;
+    live.wait_for_state(free, "running").await;
+    let debug = job("ai/olmo", "debug", "sleep 60", 2, 900, true);
+    let debug = live.submit("ada", on(debug, "west")).await;
+    live.wait_for_state(free, "preempted").await;
+    live.wait_for_state(debug, "running").await;
+    // East: full with a long run, and one more waiting for it.
+    let train = job("ai/olmo", "train", "sleep 60", 2, 3600, true);
+    let train = live.submit("ada", on(train, "east")).await;
+    live.wait_for_state(train, "running").await;
+    let wait = job("ai/molmo", "wait", "sleep 60", 2, 3600, true);
+    let waiting = live.submit("bob", on(wait, "east")).await;
+    assert_eq!(live.workload(waiting).await["state"], "queued");
+    // An hour booked on west earlier this quarter: ai/olmo ran there the 2 GPU-hours it was owed.
+    let (year, quarter) = app::calendar::quarter_of(crate::support::now());
+    let hour = app::calendar::quarter(year, quarter).unwrap().0;
+    for statement in [
+        "insert into capacity_hour (hour, cluster_id, healthy_gpu_s)
+         select $1, cluster_id, 14400 from cluster where name = 'west'",
+        "insert into usage_hour (budget_node_id, hour, cluster_id, charged_gpu_s,
+                                 unallocated_gpu_s, demand_gpu_s, owed_gpu_s)
+         select b.budget_node_id, $1, c.cluster_id, 7200, 0, 7200, 7200
+         from budget_node b, cluster c where b.path = 'ai/olmo' and c.name = 'west'",
+    ] {
+        sqlx::query(statement)
+            .bind(hour)
+            .execute(&live.app.pool)
+            .await
+            .unwrap();
+    }
+
+    let (status, _, body) = scrape(&live, Some(METRICS_TOKEN)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let scrape = Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).unwrap();
+    let gpus = |cluster, state| {
+        find(
+            &scrape,
+            "hourglass_gpus",
+            &[("cluster", cluster), ("state", state)],
+        )
+    };
+    assert_eq!(gpus("east", "allocated"), [2.0], "{body}");
+    assert_eq!(gpus("east", "idle"), [0.0], "{body}");
+    assert_eq!(gpus("west", "allocated"), [2.0], "{body}");
+    assert_eq!(gpus("west", "idle"), [2.0], "{body}");
+    assert_eq!(gpus("west", "unallocated"), [0.0], "{body}");
+    assert!(
+        gpus("default", "idle").is_empty(),
+        "no GPU is in the default cluster: {body}"
+    );
+    let waiting = [("leaf", "ai/molmo"), ("kind", "allocated")];
+    assert_eq!(
+        find(
+            &scrape,
+            "hourglass_queue_workloads",
+            &[waiting[0], waiting[1], ("cluster", "east")]
+        ),
+        [1.0],
+        "{body}"
+    );
+    assert_eq!(
+        find(&scrape, "hourglass_queue_workloads", &waiting),
+        [1.0],
+        "{body}"
+    );
+    let preempted = |cluster| {
+        find(
+            &scrape,
+            "hourglass_preemptions_total",
+            &[("cluster", cluster), ("rule", "free-work")],
+        )
+    };
+    assert_eq!(preempted("west"), [1.0], "{body}");
+    assert!(preempted("east").is_empty(), "{body}");
+    for cluster in ["east", "west"] {
+        let ratio = find(
+            &scrape,
+            "hourglass_usage_ratio",
+            &[("cluster", cluster), ("path", "ai/olmo")],
+        );
+        assert!(
+            ratio.first().is_some_and(|r| r.is_finite()),
+            "{cluster}: {body}"
+        );
+    }
+    let delivered = find(
+        &scrape,
+        "hourglass_delivered_over_owed",
+        &[("cluster", "west"), ("path", "ai/olmo")],
+    );
+    assert!(
+        delivered.first().is_some_and(|r| *r > 0.5 && *r <= 1.0),
+        "{body}"
+    );
+}
+
 #[tokio::test]
 async fn without_a_metrics_token_metrics_are_open() {
     let app = TestApp::new().await;
