@@ -2,7 +2,6 @@
 //! kind, each tree node's usage ratio and this quarter's delivered over owed, heartbeat ages.
 
 use crate::{nodes::repo as node_repo, reports::review, AppState, ServerError};
-use app::model::{CurrentUser, Role};
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{family::Family, gauge::Gauge},
@@ -185,27 +184,7 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
     );
 
     // Standings as the Budget tree page shows them, and the quarter so far as the review does.
-    let reader = CurrentUser {
-        id: 0,
-        username: "metrics".into(),
-        role: Role::Admin,
-    };
-    let usage_ratio = Ratio::default();
-    for cluster in &clusters {
-        let view =
-            crate::budget::view::tree_view_of(&state.pool, &state.runtime, &reader, Some(cluster))
-                .await?;
-        for node in view {
-            if let (Some(ratio), false) = (node.ratio, node.path.is_empty()) {
-                usage_ratio
-                    .get_or_create(&PathLabels {
-                        cluster: cluster.clone(),
-                        path: node.path,
-                    })
-                    .set(ratio);
-            }
-        }
-    }
+    let usage_ratio = usage_ratios(state, &clusters, now).await?;
     registry.register(
         "hourglass_usage_ratio",
         "Each tree node's usage over its share (1 is exactly its share; DESIGN §4.3)",
@@ -242,4 +221,44 @@ pub async fn encode(state: &AppState, out: &mut String) -> Result<(), ServerErro
     );
     prometheus_client::encoding::text::encode_registry(out, &registry)
         .map_err(|_| ServerError::Config("metrics could not be written".into()))
+}
+
+/// Each tree node's usage ratio on each cluster in `clusters`, as the Budget tree page computes
+/// it: one read of the tree, nodes and ledger for all of them (the queue is not read).
+async fn usage_ratios(
+    state: &AppState,
+    clusters: &[String],
+    now: i64,
+) -> Result<Ratio, ServerError> {
+    let ratios = Ratio::default();
+    let mut db = state.pool.acquire().await?;
+    let no_workloads = std::sync::Arc::new(crate::runtime::snapshot::Active::default());
+    let config = state.runtime.config();
+    let Some(snaps) =
+        crate::runtime::snapshot::load_with(&mut db, &config, now, no_workloads).await?
+    else {
+        return Ok(ratios);
+    };
+    for cluster in clusters {
+        let Some(snap) = snaps.named(Some(cluster)) else {
+            continue;
+        };
+        let tree = &snap.tree.tree;
+        let standings = snap.engine.standings(now);
+        // From the root down, as the page walks it: nodes no longer in the tree are not reached.
+        let mut stack = tree.children(scheduler::BudgetId::ROOT).to_vec();
+        while let Some(id) = stack.pop() {
+            stack.extend_from_slice(tree.children(id));
+            let ratio = standings.ratio(id);
+            if ratio.is_finite() {
+                ratios
+                    .get_or_create(&PathLabels {
+                        cluster: cluster.clone(),
+                        path: tree.path(id).to_string(),
+                    })
+                    .set(ratio);
+            }
+        }
+    }
+    Ok(ratios)
 }
