@@ -254,10 +254,15 @@ async fn refresh(
         let snaps: &Snapshots = snapshot.as_ref().as_ref().expect("checked above");
         let mut merged: Option<scheduler::Projection> = None;
         for snap in &snaps.clusters {
-            let run_times =
-                RunTimes::from_samples(samples.iter().filter_map(|&(node, run_s)| {
-                    snap.tree.engine_id(node).map(|leaf| (leaf, run_s))
-                }));
+            let cluster = snap.cluster.cluster_id;
+            let run_times = RunTimes::from_samples(
+                samples
+                    .iter()
+                    .filter(|&&(on, _, _)| on == cluster)
+                    .filter_map(|&(_, node, run_s)| {
+                        snap.tree.engine_id(node).map(|leaf| (leaf, run_s))
+                    }),
+            );
             let state = snap.state();
             let active = state.queued.len() + state.running.len();
             if active == 0 && merged.is_some() {

@@ -440,22 +440,22 @@ pub async fn count_by_state(db: impl AnyExecutor<'_>) -> Result<Vec<(String, i64
         .await
 }
 
-/// `(leaf, run seconds)` of the workloads that succeeded since `since`, newest first, at most
-/// `limit`: what a start projection guesses run times from. A gang's runs on several nodes count
-/// once in time.
+/// `(cluster, leaf, run seconds)` of the workloads that succeeded since `since`, newest first,
+/// at most `limit`: what a start projection guesses run times from (each cluster from its own). A
+/// gang's runs on several nodes count once in time.
 pub async fn recent_run_times(
     db: impl AnyExecutor<'_>,
     since: i64,
     limit: i64,
-) -> Result<Vec<(i64, i64)>, sqlx::Error> {
+) -> Result<Vec<(i64, i64, i64)>, sqlx::Error> {
     sqlx::query_as(
-        "select budget_node_id, cast(sum(d) as bigint) from (
-            select distinct w.workload_id, w.budget_node_id, w.ended_at as done, r.started_at,
-                r.ended_at - r.started_at as d
+        "select cluster_id, budget_node_id, cast(sum(d) as bigint) from (
+            select distinct w.workload_id, w.cluster_id, w.budget_node_id, w.ended_at as done,
+                r.started_at, r.ended_at - r.started_at as d
             from workload w join workload_run r on r.workload_id = w.workload_id
             where w.state = 'succeeded' and w.ended_at >= $1 and r.ended_at is not null
          ) as runs
-         group by workload_id, budget_node_id, done
+         group by workload_id, cluster_id, budget_node_id, done
          order by done desc
          limit $2",
     )

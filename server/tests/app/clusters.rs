@@ -530,3 +530,31 @@ async fn without_a_cluster_named_the_tree_shows_the_one_its_menu_offers_first() 
     // Without a cluster, the tree is east's, as the menu says.
     assert_eq!(of_parent(&live, "", "ai/molmo").await, 0.75);
 }
+
+#[tokio::test]
+async fn start_estimates_take_run_times_from_the_cluster_the_work_waits_on() {
+    let mut live = Live::start().await;
+    live.add_agent_in("east-1", 4, "east").await;
+    live.add_agent_in("west-1", 4, "west").await;
+    // ai/olmo's work on west takes a second; on east nothing of it has finished yet.
+    let mut quick = Vec::new();
+    for i in 0..3 {
+        let body = job("ai/olmo", &format!("quick-{i}"), "sleep 1", 1, 900, true);
+        quick.push(live.submit("ada", with_cluster(body, "west")).await);
+    }
+    for id in quick {
+        live.wait_for_state(id, "succeeded").await;
+    }
+    let long = job("ai/olmo", "long", "sleep 120", 4, 900, true);
+    let first = live.submit("ada", with_cluster(long, "east")).await;
+    let started = live.wait_for_state(first, "running").await["started_at"]
+        .as_i64()
+        .unwrap();
+    let next = job("ai/olmo", "next", "sleep 1", 4, 900, true);
+    let second = live.submit("ada", with_cluster(next, "east")).await;
+    // East's work is assumed to run an hour, as on a cluster where nothing has finished; west's
+    // one-second runs would have had it end at its 15-minute minimum.
+    let queued = live.workload(second).await;
+    assert_eq!(queued["state"], "queued", "{queued}");
+    assert_eq!(queued["estimated_start"]["at"], started + 3600, "{queued}");
+}
