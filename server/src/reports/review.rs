@@ -233,6 +233,11 @@ async fn figures(
         }
     }
 
+    // The shares at the period's ends: one cluster's own where it overrides them, else the tree's.
+    let shares = match id {
+        Some(cluster) => &trees.of(cluster).tree,
+        None => t,
+    };
     let mut rows = Vec::new();
     let mut stack = vec![(BudgetId::ROOT, 0usize)];
     while let Some((id, depth)) = stack.pop().filter(|_| with_rows) {
@@ -250,8 +255,8 @@ async fn figures(
                 trees.of(cluster).tree.versions()[version].fraction(id) * gpu_s
             })
             .sum();
-        let share_at_start = t.version_at(from).fraction(id);
-        let share_at_end = t.version_at(end - 1).fraction(id);
+        let share_at_start = shares.version_at(from).fraction(id);
+        let share_at_end = shares.version_at(end - 1).fraction(id);
         let (delivered, unallocated, owed) =
             (node.charged_gpu_s, node.unallocated_gpu_s, node.owed_gpu_s);
         scratch.clear();

@@ -307,6 +307,27 @@ async fn of_parent(live: &Live, cluster: &str, path: &str) -> f64 {
         .unwrap()
 }
 
+/// ai/molmo's `share_at_end` in a review of `cluster` alone from an hour ago to an hour ahead.
+async fn share_at_end(live: &Live, cluster: &str, path: &str) -> f64 {
+    let now = live.runtime.now();
+    let (from, to) = (now - 3600, now + 3600);
+    let (status, review) = live
+        .get(
+            "root",
+            &format!("/api/v1/reports/review?from={from}&to={to}&cluster={cluster}"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{review}");
+    let row = review["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == path)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {path} row: {review}"));
+    row["share_at_end"].as_f64().unwrap()
+}
+
 /// Request `id`'s impact preview: the GPUs replayed, and ai/molmo's share of them now and
 /// proposed.
 async fn molmo_impact(live: &Live, id: i64) -> (i64, f64, f64) {
@@ -439,6 +460,11 @@ async fn an_approved_change_for_one_cluster_sets_its_shares_there_until_a_change
         snap.engine.tree().version_at(now).fraction(molmo)
     };
     assert!((fraction("west") - 3.0 * fraction("east")).abs() < 1e-9);
+    // A review of west alone shows west's shares; one of east, the tree's. (A second on, so the
+    // period's last second is after the change.)
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(share_at_end(&live, "west", "ai/molmo").await, 3.0 * 0.25);
+    assert_eq!(share_at_end(&live, "east", "ai/molmo").await, 0.25);
 
     // A change for one cluster starts from that cluster's shares.
     let (_, again) = live
