@@ -4,26 +4,6 @@ use super::rollup::NodeTotals;
 use app::workloads::WorkloadState;
 use sqlx::{AnyConnection, AnyExecutor, FromRow};
 
-/// Healthy GPU-seconds per hour over `[from, to)`, in hour order: of one cluster, or of all
-/// (`None`) summed.
-pub async fn capacity(
-    db: impl AnyExecutor<'_>,
-    from: i64,
-    to: i64,
-    cluster: Option<i64>,
-) -> Result<Vec<(i64, f64)>, sqlx::Error> {
-    sqlx::query_as(
-        "select hour, sum(healthy_gpu_s) from capacity_hour
-         where hour >= $1 and hour < $2 and ($3 is null or cluster_id = $3)
-         group by hour order by hour",
-    )
-    .bind(from)
-    .bind(to)
-    .bind(cluster)
-    .fetch_all(db)
-    .await
-}
-
 /// Healthy GPU-seconds over `[from, to)`, on one cluster or all of them: one row, however long
 /// the period (a review adds up thousands of hours; fetched one by one they cost more than the
 /// sums).
@@ -67,24 +47,6 @@ pub async fn first_capacity_hour(db: impl AnyExecutor<'_>) -> Result<Option<i64>
         .fetch_one(db)
         .await?;
     Ok(first)
-}
-
-/// `(leaf, hour, charged, unallocated, demand)` GPU-seconds per leaf and hour, in hour order.
-pub async fn usage_hours(
-    db: impl AnyExecutor<'_>,
-    from: i64,
-    to: i64,
-    cluster: Option<i64>,
-) -> Result<Vec<(i64, i64, f64, f64, f64)>, sqlx::Error> {
-    sqlx::query_as(
-        "select budget_node_id, hour, charged_gpu_s, unallocated_gpu_s, demand_gpu_s from usage_hour
-         where hour >= $1 and hour < $2 and ($3 is null or cluster_id = $3) order by hour",
-    )
-    .bind(from)
-    .bind(to)
-    .bind(cluster)
-    .fetch_all(db)
-    .await
 }
 
 /// A workload alive at some point of the period, as the activity charts count it. Read in two

@@ -178,10 +178,13 @@ pub async fn series(
     };
     let t = &tree.tree;
     let groups = groups(t, node)?;
-    let capacity: BTreeMap<i64, f64> = repo::capacity(&mut *db, from, to, None)
-        .await?
-        .into_iter()
-        .collect();
+    // Each cluster is owed its share of its own capacity, with its own shares where a change for
+    // it alone overrides the tree's, as the ledger and the daily rollups reckon it.
+    let trees = tree_snapshot::with_overrides(&mut db, tree.clone()).await?;
+    let mut capacity: BTreeMap<i64, Vec<(i64, f64)>> = BTreeMap::new();
+    for (cluster, hour, gpu_s) in repo::capacity_by_cluster(&mut *db, from, to).await? {
+        capacity.entry(hour).or_default().push((cluster, gpu_s));
+    }
     // Whole days the rollups hold, with each group's delivered, unallocated and owed per day.
     let mut rolled: BTreeSet<i64> = BTreeSet::new();
     let mut daily: BTreeMap<(usize, i64), [f64; 3]> = BTreeMap::new();
@@ -224,34 +227,44 @@ pub async fn series(
         while end < to && !rolled.contains(&end) {
             end = (end + DAY).min(to);
         }
-        rows.extend(repo::usage_hours(&mut *db, stretch, end, None).await?);
+        rows.extend(repo::ledger_hours(&mut *db, stretch, end).await?);
         stretch = end;
     }
-    // Per group and hour: delivered, unallocated, demand.
+    // Per group and hour: delivered, unallocated, and a leaf's owed as the ledger booked it; per
+    // inner group, hour and cluster: demand (what it is owed is worked out below, per cluster).
     let mut hourly: BTreeMap<(usize, i64), [f64; 3]> = BTreeMap::new();
-    for (leaf, hour, charged, free, demand) in rows {
-        let Some(id) = tree.engine_id(leaf) else {
+    let mut demand: BTreeMap<(usize, i64, i64), f64> = BTreeMap::new();
+    for row in rows {
+        let Some(id) = tree.engine_id(row.budget_node_id) else {
             continue;
         };
         let path = t.path_ids(id);
         for (g, group) in groups.iter().enumerate() {
             if *group == BudgetId::ROOT || path.contains(group) {
-                let cell = hourly.entry((g, hour)).or_insert([0.0; 3]);
-                cell[0] += charged;
-                cell[1] += free;
-                cell[2] += demand;
+                let cell = hourly.entry((g, row.hour)).or_insert([0.0; 3]);
+                cell[0] += row.charged_gpu_s;
+                cell[1] += row.unallocated_gpu_s;
+                if *group == id {
+                    cell[2] += row.owed_gpu_s;
+                } else {
+                    *demand.entry((g, row.hour, row.cluster_id)).or_default() += row.demand_gpu_s;
+                }
             }
         }
     }
     let mut out: BTreeMap<(i64, String), [f64; 4]> = BTreeMap::new();
     let mut hour = from.div_euclid(HOUR) * HOUR;
     while hour < to {
-        let c = capacity.get(&hour).copied().unwrap_or(0.0);
+        let on = capacity.get(&hour).map_or(&[][..], Vec::as_slice);
         let bucket = granularity.bucket(hour);
         let day = hour.div_euclid(DAY) * DAY;
         let from_rollup = rolled.contains(&day);
         for (g, group) in groups.iter().enumerate() {
-            let funded = t.version_at(hour).fraction(*group) * c;
+            // Each cluster's funded time for the group this hour.
+            let funded_on = |cluster: i64, gpu_s: f64| {
+                trees.of(cluster).tree.version_at(hour).fraction(*group) * gpu_s
+            };
+            let funded: f64 = on.iter().map(|&(c, gpu_s)| funded_on(c, gpu_s)).sum();
             let cell = out
                 .entry((bucket, t.path(*group).to_string()))
                 .or_insert([0.0; 4]);
@@ -266,8 +279,18 @@ pub async fn series(
                 }
                 continue;
             }
-            let [delivered, free, demand] = hourly.get(&(g, hour)).copied().unwrap_or([0.0; 3]);
-            cell[1] += funded.min(demand) / HOUR as f64;
+            let [delivered, free, leaf_owed] = hourly.get(&(g, hour)).copied().unwrap_or([0.0; 3]);
+            let owed = if t.is_leaf(*group) {
+                leaf_owed
+            } else {
+                on.iter()
+                    .map(|&(c, gpu_s)| {
+                        let asked = demand.get(&(g, hour, c)).copied().unwrap_or(0.0);
+                        funded_on(c, gpu_s).min(asked)
+                    })
+                    .sum()
+            };
+            cell[1] += owed / HOUR as f64;
             cell[2] += delivered / HOUR as f64;
             cell[3] += free / HOUR as f64;
         }

@@ -240,6 +240,73 @@ async fn the_usage_csv_has_a_header_and_one_row_per_bucket_and_node() {
 }
 
 #[tokio::test]
+async fn with_two_clusters_the_usage_csv_owes_each_cluster_its_own_share_by_the_hour_and_by_the_day(
+) {
+    let (app, token, h0) = fixture().await;
+    // A day later, a second cluster of 4 GPUs: ai/olmo (75%) asks for all of the first and gets
+    // it, ai/molmo (25%) all of the second. Each is owed its share of its own cluster only.
+    let h1 = h0 + 86_400;
+    sqlx::query("insert into cluster (name, created_at) values ('west', 0)")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    for cluster in ["default", "west"] {
+        sqlx::query(
+            "insert into capacity_hour (hour, cluster_id, healthy_gpu_s)
+             select $1, cluster_id, 14400 from cluster where name = $2",
+        )
+        .bind(h1)
+        .bind(cluster)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    // (path, cluster, charged = demand, owed as the ledger books it: min(f·C, demand))
+    for (path, cluster, gpu_s, owed) in [
+        ("ai/olmo", "default", 14_400.0, 10_800.0),
+        ("ai/molmo", "west", 14_400.0, 3_600.0),
+    ] {
+        sqlx::query(
+            "insert into usage_hour (budget_node_id, hour, cluster_id, charged_gpu_s,
+                                     unallocated_gpu_s, demand_gpu_s, owed_gpu_s)
+             select b.budget_node_id, $2, c.cluster_id, $3, 0, $3, $4
+             from budget_node b, cluster c where b.path = $1 and c.name = $5",
+        )
+        .bind(path)
+        .bind(h1)
+        .bind(gpu_s)
+        .bind(owed)
+        .bind(cluster)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    }
+    // By the hour (from the ledger) and by the day (from the day's rollup), the same figures.
+    for (granularity, to) in [("hour", h1 + 3600), ("day", h1 + 86_400)] {
+        let response = get(
+            &app,
+            &token,
+            &format!(
+                "/api/v1/reports/usage.csv?from={h1}&to={to}&node=ai&granularity={granularity}"
+            ),
+        )
+        .await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        for line in [
+            "2026-01-02T00:00:00Z,ai,8.0000,8.0000,8.0000,0.0000,,",
+            "2026-01-02T00:00:00Z,ai/olmo,6.0000,3.0000,4.0000,0.0000,,",
+            "2026-01-02T00:00:00Z,ai/molmo,2.0000,1.0000,4.0000,0.0000,,",
+        ] {
+            assert!(
+                response.body.lines().any(|l| l == line),
+                "by the {granularity}, {line}: {}",
+                response.body
+            );
+        }
+    }
+}
+
+#[tokio::test]
 async fn dates_in_epoch_seconds_and_in_iso_8601_give_the_same_usage_csv() {
     let (app, token, h0) = fixture().await;
     let epoch = get(
