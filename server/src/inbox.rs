@@ -36,6 +36,8 @@ struct DecisionRow {
     decided_at: i64,
     decided_by: String,
     decision_comment: String,
+    /// The cluster the request is for alone (none: every cluster).
+    cluster: Option<String>,
 }
 
 /// The workload events owners are told about. A workload's events come no later than its end,
@@ -51,7 +53,12 @@ pub async fn inbox(pool: &AnyPool, actor: &CurrentUser, now: i64) -> Result<Inbo
         items.push(InboxItem {
             at: r.created_at,
             kind: InboxKind::Approval,
-            title: format!("Change request #{} on {}", r.id, r.node),
+            title: format!(
+                "Change request #{} on {}{}",
+                r.id,
+                r.node,
+                cluster_only(r.cluster.as_deref())
+            ),
             sentence: format!(
                 "{} proposes new shares for the children of {}: \u{201c}{}\u{201d} It waits for your decision.",
                 r.proposer, r.node, r.justification
@@ -62,9 +69,10 @@ pub async fn inbox(pool: &AnyPool, actor: &CurrentUser, now: i64) -> Result<Inbo
     }
     let decisions: Vec<DecisionRow> = sqlx::query_as(
         "select r.change_request_id, b.path, r.state, r.decided_at, d.username as decided_by,
-            r.decision_comment
+            r.decision_comment, c.name as cluster
          from change_request r join budget_node b on b.budget_node_id = r.budget_node_id
          join \"user\" d on d.user_id = r.decided_by
+         left join cluster c on c.cluster_id = r.cluster_id
          where r.proposer_id = $1 and r.decided_by <> $1 and r.decided_at >= $2
            and r.state in ('scheduled', 'applied', 'rejected')
          order by r.decided_at desc limit 100",
@@ -77,7 +85,12 @@ pub async fn inbox(pool: &AnyPool, actor: &CurrentUser, now: i64) -> Result<Inbo
         items.push(InboxItem {
             at: d.decided_at,
             kind: InboxKind::Decision,
-            title: format!("Change request #{} on {}", d.change_request_id, d.path),
+            title: format!(
+                "Change request #{} on {}{}",
+                d.change_request_id,
+                d.path,
+                cluster_only(d.cluster.as_deref())
+            ),
             sentence: decision_sentence(&d.state, &d.decided_by, &d.decision_comment),
             href: "/approvals".into(),
             unread: false,
@@ -180,6 +193,12 @@ async fn awaiting(
 ) -> Result<Vec<app::budget::ChangeRequestView>, ServerError> {
     let pending = changes::list(pool, actor, Some(ChangeState::Pending), None).await?;
     Ok(pending.into_iter().filter(|r| r.can_decide).collect())
+}
+
+/// " on cluster west only" for a request made for one cluster alone, as the Approvals page says;
+/// nothing for one made for every cluster.
+pub fn cluster_only(cluster: Option<&str>) -> String {
+    cluster.map_or(String::new(), |c| format!(" on cluster {c} only"))
 }
 
 /// A decision on a request, in words: who, what it means, and their comment.

@@ -1,6 +1,6 @@
 //! What the webhook carries: the inbox's events since a cursor, as lines of one message.
 
-use crate::inbox::{decision_sentence, event_sentence};
+use crate::inbox::{cluster_only, decision_sentence, event_sentence};
 use crate::ServerError;
 use app::workloads::reasons::Event;
 use sqlx::{AnyConnection, AnyPool};
@@ -107,10 +107,11 @@ pub async fn collect(db: &mut AnyConnection, now: i64) -> Result<Option<String>,
         ));
     }
 
-    let requests: Vec<(i64, String, String, String)> = sqlx::query_as(
-        "select r.change_request_id, b.path, p.username, r.justification
+    let requests: Vec<(i64, String, String, String, Option<String>)> = sqlx::query_as(
+        "select r.change_request_id, b.path, p.username, r.justification, c.name
          from change_request r join budget_node b on b.budget_node_id = r.budget_node_id
          join \"user\" p on p.user_id = r.proposer_id
+         left join cluster c on c.cluster_id = r.cluster_id
          where r.change_request_id > $1 and r.change_request_id <= $2 and r.state = 'pending'
          order by r.change_request_id",
     )
@@ -119,20 +120,23 @@ pub async fn collect(db: &mut AnyConnection, now: i64) -> Result<Option<String>,
     .fetch_all(&mut *db)
     .await?;
     at.request_id = last_request.max(at.request_id);
-    for (id, path, proposer, why) in requests {
+    for (id, path, proposer, why, cluster) in requests {
+        let only = cluster_only(cluster.as_deref());
         lines.push(format!(
-            "Change request #{id} on {path} waits for a decision of its owners: {proposer} proposes new shares: \u{201c}{why}\u{201d}"
+            "Change request #{id} on {path}{only} waits for a decision of its owners: {proposer} proposes new shares: \u{201c}{why}\u{201d}"
         ));
     }
 
     let until = now - DECISION_LAG_S;
     if until > at.decided_at {
-        let decided: Vec<(i64, String, String, String, String, String)> = sqlx::query_as(
+        type Decided = (i64, String, String, String, String, String, Option<String>);
+        let decided: Vec<Decided> = sqlx::query_as(
             "select r.change_request_id, b.path, p.username, r.state, d.username,
-                r.decision_comment
+                r.decision_comment, c.name
              from change_request r join budget_node b on b.budget_node_id = r.budget_node_id
              join \"user\" p on p.user_id = r.proposer_id
              join \"user\" d on d.user_id = r.decided_by
+             left join cluster c on c.cluster_id = r.cluster_id
              where r.decided_at > $1 and r.decided_at <= $2
                and r.state in ('scheduled', 'applied', 'rejected')
              order by r.decided_at, r.change_request_id",
@@ -142,9 +146,10 @@ pub async fn collect(db: &mut AnyConnection, now: i64) -> Result<Option<String>,
         .fetch_all(&mut *db)
         .await?;
         at.decided_at = until;
-        for (id, path, proposer, state, by, comment) in decided {
+        for (id, path, proposer, state, by, comment, cluster) in decided {
             lines.push(format!(
-                "Change request #{id} on {path} (proposed by {proposer}): {}",
+                "Change request #{id} on {path}{} (proposed by {proposer}): {}",
+                cluster_only(cluster.as_deref()),
                 decision_sentence(&state, &by, &comment)
             ));
         }

@@ -143,3 +143,62 @@ async fn each_person_is_told_what_waits_for_them_and_what_happened_to_their_work
         (200, json!({ "awaiting": 0, "unread": 0 }))
     );
 }
+
+#[tokio::test]
+async fn a_request_for_one_cluster_alone_says_so_in_the_inbox_and_the_webhook_message() {
+    let mut live = Live::start().await;
+    live.add_agent_in("east-1", 1, "east").await;
+    live.add_agent_in("west-1", 1, "west").await;
+    let now = live.runtime.now();
+    let mut db = live.app.pool.acquire().await.unwrap();
+    server::webhook::events::start_from_now(&mut db, now)
+        .await
+        .unwrap();
+    drop(db);
+    let (status, request) = live
+        .post(
+            "ada",
+            "/api/v1/change-requests",
+            json!({ "node": "ai", "shares": { "ai/olmo": 1.0, "ai/molmo": 3.0 },
+                    "justification": "molmo's season on west", "cluster": "west" }),
+        )
+        .await;
+    assert_eq!(status, 201, "{request}");
+    let id = request["id"].as_i64().unwrap();
+    let title = format!("Change request #{id} on ai on cluster west only");
+
+    let pat = live.app.sign_in("pat", "long enough 1").await;
+    let (_, inbox) = call(&live, "/api/inbox", Some(&pat)).await;
+    assert_eq!(inbox["items"][0]["title"], title.as_str(), "{inbox}");
+    let text = server::webhook::events::collect_now(&live.app.pool, now)
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        text.contains(&format!("{title} waits for a decision")),
+        "{text}"
+    );
+
+    let (status, _) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{id}/reject"),
+            json!({ "comment": "not this quarter" }),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let ada = live.app.sign_in("ada", "long enough 1").await;
+    let (_, inbox) = call(&live, "/api/inbox", Some(&ada)).await;
+    assert_eq!(kinds(&inbox), ["decision"], "{inbox}");
+    assert_eq!(inbox["items"][0]["title"], title.as_str(), "{inbox}");
+    // Decisions are sent once a few seconds have passed (a request decided at once is told once).
+    let later = live.runtime.now() + 10;
+    let text = server::webhook::events::collect_now(&live.app.pool, later)
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert!(
+        text.contains(&format!("{title} (proposed by ada): pat rejected it")),
+        "{text}"
+    );
+}
