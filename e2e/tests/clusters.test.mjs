@@ -130,4 +130,22 @@ describe('several clusters in the browser', () => {
       await valueIs('3');
     });
   });
+
+  test('the overview gives standings on each cluster, named, since each keeps its own books', async (t) => {
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      const projects = page.getByRole('region', { name: 'Your projects' });
+      await projects.getByRole('rowheader', { name: 'ai/olmo' }).waitFor();
+      const headers = await projects.getByRole('columnheader').allTextContents();
+      assert.deepEqual(headers, ['Project', 'Ratio on east', 'Ratio on west']);
+      assert.equal(await projects.getByRole('row', { name: /ai\/olmo/ }).getByRole('cell').count(), 2);
+    });
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'root', 'root-password-1');
+      const owned = page.getByRole('region', { name: 'What you own' });
+      await owned.getByRole('rowheader', { name: 'ai', exact: true }).waitFor();
+      const headers = await owned.getByRole('columnheader').allTextContents();
+      assert.deepEqual(headers, ['Node', 'Share of east', 'Ratio on east', 'Share of west', 'Ratio on west']);
+    });
+  });
 });

@@ -6,7 +6,10 @@
 use crate::{
     budget::api::{get_tree, list_change_requests},
     model::Role,
-    nodes::{api::list_nodes, NodeHealth},
+    nodes::{
+        api::{clusters, list_nodes},
+        NodeHealth,
+    },
     pages::reports::pct,
     reports::api::quarterly_review,
     session::use_current_user,
@@ -19,13 +22,40 @@ use crate::{
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-type TreeResource = Resource<Result<Vec<crate::budget::TreeNodeView>, crate::error::AppError>>;
+/// The tree's standings on each cluster in use, by name (one unnamed entry while there is one).
+type Standings = Vec<(String, Vec<crate::budget::TreeNodeView>)>;
+type TreeResource = Resource<Result<Standings, crate::error::AppError>>;
+
+/// Every cluster's standings: each keeps its own ledger, so a node's ratio and share differ by
+/// cluster. With one cluster, its standings alone, unnamed.
+async fn standings_by_cluster() -> Result<Standings, crate::error::AppError> {
+    let names: Vec<String> = clusters().await?.into_iter().map(|c| c.name).collect();
+    if names.len() < 2 {
+        return Ok(vec![(String::new(), get_tree(String::new()).await?)]);
+    }
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let tree = get_tree(name.clone()).await?;
+        out.push((name, tree));
+    }
+    Ok(out)
+}
+
+/// A column's heading: `what` alone with one cluster, else `what` on that cluster.
+fn on_cluster(what: &str, cluster: &str) -> String {
+    if cluster.is_empty() {
+        what.to_string()
+    } else {
+        format!("{what} on {cluster}")
+    }
+}
 
 #[component]
 pub fn HomePage() -> impl IntoView {
     let user = use_current_user();
-    // One read of the tree (its ratios cost a snapshot of the scheduler) for every card.
-    let tree: TreeResource = Resource::new(|| (), |_| get_tree(String::new()));
+    // One read of the tree per cluster (its ratios cost a snapshot of the scheduler) for every
+    // card.
+    let tree: TreeResource = Resource::new(|| (), |_| standings_by_cluster());
     view! {
         <Title text="Overview" />
         <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
@@ -160,15 +190,18 @@ fn MyProjects(tree: TreeResource) -> impl IntoView {
         move |_| async move {
             let projects = submit_choices().await?.projects;
             let tree = tree.await?;
-            Ok::<_, crate::error::AppError>(
-                projects
-                    .into_iter()
-                    .map(|p| {
-                        let ratio = tree.iter().find(|n| n.path == p).and_then(|n| n.ratio);
-                        (p, ratio)
-                    })
-                    .collect::<Vec<_>>(),
-            )
+            let names: Vec<String> = tree.iter().map(|(c, _)| c.clone()).collect();
+            let rows = projects
+                .into_iter()
+                .map(|p| {
+                    let ratios = tree
+                        .iter()
+                        .map(|(_, nodes)| nodes.iter().find(|n| n.path == p).and_then(|n| n.ratio))
+                        .collect::<Vec<_>>();
+                    (p, ratios)
+                })
+                .collect::<Vec<_>>();
+            Ok::<_, crate::error::AppError>((names, rows))
         },
     );
     view! {
@@ -177,16 +210,22 @@ fn MyProjects(tree: TreeResource) -> impl IntoView {
                 {move || Suspend::new(async move {
                     match standings.await {
                         Err(e) => view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any(),
-                        Ok(list) if list.is_empty() => view! {
+                        Ok((_, rows)) if rows.is_empty() => view! {
                             <p class="empty">"You are not a member of any project yet: ask a project's owner to add you."</p>
                         }.into_any(),
-                        Ok(list) => view! {
+                        Ok((names, rows)) => view! {
                             <table class="table compact">
-                                <caption>"Usage ratio over the lookback window: below 1, the project has had less than its share and its work goes first."</caption>
-                                <thead><tr><th scope="col">"Project"</th><th scope="col" class="num">"Ratio"</th></tr></thead>
+                                <caption>"Usage ratio over the lookback window (each cluster keeps its own): below 1, the project has had less than its share and its work goes first."</caption>
+                                <thead><tr>
+                                    <th scope="col">"Project"</th>
+                                    {names.iter().map(|c| view! { <th scope="col" class="num">{on_cluster("Ratio", c)}</th> }).collect_view()}
+                                </tr></thead>
                                 <tbody>
-                                    {list.into_iter().map(|(p, r)| view! {
-                                        <tr><th scope="row">{p}</th><td class="num">{standing(r)}</td></tr>
+                                    {rows.into_iter().map(|(p, ratios)| view! {
+                                        <tr>
+                                            <th scope="row">{p}</th>
+                                            {ratios.into_iter().map(|r| view! { <td class="num">{standing(r)}</td> }).collect_view()}
+                                        </tr>
                                     }).collect_view()}
                                 </tbody>
                             </table>
@@ -216,10 +255,22 @@ fn Owned(username: String, tree: TreeResource) -> impl IntoView {
                 let username = username.clone();
                 Suspend::new(async move {
                     let Ok((tree, awaiting)) = data.await else { return None };
-                    let owned: Vec<_> = tree.into_iter().filter(|n| n.owners.contains(&username)).collect();
+                    let names: Vec<String> = tree.iter().map(|(c, _)| c.clone()).collect();
+                    // The tree is the same on every cluster; its shares and ratios are each one's.
+                    let owned: Vec<_> = tree.first().map(|(_, nodes)| nodes.iter()
+                        .filter(|n| n.owners.contains(&username))
+                        .map(|n| {
+                            let on: Vec<(f64, Option<f64>)> = tree.iter()
+                                .map(|(_, nodes)| nodes.iter().find(|m| m.path == n.path)
+                                    .map_or((0.0, None), |m| (m.fraction, m.ratio)))
+                                .collect();
+                            (n.path.clone(), on)
+                        })
+                        .collect()).unwrap_or_default();
                     if owned.is_empty() && awaiting == 0 {
                         return None;
                     }
+                    let several = names.len() > 1;
                     Some(view! {
                         <Card id="overview-owned" title="What you own">
                             <p>
@@ -234,13 +285,25 @@ fn Owned(username: String, tree: TreeResource) -> impl IntoView {
                             {(!owned.is_empty()).then(|| view! {
                                 <table class="table compact">
                                     <caption>"How each node you own is served over the lookback window"</caption>
-                                    <thead><tr><th scope="col">"Node"</th><th scope="col" class="num">"Share of the cluster"</th><th scope="col" class="num">"Ratio"</th></tr></thead>
+                                    <thead><tr>
+                                        <th scope="col">"Node"</th>
+                                        {names.iter().map(|c| view! {
+                                            <th scope="col" class="num">{if c.is_empty() { "Share of the cluster".to_string() } else { format!("Share of {c}") }}</th>
+                                            <th scope="col" class="num">{on_cluster("Ratio", c)}</th>
+                                        }).collect_view()}
+                                    </tr></thead>
                                     <tbody>
-                                        {owned.into_iter().map(|n| view! {
+                                        {owned.into_iter().map(|(path, on)| view! {
                                             <tr>
-                                                <th scope="row">{if n.path.is_empty() { "the whole cluster".to_string() } else { n.path.clone() }}</th>
-                                                <td class="num">{format!("{:.1}%", n.fraction * 100.0)}</td>
-                                                <td class="num">{standing(n.ratio)}</td>
+                                                <th scope="row">{match (path.is_empty(), several) {
+                                                    (false, _) => path,
+                                                    (true, false) => "the whole cluster".to_string(),
+                                                    (true, true) => "every cluster (the root)".to_string(),
+                                                }}</th>
+                                                {on.into_iter().map(|(fraction, ratio)| view! {
+                                                    <td class="num">{format!("{:.1}%", fraction * 100.0)}</td>
+                                                    <td class="num">{standing(ratio)}</td>
+                                                }).collect_view()}
                                             </tr>
                                         }).collect_view()}
                                     </tbody>
