@@ -99,6 +99,15 @@ pub async fn trend_csv(
     ))
 }
 
+/// `-west` in a download's name for a review of cluster `west` alone, so two clusters' files do
+/// not take the same name (the name was checked when the review was made).
+fn of_cluster(cluster: Option<&str>) -> String {
+    cluster
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map_or(String::new(), |c| format!("-{c}"))
+}
+
 /// A CSV body sent as a download named `filename`.
 fn csv_download(filename: String, body: String) -> impl IntoResponse {
     (
@@ -130,7 +139,11 @@ pub async fn quarter_csv(
 ) -> Result<impl IntoResponse, ServerError> {
     let r = review_of(&state, &q, false).await?;
     Ok(csv_download(
-        format!("hourglass-{}.csv", r.label.replace(' ', "-")),
+        format!(
+            "hourglass-{}{}.csv",
+            r.label.replace(' ', "-"),
+            of_cluster(q.cluster.as_deref())
+        ),
         review::csv(&r),
     ))
 }
@@ -191,9 +204,10 @@ pub async fn range_csv(
     let r = range_review(&state, &q, false).await?;
     Ok(csv_download(
         format!(
-            "hourglass-{}-to-{}.csv",
+            "hourglass-{}-to-{}{}.csv",
             app::calendar::format_date(r.from),
-            app::calendar::format_date(r.to - 1)
+            app::calendar::format_date(r.to - 1),
+            of_cluster(q.cluster.as_deref())
         ),
         review::csv(&r),
     ))

@@ -304,6 +304,22 @@ async fn with_two_clusters_the_usage_csv_owes_each_cluster_its_own_share_by_the_
             );
         }
     }
+    // A review of one cluster downloads under a name of its own.
+    let csv = get(
+        &app,
+        &token,
+        "/api/v1/reports/quarter.csv?year=2026&quarter=1&cluster=west",
+    )
+    .await;
+    assert_eq!(csv.status, 200, "{}", csv.body);
+    assert!(
+        csv.headers["content-disposition"]
+            .to_str()
+            .unwrap()
+            .contains("\"hourglass-Q1-2026-west.csv\""),
+        "{:?}",
+        csv.headers
+    );
 }
 
 #[tokio::test]
