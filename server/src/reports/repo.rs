@@ -41,11 +41,21 @@ pub async fn capacity_by_cluster(
     .await
 }
 
-/// The first hour the cluster's capacity was recorded: reports have nothing before it.
+/// The first hour any cluster's capacity was recorded: reports have nothing before it.
 pub async fn first_capacity_hour(db: impl AnyExecutor<'_>) -> Result<Option<i64>, sqlx::Error> {
-    let (first,): (Option<i64>,) = sqlx::query_as("select min(hour) from capacity_hour")
-        .fetch_one(db)
-        .await?;
+    first_capacity_hour_of(db, None).await
+}
+
+/// The first hour capacity was recorded on cluster `cluster`, or on any (`None`).
+pub async fn first_capacity_hour_of(
+    db: impl AnyExecutor<'_>,
+    cluster: Option<i64>,
+) -> Result<Option<i64>, sqlx::Error> {
+    let (first,): (Option<i64>,) =
+        sqlx::query_as("select min(hour) from capacity_hour where $1 is null or cluster_id = $1")
+            .bind(cluster)
+            .fetch_one(db)
+            .await?;
     Ok(first)
 }
 

@@ -119,7 +119,8 @@ pub async fn review_of(
 ) -> Result<Review, ServerError> {
     let cluster = scope.cluster();
     let mut db = pool.acquire().await?;
-    let data_since = repo::first_capacity_hour(&mut *db).await?;
+    // A cluster added later has data since it was.
+    let data_since = repo::first_capacity_hour_of(&mut *db, cluster.map(|c| c.cluster_id)).await?;
     let Some(tree) = tree_snapshot::load(&mut db).await? else {
         return Ok(Review {
             from,

@@ -304,6 +304,18 @@ async fn with_two_clusters_the_usage_csv_owes_each_cluster_its_own_share_by_the_
             );
         }
     }
+    // A review of west alone has data since west's first hour; one of every cluster, since the
+    // first cluster's.
+    for (cluster, since) in [("&cluster=west", h1), ("", h0)] {
+        let review = get(
+            &app,
+            &token,
+            &format!("/api/v1/reports/quarter?year=2026&quarter=1{cluster}"),
+        )
+        .await
+        .json();
+        assert_eq!(review["data_since"], since, "{cluster}: {review}");
+    }
     // A review of one cluster downloads under a name of its own.
     let csv = get(
         &app,
