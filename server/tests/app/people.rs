@@ -282,3 +282,58 @@ async fn an_import_over_a_tree_records_the_people_it_changed_as_an_admins_import
         "the first import, then the second's change, newest first (either order within it)"
     );
 }
+
+/// Proposes new shares for ai's children as `who`: the status and the request.
+async fn propose(live: &Live, who: &str, shares: Value) -> (StatusCode, Value) {
+    let body = json!({ "node": "ai", "shares": shares, "justification": "season" });
+    live.post(who, "/api/v1/change-requests", body).await
+}
+
+#[tokio::test]
+async fn a_proposer_who_has_left_the_subtree_may_not_rebase_their_stale_request() {
+    let live = Live::start().await;
+    let (_, stale) = propose(&live, "bob", json!({ "ai/olmo": 1, "ai/molmo": 3 })).await;
+    let (_, first) = propose(&live, "ada", json!({ "ai/olmo": 5, "ai/molmo": 5 })).await;
+    let approve = format!("/api/v1/change-requests/{}/approve", first["id"]);
+    let (status, body) = live.post("pat", &approve, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // bob leaves ai/molmo, his only place under ai.
+    let leave = "/api/v1/tree/members?path=ai/molmo&username=bob";
+    assert_eq!(delete(&live, "pat", leave).await.0, StatusCode::OK);
+
+    let rebase = format!("/api/v1/change-requests/{}/rebase", stale["id"]);
+    let (status, body) = live.post("bob", &rebase, json!({})).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (_, pending) = live
+        .get("root", "/api/v1/change-requests?state=pending")
+        .await;
+    let ids: Vec<&Value> = pending
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["id"])
+        .collect();
+    assert_eq!(ids, [&stale["id"]], "nothing new was recorded: {pending}");
+    let (_, old) = live
+        .get("root", &format!("/api/v1/change-requests/{}", stale["id"]))
+        .await;
+    assert_eq!(old["state"], "stale", "and the old one is left as it was");
+}
+
+#[tokio::test]
+async fn a_member_of_a_project_that_was_removed_may_no_longer_propose_above_it() {
+    let live = Live::start().await;
+    // ai/olmo is removed (left out of ai's new shares); ada was a member of it alone.
+    let (status, removal) = propose(&live, "pat", json!({ "ai/molmo": 1 })).await;
+    assert_eq!(status, StatusCode::CREATED, "{removal}");
+    let approve = format!("/api/v1/change-requests/{}/approve", removal["id"]);
+    let (status, body) = live.post("root", &approve, json!({})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["state"], "applied", "{body}");
+
+    let (status, body) = propose(&live, "ada", json!({ "ai/molmo": 2 })).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    // bob, still a member of ai/molmo, may.
+    let (status, body) = propose(&live, "bob", json!({ "ai/molmo": 2 })).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}

@@ -59,10 +59,12 @@ pub async fn overrides_in_force(
     Ok(rows.into_iter().collect())
 }
 
-/// Every owner grant, by node path: one query, however many requests are judged with it.
+/// Every owner grant on a node still in the tree, by node path: one query, however many requests
+/// are judged with it.
 pub async fn owners(db: impl AnyExecutor<'_>) -> Result<Owners, sqlx::Error> {
     let rows: Vec<(String, i64)> = sqlx::query_as(
-        "select b.path, o.user_id from budget_owner o join budget_node b on b.budget_node_id = o.budget_node_id",
+        "select b.path, o.user_id from budget_owner o join budget_node b on b.budget_node_id = o.budget_node_id
+         where b.removed_at is null",
     )
     .fetch_all(db)
     .await?;
@@ -73,14 +75,15 @@ pub async fn owners(db: impl AnyExecutor<'_>) -> Result<Owners, sqlx::Error> {
     Ok(Owners(owners))
 }
 
-/// Paths of the nodes the user is a member of.
+/// Paths of the nodes still in the tree the user is a member of (a removed project's members
+/// are no longer in its parent's subtree).
 pub async fn member_paths(
     db: impl AnyExecutor<'_>,
     user_id: i64,
 ) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar(
         "select b.path from budget_member m join budget_node b on b.budget_node_id = m.budget_node_id
-         where m.user_id = $1",
+         where m.user_id = $1 and b.removed_at is null",
     )
     .bind(user_id)
     .fetch_all(db)

@@ -27,18 +27,27 @@ pub async fn propose(
                 format!("There is no node \"{}\" in the budget tree.", proposal.node),
             )
         })?;
-    let owners = repo::owners(&mut *tx).await?;
-    let member_paths = repo::member_paths(&mut *tx, actor.id).await?;
-    if !policy::may_propose(&owners, &member_paths, actor, &node.path) {
-        return Err(ServerError::Forbidden(format!(
-            "Only people in \"{}\"'s subtree (its members and owners) can propose changes to it.",
-            node.path
-        )));
-    }
+    ensure_may_propose(&mut tx, actor, &node.path).await?;
     let id = record(&mut tx, actor, &node, &proposal, now).await?;
     tx.commit().await?;
     tracing::info!(request = id, node = %node.path, proposer = %actor.username, "change request proposed");
     get(pool, actor, id).await
+}
+
+/// Refuses someone who is not in `path`'s subtree (a member or owner in it, or an owner above).
+async fn ensure_may_propose(
+    tx: &mut AnyConnection,
+    actor: &CurrentUser,
+    path: &str,
+) -> Result<(), ServerError> {
+    let owners = repo::owners(&mut *tx).await?;
+    let member_paths = repo::member_paths(&mut *tx, actor.id).await?;
+    if !policy::may_propose(&owners, &member_paths, actor, path) {
+        return Err(ServerError::Forbidden(format!(
+            "Only people in \"{path}\"'s subtree (its members and owners) can propose changes to it."
+        )));
+    }
+    Ok(())
 }
 
 /// Checks `proposal` against the node's children now and records it as a pending request.
@@ -162,6 +171,8 @@ pub async fn rebase(
         now,
     );
     proposal.cluster = row.cluster.clone();
+    // A rebase is a new proposal: its proposer must still be in the subtree.
+    ensure_may_propose(&mut tx, actor, &node.path).await?;
     let new_id = record(&mut tx, actor, &node, &proposal, now).await?;
     repo::mark_withdrawn(&mut *tx, id, actor.id, Some(new_id), now).await?;
     tx.commit().await?;
