@@ -554,3 +554,53 @@ async fn failed_sign_ins_on_two_replicas_add_up() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_token_is_listed_and_revoked_by_its_owner_alone() {
+    let live = crate::live::Live::start().await;
+    let bob_token = live.token("bob").await;
+    let (bob_id,): (i64,) = sqlx::query_as(
+        "select api_token_id from api_token t join \"user\" u on u.user_id = t.user_id
+         where u.username = 'bob'",
+    )
+    .fetch_one(&live.app.pool)
+    .await
+    .unwrap();
+    let ada = live.app.sign_in("ada", "long enough 1").await;
+    // ada neither sees bob's token nor can revoke it.
+    let listed = live
+        .app
+        .post_form("/api/tokens/list", &[], Some(&ada))
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(listed.json(), serde_json::json!([]), "{}", listed.body);
+    let id = bob_id.to_string();
+    let refused = live
+        .app
+        .post_form("/api/tokens/revoke", &[("id", id.as_str())], Some(&ada))
+        .await;
+    assert_eq!(refused.status, 404, "{}", refused.body);
+    let still = live
+        .http
+        .get(format!("{}/api/v1/workloads", live.url))
+        .bearer_auth(&bob_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(still.status(), 200, "bob's token still works");
+    // bob may.
+    let bob = live.app.sign_in("bob", "long enough 1").await;
+    let revoked = live
+        .app
+        .post_form("/api/tokens/revoke", &[("id", id.as_str())], Some(&bob))
+        .await;
+    assert!(revoked.status.is_success(), "{}", revoked.body);
+    let gone = live
+        .http
+        .get(format!("{}/api/v1/workloads", live.url))
+        .bearer_auth(&bob_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 401);
+}
