@@ -821,3 +821,80 @@ async fn only_a_nodes_newest_sync_numbers_an_answer_once_a_newer_one_has() {
     assert_eq!(answer(newer).await.unwrap(), Some(2));
     assert_eq!(answer(heartbeats.sync_number()).await.unwrap(), Some(3));
 }
+
+#[tokio::test]
+async fn a_node_token_cannot_end_or_write_the_output_of_another_nodes_run_nor_speak_as_that_node() {
+    let app = crate::support::TestApp::new().await;
+    let (n1_token, token) = crate::support::seed_org(&app.pool).await;
+    let (_, n2_token) = node_service::register_node(&app.pool, "n2", None, crate::support::now())
+        .await
+        .unwrap();
+    let n1 = app
+        .post_json(
+            "/api/agent/v1/sync",
+            &n1_token,
+            &json!({ "name": "n1", "gpus": 2 }),
+        )
+        .await;
+    assert_eq!(n1.status, reqwest::StatusCode::OK, "{}", n1.body);
+    let body = json!({ "project": "ai/olmo", "name": "w", "command": "sleep 60", "gpus": 2,
+                       "min_runtime_s": 60, "resumable": true, "priority": 0 });
+    let submitted = app.post_json("/api/v1/workloads", &token, &body).await;
+    assert_eq!(
+        submitted.status,
+        reqwest::StatusCode::CREATED,
+        "{}",
+        submitted.body
+    );
+    let id = submitted.json()["id"].as_i64().unwrap();
+    app.runtime.pass(crate::support::now()).await.unwrap();
+    let (run_id,): (i64,) =
+        sqlx::query_as("select workload_run_id from workload_run where workload_id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+
+    // n2's token claims n1's run ended and sends output for it: neither is taken.
+    let forged = json!({ "name": "n2", "gpus": 2,
+        "finished": [{ "run_id": run_id, "exit_code": 0 }],
+        "output": [{ "run_id": run_id, "offset": 0, "len": 6, "data": "forged" }] });
+    let sync = app
+        .post_json("/api/agent/v1/sync", &n2_token, &forged)
+        .await;
+    assert_eq!(sync.status, reqwest::StatusCode::OK, "{}", sync.body);
+    let (state, ended): (String, Option<i64>) = sqlx::query_as(
+        "select w.state, r.ended_at from workload w join workload_run r on r.workload_id = w.workload_id
+         where r.workload_run_id = $1",
+    )
+    .bind(run_id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((state.as_str(), ended), ("running", None));
+    let log = app
+        .send(
+            axum::http::Request::get(format!("/api/v1/workloads/{id}/log"))
+                .header("authorization", format!("Bearer {token}"))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(log.status, reqwest::StatusCode::OK, "{}", log.body);
+    assert!(!log.body.contains("forged"), "{}", log.body);
+
+    // Nor may n2's token speak as n1.
+    let posing = app
+        .post_json(
+            "/api/agent/v1/sync",
+            &n2_token,
+            &json!({ "name": "n1", "gpus": 2 }),
+        )
+        .await;
+    assert_eq!(
+        posing.status,
+        reqwest::StatusCode::CONFLICT,
+        "{}",
+        posing.body
+    );
+}
