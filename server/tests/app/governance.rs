@@ -396,3 +396,23 @@ async fn the_navigation_counts_the_requests_waiting_for_each_person_and_nobody_s
     assert_eq!(status, StatusCode::OK);
     assert_eq!(count(Some(pat)).await, 0, "decided");
 }
+
+#[tokio::test]
+async fn deciding_takes_owning_the_node_or_above_whatever_the_role() {
+    let live = Live::start().await;
+    live.app
+        .create_user("lee", "leadership", "long enough 1")
+        .await;
+    live.app.create_user("adm", "admin", "long enough 1").await;
+    let id = propose(&live, "ada", proposal(1.0, 1.0)).await;
+    for who in ["lee", "adm", "bob"] {
+        let (status, body) = approve_as(&live, who, id, json!({})).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{who} owns nothing: {body}");
+        let reject = format!("/api/v1/change-requests/{id}/reject");
+        let (status, body) = live.post(who, &reject, json!({})).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{who} owns nothing: {body}");
+    }
+    assert_eq!(fraction(&live, "ai/olmo").await, 0.75, "nothing applied");
+    approve(&live, "pat", id).await;
+    assert_eq!(fraction(&live, "ai/olmo").await, 0.5);
+}
