@@ -604,3 +604,41 @@ async fn a_token_is_listed_and_revoked_by_its_owner_alone() {
         .unwrap();
     assert_eq!(gone.status(), 401);
 }
+
+#[tokio::test]
+async fn signed_out_callers_get_401_from_every_download_stream_and_json_read() {
+    let app = org().await;
+    for path in [
+        "/api/v1/workloads",
+        "/api/v1/workloads/1",
+        "/api/v1/workloads/1/log",
+        "/api/v1/clusters",
+        "/api/v1/nodes",
+        "/api/v1/tree",
+        "/api/v1/tree/people?path=ai",
+        "/api/v1/tree/shares?path=ai",
+        "/api/v1/change-requests",
+        "/api/v1/reports/quarter",
+        "/api/v1/reports/quarter.csv",
+        "/api/v1/reports/review?from=2026-10-01&to=2027-01-01",
+        "/api/v1/reports/review.csv?from=2026-10-01&to=2027-01-01",
+        "/api/v1/reports/trend",
+        "/api/v1/reports/trend.csv",
+        "/api/v1/reports/people?path=ai",
+        "/api/v1/reports/usage.csv",
+        "/api/v1/stream",
+    ] {
+        let response = app.get(path, None).await;
+        assert_eq!(
+            response.status,
+            StatusCode::UNAUTHORIZED,
+            "{path}: {}",
+            response.body
+        );
+        assert!(
+            !response.body.contains("ai/olmo"),
+            "{path}: {}",
+            response.body
+        );
+    }
+}
