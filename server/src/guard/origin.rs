@@ -1,8 +1,9 @@
 //! CSRF defence: a write (POST, PUT, PATCH, DELETE) authenticated by the session cookie must come
 //! from a page of this site. Browsers send `Origin` on such requests (and `Sec-Fetch-Site`); a
 //! forged cross-site form or fetch carries the other site's origin and is refused before it
-//! reaches any handler. Requests with a bearer token (scripts, agents) carry no ambient
-//! credential and are not checked; the session cookie is also `SameSite=Lax`.
+//! reaches any handler. Requests with a bearer token and no cookie (scripts, agents) carry no
+//! ambient credential and are not checked; one with a cookie is checked, bearer or not (the pages'
+//! server functions authenticate by the cookie). The session cookie is also `SameSite=Lax`.
 
 use crate::AppState;
 use axum::{
@@ -17,7 +18,7 @@ pub async fn same_origin_writes(
     request: Request,
     next: Next,
 ) -> Response {
-    if is_write(request.method()) && !has_bearer(request.headers()) {
+    if is_write(request.method()) && !script(request.headers()) {
         if let Err(why) = check(request.headers(), state.proxy.public_authority.as_deref()) {
             tracing::warn!(path = %request.uri().path(), why, "cross-site write refused");
             return (
@@ -34,11 +35,13 @@ fn is_write(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-fn has_bearer(headers: &HeaderMap) -> bool {
-    headers
+/// A bearer token and no cookie: a script or an agent, not a browser's ambient credential.
+fn script(headers: &HeaderMap) -> bool {
+    let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("Bearer "))
+        .is_some_and(|v| v.starts_with("Bearer "));
+    bearer && !headers.contains_key(header::COOKIE)
 }
 
 /// `Ok` when the request is same-origin (its `Host`, or the `--public-url` a proxy serves it

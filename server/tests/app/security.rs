@@ -63,6 +63,12 @@ async fn a_cross_site_write_with_the_session_cookie_is_refused_and_changes_nothi
             ("referer", "https://evil.example/page"),
         ],
         vec![("host", "gpu.lab"), ("sec-fetch-site", "cross-site")],
+        // A bearer header beside the cookie does not make it a script's request.
+        vec![
+            ("host", "gpu.lab"),
+            ("origin", "https://evil.example"),
+            ("authorization", "Bearer anything"),
+        ],
     ] {
         let refused = post_with(&app, "/api/users/create", &form, &admin, &headers).await;
         assert_eq!(refused.status, StatusCode::FORBIDDEN, "{headers:?}");
