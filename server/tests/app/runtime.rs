@@ -158,7 +158,22 @@ async fn the_ledger_books_owed_time_as_the_funded_rate_capped_by_demand() {
     let id = live
         .submit("ada", job("ai/olmo", "wide", "sleep 3", 4, 900, true))
         .await;
-    live.wait_for_state(id, "succeeded").await;
+    let done = live.wait_for_state(id, "succeeded").await;
+    // The run's end is charged when the agent reports it; demand up to that end is booked by the
+    // next pass (the ledger's demand cursor passing it). Read once it has.
+    let ended = done["ended_at"].as_i64().unwrap();
+    let waited = std::time::Instant::now();
+    while server::runtime::repo::ledger_cursor(&live.app.pool, "demand")
+        .await
+        .unwrap()
+        .is_none_or(|through| through < ended)
+    {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(10),
+            "no pass booked demand through the run's end"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let rows: Vec<(f64, f64, f64, f64)> = sqlx::query_as(
         "select u.owed_gpu_s, u.demand_gpu_s, u.charged_gpu_s, c.healthy_gpu_s from usage_hour u
          join budget_node b on b.budget_node_id = u.budget_node_id join capacity_hour c on c.hour = u.hour
