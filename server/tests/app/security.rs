@@ -221,6 +221,23 @@ async fn every_mutation_is_authorized_on_the_server_for_every_role() {
             [401, 403, 403, 200],
         ),
         (
+            "/api/users/set-role",
+            vec![("user_id", bob_id.as_str()), ("role", "researcher")],
+            [401, 403, 403, 200],
+        ),
+        ("/api/settings/webhook/test", vec![], [401, 403, 403, 422]),
+        // Only an owner of the node or above (root owns the root) adds a member.
+        (
+            "/api/budget/people/change",
+            vec![
+                ("kind", "member"),
+                ("path", "ai/olmo"),
+                ("username", "bob"),
+                ("add", "true"),
+            ],
+            [401, 403, 403, 200],
+        ),
+        (
             "/api/settings/update",
             settings.to_vec(),
             [401, 403, 403, 200],
