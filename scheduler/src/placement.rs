@@ -240,80 +240,123 @@ impl Pool {
         gpus: u32,
         free_at: &dyn Fn(&Run) -> Option<Time>,
     ) -> Option<(Time, Vec<NodeGpus>)> {
-        let mut hosts: Vec<(Time, usize, GpuSet)> = Vec::new();
-        let mut moments: Vec<(Time, GpuSet)> = Vec::new();
-        let single = gpus <= self.node_size;
-        // A single-host request takes the first host by (moment, host): no need to sort them all.
-        let mut first: Option<(Time, usize, GpuSet)> = None;
-        for (node, slot) in self.slots.iter().enumerate() {
-            if !slot.schedulable() || slot.reservation.is_some() || (single && slot.size < gpus) {
+        if gpus <= self.node_size {
+            return self.earliest_single(gpus, free_at);
+        }
+        // A gang takes whole hosts: each is ready when its last run's GPUs come free.
+        let mut hosts: Vec<(Time, usize, GpuSet)> = Vec::with_capacity(self.slots.len());
+        'hosts: for (node, slot) in self.slots.iter().enumerate() {
+            if !slot.schedulable() || slot.reservation.is_some() {
                 continue;
             }
-            moments.clear();
-            if !slot.free.is_empty() {
-                moments.push((self.now, slot.free));
-            }
-            let mut blocked = GpuSet::EMPTY;
+            let mut at = self.now;
             for &(run, held) in self.slot_runs(node) {
                 let r = &self.runs[run as usize];
                 if !r.alive {
                     continue;
                 }
                 match free_at(r) {
-                    Some(at) => {
+                    Some(t) => {
                         if !held.is_empty() {
-                            moments.push((at.max(self.now), held));
+                            at = at.max(t);
                         }
                     }
-                    None => blocked = blocked.union(held),
+                    None if held.is_empty() => {}
+                    None => continue 'hosts,
                 }
             }
-            if single {
-                let Some((at, mask)) = first_to_free(&mut moments, gpus) else {
-                    continue;
-                };
-                if first.is_none_or(|f| at < f.0) {
-                    first = Some((at, node, mask));
-                }
-            } else if blocked.is_empty() {
-                let at = moments.iter().map(|m| m.0).max().unwrap_or(self.now);
-                hosts.push((at, node, slot.all));
-            }
-        }
-        if single {
-            return first.map(|(at, node, gpus)| {
-                let part = NodeGpus {
-                    node: Pool::node_id(node),
-                    gpus,
-                };
-                (at, vec![part])
-            });
+            hosts.push((at, node, slot.all));
         }
         // The earliest moment enough whole hosts are ready...
         hosts.sort_unstable_by_key(|h| (h.0, h.1));
         let mut total = 0;
-        let at = hosts.iter().find_map(|h| {
+        let ready = hosts.iter().position(|h| {
             total += h.2.count();
-            (total >= gpus).then_some(h.0)
+            total >= gpus
         })?;
+        let at = hosts[ready].0;
         // ...and, among the hosts ready by then, those that become ready last: hosts idle now
         // stay with the queue (work whose minimum runtime ends in time may backfill them anyway).
-        hosts.retain(|h| h.0 <= at);
-        hosts.sort_unstable_by_key(|h| (std::cmp::Reverse(h.0), h.1));
+        // Hosts are sorted by (moment, host): walk the moments from the latest, each one's hosts
+        // in order.
+        let by_then = hosts.partition_point(|h| h.0 <= at);
         let mut parts = Vec::new();
         let mut total = 0;
-        for &(_, node, mask) in &hosts {
-            if total >= gpus {
-                break;
+        let mut end = by_then;
+        'moments: while end > 0 {
+            let moment = hosts[end - 1].0;
+            let begin = hosts[..end].partition_point(|h| h.0 < moment);
+            for &(_, node, mask) in &hosts[begin..end] {
+                if total >= gpus {
+                    break 'moments;
+                }
+                total += mask.count();
+                parts.push(NodeGpus {
+                    node: Pool::node_id(node),
+                    gpus: mask,
+                });
             }
-            total += mask.count();
-            parts.push(NodeGpus {
-                node: Pool::node_id(node),
-                gpus: mask,
-            });
+            end = begin;
         }
         parts.sort_unstable();
         Some((at, parts))
+    }
+
+    /// [`Pool::earliest_by`] for a request that fits on one host: the first host by (moment, host).
+    fn earliest_single(
+        &self,
+        gpus: u32,
+        free_at: &dyn Fn(&Run) -> Option<Time>,
+    ) -> Option<(Time, Vec<NodeGpus>)> {
+        let mut moments: Vec<(Time, GpuSet)> = Vec::new();
+        let mut first: Option<(Time, usize, GpuSet)> = None;
+        for (node, slot) in self.slots.iter().enumerate() {
+            if !slot.schedulable() || slot.reservation.is_some() || slot.size < gpus {
+                continue;
+            }
+            moments.clear();
+            if !slot.free.is_empty() {
+                moments.push((self.now, slot.free));
+            }
+            // GPUs freed before the best host so far: a host with fewer cannot take its place.
+            let mut sooner = 0;
+            let beat = |t: Time| first.is_none_or(|f| t < f.0);
+            if beat(self.now) {
+                sooner += slot.free.count();
+            }
+            for &(run, held) in self.slot_runs(node) {
+                let r = &self.runs[run as usize];
+                if !r.alive || held.is_empty() {
+                    continue;
+                }
+                if let Some(at) = free_at(r) {
+                    let at = at.max(self.now);
+                    moments.push((at, held));
+                    if beat(at) {
+                        sooner += held.count();
+                    }
+                }
+            }
+            if sooner < gpus {
+                continue;
+            }
+            if let Some((at, mask)) = first_to_free(&mut moments, gpus) {
+                if beat(at) {
+                    first = Some((at, node, mask));
+                    if at == self.now {
+                        // Nothing comes sooner; a later host would lose the tie.
+                        break;
+                    }
+                }
+            }
+        }
+        first.map(|(at, node, gpus)| {
+            let part = NodeGpus {
+                node: Pool::node_id(node),
+                gpus,
+            };
+            (at, vec![part])
+        })
     }
 }
 
