@@ -282,18 +282,33 @@ impl Pool {
             loosened: Vec::new(),
         };
         pool.slot_runs = vec![(0, GpuSet::EMPTY); room as usize];
+        // One walk over the runs. Each host's runs are kept by workload id: the snapshot usually
+        // lists them so, and a host that received one out of order is sorted afterwards.
+        let mut last_id: Vec<Option<WorkloadId>> = vec![None; state.nodes.len()];
+        let mut unsorted = false;
         for run in state.running {
-            if run.spec.is_debug() {
-                pool.debug_gpus += run.placement.gpu_count();
-            }
             let at = pool.parts.len() as u32;
-            pool.parts.extend_from_slice(&run.placement.parts);
             let index = pool.runs.len() as u32;
+            let mut gpus = 0;
+            let mut usable_gpus = 0;
             for part in &run.placement.parts {
-                let slot = &mut pool.slots[part.node.index()];
+                let node = part.node.index();
+                let slot = &mut pool.slots[node];
                 slot.free = slot.free.without(part.gpus);
                 pool.slot_runs[(slot.runs_at + slot.runs_len) as usize] = (index, part.gpus);
                 slot.runs_len += 1;
+                let count = part.gpus.count();
+                gpus += count;
+                if slot.schedulable() {
+                    usable_gpus += count;
+                }
+                let last = &mut last_id[node];
+                unsorted |= last.is_some_and(|id| id > run.spec.id);
+                *last = Some(run.spec.id);
+                pool.parts.push(*part);
+            }
+            if run.spec.is_debug() {
+                pool.debug_gpus += gpus;
             }
             pool.runs.push(Run {
                 spec: run.spec,
@@ -303,27 +318,26 @@ impl Pool {
                 rank: rank_of(run.spec.leaf),
                 protected_until: run.protected_until(),
                 baseline_protected: run.baseline_protected,
-                cost: Cost::of(&run.spec, run.placement.gpu_count(), now - run.started_at),
+                cost: Cost::of(&run.spec, gpus, now - run.started_at),
                 parts: (at, run.placement.parts.len() as u32),
-                usable_gpus: 0,
+                usable_gpus,
             });
+            pool.count_run(index as usize, 1);
         }
-        // By workload id on every host, whatever order the snapshot listed them in; the ids are
-        // read from a list of their own, not from the runs, which are far apart in memory.
-        let ids: Vec<WorkloadId> = state.running.iter().map(|r| r.spec.id).collect();
-        for slot in &pool.slots {
-            let at = slot.runs_at as usize;
-            let runs = &mut pool.slot_runs[at..at + slot.runs_len as usize];
-            if !runs.is_sorted_by_key(|&(run, _)| ids[run as usize]) {
-                runs.sort_unstable_by_key(|&(run, _)| ids[run as usize]);
+        if unsorted {
+            // The ids are read from a list of their own, not from the runs, which are far apart
+            // in memory.
+            let ids: Vec<WorkloadId> = state.running.iter().map(|r| r.spec.id).collect();
+            for slot in &pool.slots {
+                let at = slot.runs_at as usize;
+                let runs = &mut pool.slot_runs[at..at + slot.runs_len as usize];
+                if !runs.is_sorted_by_key(|&(run, _)| ids[run as usize]) {
+                    runs.sort_unstable_by_key(|&(run, _)| ids[run as usize]);
+                }
             }
         }
         for i in 0..pool.slots.len() {
             pool.count_idle(i, 1);
-        }
-        for i in 0..pool.runs.len() {
-            pool.runs[i].usable_gpus = pool.usable_gpus_of(i as u32);
-            pool.count_run(i, 1);
         }
         pool
     }
