@@ -30,8 +30,11 @@ pub struct Standings {
     rank_range: Vec<(u32, u32)>,
     leaves: Vec<BudgetId>,
     leaf_rank: Vec<u32>,
-    /// For each leaf rank, its path from the root's child down to the leaf.
-    paths: Vec<Vec<BudgetId>>,
+    /// Every leaf's path from the root's child down to the leaf, one after another by leaf
+    /// rank (one list, not one per leaf: standings are worked out at every pass).
+    paths: Vec<BudgetId>,
+    /// Where each leaf rank's path starts in `paths`; its end is the next one's start.
+    path_at: Vec<u32>,
 }
 
 /// Where two leaves' paths part, and each side's ratio there.
@@ -131,8 +134,10 @@ impl Standings {
             rank_range: vec![(0, 0); n],
             leaves: Vec::new(),
             leaf_rank: vec![u32::MAX; n],
-            paths: Vec::new(),
+            paths: Vec::with_capacity(2 * n),
+            path_at: Vec::with_capacity(n + 1),
         };
+        standings.path_at.push(0);
         let mut path = Vec::new();
         standings.rank_subtree(tree, BudgetId::ROOT, now, &mut path);
         standings
@@ -149,7 +154,8 @@ impl Standings {
         if tree.is_leaf(node) {
             self.leaf_rank[node.index()] = lo;
             self.leaves.push(node);
-            self.paths.push(path.clone());
+            self.paths.extend_from_slice(path);
+            self.path_at.push(self.paths.len() as u32);
         } else {
             let shares = tree.version_at(now);
             let mut kids = tree.children(node).to_vec();
@@ -224,10 +230,16 @@ impl Standings {
         self.leaves.len()
     }
 
+    /// The leaf's path from the root's child down to it.
+    fn path(&self, leaf: BudgetId) -> &[BudgetId] {
+        let rank = self.leaf_rank(leaf) as usize;
+        &self.paths[self.path_at[rank] as usize..self.path_at[rank + 1] as usize]
+    }
+
     /// Where the paths to two different leaves part (`None` for the same leaf).
     pub fn split(&self, ours: BudgetId, theirs: BudgetId) -> Option<LevelComparison> {
-        let a = &self.paths[self.leaf_rank(ours) as usize];
-        let b = &self.paths[self.leaf_rank(theirs) as usize];
+        let a = self.path(ours);
+        let b = self.path(theirs);
         let (x, y) = a.iter().zip(b).find(|(x, y)| x != y)?;
         Some(LevelComparison {
             ours: *x,
@@ -253,7 +265,7 @@ impl Standings {
         tree: &BudgetTree,
     ) -> Vec<bool> {
         let mut out = vec![false; self.leaves.len()];
-        let path = &self.paths[self.leaf_rank(waiting) as usize];
+        let path = self.path(waiting);
         let mut parent = BudgetId::ROOT;
         for &ours in path {
             for &sibling in tree.children(parent) {
