@@ -149,3 +149,45 @@ describe('several clusters in the browser', () => {
     });
   });
 });
+
+describe('a cluster named default beside another', () => {
+  let server;
+  let browser;
+
+  before(async () => {
+    server = await TestServer.start();
+    server.createUser('root', 'admin', 'root-password-1');
+    server.createUser('ada', 'researcher', 'ada-password-1');
+    server.importTree(ORG);
+    // An agent started without --cluster joins `default`.
+    await server.startAgent('plain-1', 1);
+    await server.startAgent('h100-1', 1, 'h100');
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("a workload's page names its cluster, default included, once there are several", async (t) => {
+    const token = server.apiToken('ada');
+    const submit = (cluster) => server.postJson(token, '/api/v1/workloads', {
+      project: 'ai/olmo', name: `on-${cluster}`, command: 'sleep 600', gpus: 1,
+      min_runtime_s: 900, resumable: true, priority: 0, cluster,
+    });
+    const plain = await submit('default');
+    const h100 = await submit('h100');
+    await withPage(browser, t, async (page) => {
+      await signIn(page, server.url, 'ada', 'ada-password-1');
+      await page.getByRole('heading', { name: 'Welcome, ada' }).waitFor();
+      for (const [workload, cluster] of [[plain, 'default'], [h100, 'h100']]) {
+        await page.goto(`${server.url}/workloads/${workload.id}`);
+        await waitForHydration(page);
+        const facts = page.locator('dl.facts');
+        await facts.getByText('Cluster', { exact: true }).waitFor();
+        assert.equal(await facts.locator('dt:text-is("Cluster") + dd').textContent(), cluster);
+      }
+    });
+  });
+});

@@ -3,7 +3,10 @@
 use crate::{
     calendar::format_date,
     clock::now_s,
-    components::{badge::StateBadge, field::FormError, sparkline::UtilizationSpark, time::Moment},
+    components::{
+        badge::StateBadge, cluster_filter::use_clusters, field::FormError,
+        sparkline::UtilizationSpark, time::Moment,
+    },
     live::use_live_updates,
     workloads::{
         api::{get_workload_detail, CancelWorkload},
@@ -35,11 +38,13 @@ pub fn WorkloadPage() -> impl IntoView {
         move || (id(), live.get(), cancel.version().get()),
         |(id, _, _)| get_workload_detail(id),
     );
+    let clusters = use_clusters();
     view! {
         <Transition fallback=|| view! { <p class="loading">"Loading the workload…"</p> }>
             {move || Suspend::new(async move {
+                let several_clusters = clusters.await.len() > 1;
                 match detail.await {
-                    Ok(detail) => view! { <Detail detail cancel /> }.into_any(),
+                    Ok(detail) => view! { <Detail detail cancel several_clusters /> }.into_any(),
                     Err(error) => view! {
                         <Title text="Workload" />
                         <section class="card narrow"><h1>"Workload"</h1><p role="alert">{error.to_string()}</p></section>
@@ -51,7 +56,13 @@ pub fn WorkloadPage() -> impl IntoView {
 }
 
 #[component]
-fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl IntoView {
+fn Detail(
+    detail: WorkloadDetail,
+    cancel: ServerAction<CancelWorkload>,
+    /// Whether the lab has more than one cluster: then every workload names its own, `default`
+    /// included.
+    several_clusters: bool,
+) -> impl IntoView {
     let w = detail.workload.clone();
     let now = now_s();
     let error = Signal::derive(move || cancel.value().get().and_then(Result::err));
@@ -181,7 +192,7 @@ fn Detail(detail: WorkloadDetail, cancel: ServerAction<CancelWorkload>) -> impl 
                 <h2>"Details"</h2>
                 <dl class="facts">
                     <dt>"Project"</dt><dd>{w.project.clone()}</dd>
-                    {(w.cluster != "default" && !w.cluster.is_empty()).then(|| view! { <dt>"Cluster"</dt><dd>{w.cluster.clone()}</dd> })}
+                    {((several_clusters || w.cluster != "default") && !w.cluster.is_empty()).then(|| view! { <dt>"Cluster"</dt><dd>{w.cluster.clone()}</dd> })}
                     <dt>"Waited"</dt><dd>{waited}</dd>
                     {ran.map(|r| view! { <dt>"Ran"</dt><dd>{r}</dd> })}
                     {charged.map(|c| view! { <dt>"Charged"</dt><dd>{c}</dd> })}
