@@ -218,10 +218,12 @@ mod ssr {
             to: String,
             each_cluster: bool,
         ) -> Result<crate::reports::Review, AppError>;
+        /// On `cluster` alone, or on every cluster together when it is empty.
         async fn usage_series(
             &self,
             actor: &CurrentUser,
             node: String,
+            cluster: String,
             from: i64,
             to: i64,
             granularity: String,

@@ -116,7 +116,8 @@ describe('charts', () => {
       await waitForHydration(page);
       // Client-side: ECharts is added to the page and loads after the chart's effect runs.
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Budget tree' }).click();
-      const recent = page.getByRole('region', { name: 'Allocation vs delivered, last two weeks' });
+      // The demo has two clusters: the page shows the first by name, and its chart is of it.
+      const recent = page.getByRole('region', { name: 'Allocation vs delivered on b200, last two weeks' });
       await waitForChart(page, recent.getByRole('img', { name: /^GPU-hours per day for the cluster/ }));
       await page.waitForTimeout(1_500);
       mkdirSync(RESULTS, { recursive: true });

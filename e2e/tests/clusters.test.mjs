@@ -112,9 +112,12 @@ describe('several clusters in the browser', () => {
       await page.goto(`${server.url}/tree`);
       await waitForHydration(page);
       assert.equal(await page.getByRole('combobox', { name: /^Cluster/ }).inputValue(), 'east');
+      // The chart below the tree is of the cluster shown too.
+      await page.getByRole('heading', { name: 'Allocation vs delivered on east, last two weeks' }).waitFor();
       await page.goto(`${server.url}/tree?cluster=west`);
       await waitForHydration(page);
       assert.equal(await page.getByRole('combobox', { name: /^Cluster/ }).inputValue(), 'west');
+      await page.getByRole('heading', { name: 'Allocation vs delivered on west, last two weeks' }).waitFor();
       await page.getByRole('button', { name: 'Propose a change to ai' }).click();
       const editor = page.getByRole('region', { name: 'Rebalance ai' });
       await editor.waitFor();

@@ -489,12 +489,15 @@ impl Backend for ServerBackend {
         &self,
         _actor: &CurrentUser,
         node: String,
+        cluster: String,
         from: i64,
         to: i64,
         granularity: String,
     ) -> Result<app::reports::UsageSeries, AppError> {
         use crate::reports::usage;
         let parsed = usage::parse_granularity(&granularity)?;
-        Ok(usage::usage_series(&self.pool, node, from, to, parsed, self.runtime.now()).await?)
+        let cluster = crate::workloads::service::cluster_filter(&self.pool, Some(&cluster)).await?;
+        let now = self.runtime.now();
+        Ok(usage::usage_series(&self.pool, node, cluster.as_ref(), from, to, parsed, now).await?)
     }
 }

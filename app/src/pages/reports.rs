@@ -245,11 +245,11 @@ fn ReviewCharts(
         ChartData {
             overview: Resource::new(
                 || (),
-                move |_| usage_series(String::new(), from, to, "day".into()),
+                move |_| usage_series(String::new(), String::new(), from, to, "day".into()),
             ),
             allocation: Resource::new(
                 move || (node.get(), granularity.get()),
-                move |(n, g)| usage_series(n, from, to, g),
+                move |(n, g)| usage_series(n, String::new(), from, to, g),
             ),
             activity_granularity,
             activity: Resource::new(

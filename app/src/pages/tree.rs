@@ -83,6 +83,7 @@ pub fn TreePage() -> impl IntoView {
                         // for that cluster alone.
                         let shown = Some(cluster.get_untracked()).filter(|c| !c.is_empty())
                             .or_else(|| names.first().cloned()).unwrap_or_default();
+                        let chart_cluster = if names.len() > 1 { shown.clone() } else { String::new() };
                         let clusters_for_editor = if names.len() > 1 { vec![shown] } else { Vec::new() };
                         let paths: Vec<String> = nodes.iter().map(|n| n.path.clone()).filter(|p| !p.is_empty()).collect();
                         view! {
@@ -105,7 +106,7 @@ pub fn TreePage() -> impl IntoView {
                                     </tbody>
                                 </table>
                             </div>
-                            <RecentUsage paths />
+                            <RecentUsage paths cluster=chart_cluster />
                             {move || editing.get().and_then(|path| {
                                 let node = for_editor.iter().find(|n| n.path == path)?.clone();
                                 let prefix = if path.is_empty() { String::new() } else { format!("{path}/") };
@@ -130,22 +131,28 @@ pub fn TreePage() -> impl IntoView {
     }
 }
 
-/// Allocation vs delivered over the last two weeks for a chosen node.
+/// Allocation vs delivered over the last two weeks for a chosen node, on the cluster whose shares
+/// the page shows (empty: the lab's one cluster).
 #[component]
-fn RecentUsage(paths: Vec<String>) -> impl IntoView {
+fn RecentUsage(paths: Vec<String>, cluster: String) -> impl IntoView {
     const DAYS: i64 = 14;
     let node = RwSignal::new(String::new());
     // Whole days, so the server's and the browser's clocks agree on the period.
     let to = (now_s().div_euclid(86_400) + 1) * 86_400;
     let from = to - DAYS * 86_400;
+    let heading = if cluster.is_empty() {
+        "Allocation vs delivered, last two weeks".to_string()
+    } else {
+        format!("Allocation vs delivered on {cluster}, last two weeks")
+    };
     let series = Resource::new(
         move || node.get(),
-        move |n| usage_series(n, from, to, "day".into()),
+        move |n| usage_series(n, cluster.clone(), from, to, "day".into()),
     );
     view! {
         <section class="card chart-card" aria-labelledby="recent-usage-heading">
             <div class="chart-head">
-                <h2 id="recent-usage-heading">"Allocation vs delivered, last two weeks"</h2>
+                <h2 id="recent-usage-heading">{heading}</h2>
                 <div class="filters" role="group" aria-label="Choose what to chart">
                     <label for="recent-usage-node">"Node"</label>
                     <select id="recent-usage-node" on:change=move |ev| node.set(event_target_value(&ev))>

@@ -71,10 +71,11 @@ pub async fn people_usage(
 }
 
 /// Usage of `node` (empty: the whole cluster) and its children over `[from, to)`, per
-/// `granularity` (`hour` or `day`).
+/// `granularity` (`hour` or `day`), on `cluster` alone (empty: every cluster together).
 #[server(name = GetUsageSeries, prefix = "/api", endpoint = "reports/series")]
 pub async fn usage_series(
     node: String,
+    cluster: String,
     from: i64,
     to: i64,
     granularity: String,
@@ -83,7 +84,7 @@ pub async fn usage_series(
     with_status(
         async {
             backend()?
-                .usage_series(&require_user()?, node, from, to, granularity)
+                .usage_series(&require_user()?, node, cluster, from, to, granularity)
                 .await
         }
         .await,

@@ -221,11 +221,12 @@ pub struct UsageQuery {
     node: String,
     #[serde(default)]
     granularity: String,
+    cluster: Option<String>,
 }
 
-/// `GET /api/v1/reports/usage.csv?from=…&to=…&node=…&granularity=hour|day` (`from` and `to` in
-/// epoch seconds or ISO 8601, `to` excluded; default: the last 7 days of the whole cluster, per
-/// day).
+/// `GET /api/v1/reports/usage.csv?from=…&to=…&node=…&granularity=hour|day&cluster=…` (`from` and
+/// `to` in epoch seconds or ISO 8601, `to` excluded; default: the last 7 days of the whole
+/// cluster, per day; `cluster`: that cluster alone, otherwise every cluster together).
 pub async fn usage_csv(
     State(state): State<AppState>,
     ApiUser(_user): ApiUser,
@@ -234,20 +235,32 @@ pub async fn usage_csv(
     let to = calendar::moment_opt("to", q.to.as_deref())?.unwrap_or_else(|| state.runtime.now());
     let from = calendar::moment_opt("from", q.from.as_deref())?.unwrap_or(to - 7 * 86_400);
     let granularity = usage::parse_granularity(&q.granularity)?;
+    let cluster =
+        crate::workloads::service::cluster_filter(&state.pool, q.cluster.as_deref()).await?;
     let series = usage::series(
         &state.pool,
         &q.node,
+        cluster.as_ref(),
         from,
         to,
         granularity,
         state.runtime.now(),
     )
     .await?;
-    let utilization = usage::utilization(&state.pool, &q.node, from, to, granularity).await?;
-    Ok(csv_download(
-        "hourglass-usage.csv".into(),
-        usage::csv(&series, &utilization),
-    ))
+    let utilization = usage::utilization(
+        &state.pool,
+        &q.node,
+        cluster.as_ref(),
+        from,
+        to,
+        granularity,
+    )
+    .await?;
+    let name = match &cluster {
+        Some(c) => format!("hourglass-usage-{}.csv", c.name),
+        None => "hourglass-usage.csv".to_string(),
+    };
+    Ok(csv_download(name, usage::csv(&series, &utilization)))
 }
 
 #[derive(Deserialize)]

@@ -265,6 +265,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
         let series = usage::series(
             &pool,
             "",
+            None,
             end - 365 * DAY,
             end,
             usage::parse_granularity("day")?,
@@ -274,6 +275,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
         let utilization = usage::utilization(
             &pool,
             "",
+            None,
             end - 365 * DAY,
             end,
             usage::parse_granularity("day")?,
@@ -285,6 +287,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
         let series = usage::series(
             &pool,
             "",
+            None,
             end - 7 * DAY,
             end,
             usage::parse_granularity("hour")?,
@@ -294,6 +297,7 @@ pub async fn run(database: Option<&str>, args: HistoryArgs) -> Result<(), Server
         let utilization = usage::utilization(
             &pool,
             "",
+            None,
             end - 7 * DAY,
             end,
             usage::parse_granularity("hour")?,

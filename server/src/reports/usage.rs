@@ -2,7 +2,7 @@
 //! unallocated GPU-hours — the data behind the allocation charts, and the CSV export.
 
 use super::{csv_out, repo, rollup};
-use crate::{budget::snapshot as tree_snapshot, ServerError};
+use crate::{budget::snapshot as tree_snapshot, clusters::Cluster, ServerError};
 use app::reports::{ShareMark, UsageLine, UsageSeries};
 use scheduler::{BudgetId, DAY, HOUR};
 use sqlx::AnyPool;
@@ -54,16 +54,18 @@ impl Buckets for Granularity {
     }
 }
 
-/// The allocation chart's data: `node` (first line) and its children, one value per bucket.
+/// The allocation chart's data: `node` (first line) and its children, one value per bucket, on
+/// `cluster` alone or on every cluster together.
 pub async fn usage_series(
     pool: &AnyPool,
     node: String,
+    cluster: Option<&Cluster>,
     from: i64,
     to: i64,
     granularity: Granularity,
     now: i64,
 ) -> Result<UsageSeries, ServerError> {
-    let cells = series(pool, &node, from, to, granularity, now).await?;
+    let cells = series(pool, &node, cluster, from, to, granularity, now).await?;
     let (buckets, lines) = pivot(&cells);
     let share_changes = share_changes(pool, &node, from, to).await?;
     Ok(UsageSeries {
@@ -156,11 +158,12 @@ fn groups(t: &scheduler::BudgetTree, node: &str) -> Result<Vec<BudgetId>, Server
 }
 
 /// `(bucket start, path) → [funded, owed, delivered, unallocated]` GPU-hours for `node` and its
-/// children over `[from, to)`. Day and week buckets take the days already over from the daily
+/// children over `[from, to)`, on `cluster` alone or on every cluster together. Day and week buckets take the days already over from the daily
 /// rollups (rolling up those not yet done); hours, partial days and today come from the ledger.
 pub async fn series(
     pool: &AnyPool,
     node: &str,
+    cluster: Option<&Cluster>,
     from: i64,
     to: i64,
     granularity: Granularity,
@@ -182,8 +185,12 @@ pub async fn series(
     // it alone overrides the tree's, as the ledger and the daily rollups reckon it.
     let trees = tree_snapshot::with_overrides(&mut db, tree.clone()).await?;
     let mut capacity: BTreeMap<i64, Vec<(i64, f64)>> = BTreeMap::new();
+    let only = cluster.map(|c| c.cluster_id);
+    let counted = |id: i64| only.is_none_or(|only| only == id);
     for (cluster, hour, gpu_s) in repo::capacity_by_cluster(&mut *db, from, to).await? {
-        capacity.entry(hour).or_default().push((cluster, gpu_s));
+        if counted(cluster) {
+            capacity.entry(hour).or_default().push((cluster, gpu_s));
+        }
     }
     // Whole days the rollups hold, with each group's delivered, unallocated and owed per day.
     let mut rolled: BTreeSet<i64> = BTreeSet::new();
@@ -199,7 +206,7 @@ pub async fn series(
                 .collect();
             let ids: Vec<i64> = groups.iter().map(|g| tree.db_id(*g)).collect();
             for (node, day, charged, free, owed) in
-                repo::node_days(&mut *db, first, last, &ids, None).await?
+                repo::node_days(&mut *db, first, last, &ids, only).await?
             {
                 if let Some(g) = tree
                     .engine_id(node)
@@ -227,7 +234,12 @@ pub async fn series(
         while end < to && !rolled.contains(&end) {
             end = (end + DAY).min(to);
         }
-        rows.extend(repo::ledger_hours(&mut *db, stretch, end).await?);
+        rows.extend(
+            repo::ledger_hours(&mut *db, stretch, end)
+                .await?
+                .into_iter()
+                .filter(|row| counted(row.cluster_id)),
+        );
         stretch = end;
     }
     // Per group and hour: delivered, unallocated, and a leaf's owed as the ledger booked it; per
@@ -301,10 +313,12 @@ pub async fn series(
 
 /// `(bucket start, path) → (GPU-seconds sampled, the same weighted by utilization)` for `node`
 /// and its children over `[from, to)`, from the hours the agents sampled (see
-/// [`crate::agent::utilization`]): the mean utilization of delivered time is their quotient.
+/// [`crate::agent::utilization`]): the mean utilization of delivered time is their quotient. On
+/// `cluster` alone or on every cluster together.
 pub async fn utilization(
     pool: &AnyPool,
     node: &str,
+    cluster: Option<&Cluster>,
     from: i64,
     to: i64,
     granularity: Granularity,
@@ -317,10 +331,11 @@ pub async fn utilization(
     let groups = groups(t, node)?;
     let rows: Vec<(i64, i64, f64, f64)> = sqlx::query_as(
         "select budget_node_id, hour, sampled_gpu_s, utilized_gpu_s from usage_hour
-         where hour >= $1 and hour < $2 and sampled_gpu_s > 0",
+         where hour >= $1 and hour < $2 and sampled_gpu_s > 0 and ($3 is null or cluster_id = $3)",
     )
     .bind(from.div_euclid(HOUR) * HOUR)
     .bind(to)
+    .bind(cluster.map(|c| c.cluster_id))
     .fetch_all(&mut *db)
     .await?;
     let mut out: BTreeMap<(i64, String), (f64, f64)> = BTreeMap::new();

@@ -239,12 +239,9 @@ async fn the_usage_csv_has_a_header_and_one_row_per_bucket_and_node() {
     assert_eq!(bad.status, 422);
 }
 
-#[tokio::test]
-async fn with_two_clusters_the_usage_csv_owes_each_cluster_its_own_share_by_the_hour_and_by_the_day(
-) {
-    let (app, token, h0) = fixture().await;
-    // A day later, a second cluster of 4 GPUs: ai/olmo (75%) asks for all of the first and gets
-    // it, ai/molmo (25%) all of the second. Each is owed its share of its own cluster only.
+/// A day after `h0`, a second cluster of 4 GPUs beside the first: ai/olmo (75%) asks for all of
+/// the first and gets it, ai/molmo (25%) all of the second, in that one hour. Returns the hour.
+async fn two_clusters_busy_for_an_hour(app: &TestApp, h0: i64) -> i64 {
     let h1 = h0 + 86_400;
     sqlx::query("insert into cluster (name, created_at) values ('west', 0)")
         .execute(&app.pool)
@@ -281,6 +278,15 @@ async fn with_two_clusters_the_usage_csv_owes_each_cluster_its_own_share_by_the_
         .await
         .unwrap();
     }
+    h1
+}
+
+#[tokio::test]
+async fn with_two_clusters_the_usage_csv_owes_each_cluster_its_own_share_by_the_hour_and_by_the_day(
+) {
+    let (app, token, h0) = fixture().await;
+    // Each is owed its share of its own cluster only.
+    let h1 = two_clusters_busy_for_an_hour(&app, h0).await;
     // By the hour (from the ledger) and by the day (from the day's rollup), the same figures.
     for (granularity, to) in [("hour", h1 + 3600), ("day", h1 + 86_400)] {
         let response = get(
@@ -331,6 +337,66 @@ async fn with_two_clusters_the_usage_csv_owes_each_cluster_its_own_share_by_the_
             .contains("\"hourglass-Q1-2026-west.csv\""),
         "{:?}",
         csv.headers
+    );
+}
+
+#[tokio::test]
+async fn the_usage_csv_of_one_cluster_counts_that_cluster_alone_by_the_hour_and_by_the_day() {
+    let (app, token, h0) = fixture().await;
+    let h1 = two_clusters_busy_for_an_hour(&app, h0).await;
+    // (cluster, lines): funded, owed, delivered, unallocated GPU-hours.
+    for (cluster, lines) in [
+        (
+            "west",
+            [
+                "2026-01-02T00:00:00Z,ai,4.0000,4.0000,4.0000,0.0000,,",
+                "2026-01-02T00:00:00Z,ai/olmo,3.0000,0.0000,0.0000,0.0000,,",
+                "2026-01-02T00:00:00Z,ai/molmo,1.0000,1.0000,4.0000,0.0000,,",
+            ],
+        ),
+        (
+            "default",
+            [
+                "2026-01-02T00:00:00Z,ai,4.0000,4.0000,4.0000,0.0000,,",
+                "2026-01-02T00:00:00Z,ai/olmo,3.0000,3.0000,4.0000,0.0000,,",
+                "2026-01-02T00:00:00Z,ai/molmo,1.0000,0.0000,0.0000,0.0000,,",
+            ],
+        ),
+    ] {
+        for (granularity, to) in [("hour", h1 + 3600), ("day", h1 + 86_400)] {
+            let response = get(
+                &app,
+                &token,
+                &format!(
+                    "/api/v1/reports/usage.csv?from={h1}&to={to}&node=ai&granularity={granularity}&cluster={cluster}"
+                ),
+            )
+            .await;
+            assert_eq!(response.status, 200, "{}", response.body);
+            for line in lines {
+                assert!(
+                    response.body.lines().any(|l| l == line),
+                    "{cluster} by the {granularity}, {line}: {}",
+                    response.body
+                );
+            }
+            assert!(
+                response.headers["content-disposition"]
+                    .to_str()
+                    .unwrap()
+                    .contains(&format!("\"hourglass-usage-{cluster}.csv\"")),
+                "{:?}",
+                response.headers
+            );
+        }
+    }
+    let unknown = get(&app, &token, "/api/v1/reports/usage.csv?cluster=east").await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    assert_eq!(
+        unknown.json()["error"],
+        "There is no cluster \"east\".",
+        "{}",
+        unknown.body
     );
 }
 
@@ -722,10 +788,10 @@ async fn usage_by_day_from_the_daily_rollups_equals_the_hourly_ledger_summed_by_
     for node in ["", "ai"] {
         // From the middle of the day before: that partial day comes from the ledger.
         let (from, to) = (h0 - 6 * 3_600, h0 + 3 * 86_400);
-        let by_day = series(&app.pool, node, from, to, Granularity::Day, now)
+        let by_day = series(&app.pool, node, None, from, to, Granularity::Day, now)
             .await
             .unwrap();
-        let by_hour = series(&app.pool, node, from, to, Granularity::Hour, now)
+        let by_hour = series(&app.pool, node, None, from, to, Granularity::Hour, now)
             .await
             .unwrap();
         let mut summed: BTreeMap<(i64, String), [f64; 4]> = BTreeMap::new();
