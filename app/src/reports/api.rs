@@ -75,7 +75,7 @@ pub async fn people_usage(
 #[server(name = GetUsageSeries, prefix = "/api", endpoint = "reports/series")]
 pub async fn usage_series(
     node: String,
-    cluster: String,
+    #[server(default)] cluster: String,
     from: i64,
     to: i64,
     granularity: String,

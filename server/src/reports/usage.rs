@@ -67,7 +67,7 @@ pub async fn usage_series(
 ) -> Result<UsageSeries, ServerError> {
     let cells = series(pool, &node, cluster, from, to, granularity, now).await?;
     let (buckets, lines) = pivot(&cells);
-    let share_changes = share_changes(pool, &node, from, to).await?;
+    let share_changes = share_changes(pool, &node, cluster, from, to).await?;
     Ok(UsageSeries {
         node,
         from,
@@ -79,26 +79,46 @@ pub async fn usage_series(
     })
 }
 
-/// Share versions of `node` and its children that took effect in `[from, to)`.
+/// Share versions of `node` and its children that took effect in `[from, to)`; on one cluster,
+/// with the shares approved for it alone that took effect then (they override the tree's there).
 async fn share_changes(
     pool: &AnyPool,
     node: &str,
+    cluster: Option<&Cluster>,
     from: i64,
     to: i64,
 ) -> Result<Vec<ShareMark>, ServerError> {
-    let rows: Vec<(i64, String, f64)> = sqlx::query_as(
+    const OF_NODE_OR_CHILD: &str =
+        "b.path <> '' and (b.path = $1 or b.parent_id = (select budget_node_id
+         from budget_node where path = $1 and removed_at is null))";
+    let mut rows: Vec<(i64, String, f64)> = sqlx::query_as(&format!(
         "select v.effective_from, b.path, v.share from share_version v
          join budget_node b on b.budget_node_id = v.budget_node_id
-         where b.path <> '' and v.effective_from >= $2 and v.effective_from < $3
-           and (b.path = $1 or b.parent_id = (select budget_node_id from budget_node
-                                              where path = $1 and removed_at is null))
-         order by v.effective_from, b.path",
-    )
+         where v.effective_from >= $2 and v.effective_from < $3 and {OF_NODE_OR_CHILD}"
+    ))
     .bind(node)
     .bind(from)
     .bind(to)
     .fetch_all(pool)
     .await?;
+    if let Some(cluster) = cluster {
+        let overrides: Vec<(i64, String, f64)> = sqlx::query_as(&format!(
+            "select o.effective_from, b.path, o.share from share_override o
+             join budget_node b on b.budget_node_id = o.budget_node_id
+             where o.cluster_id = $4 and o.effective_from >= $2 and o.effective_from < $3
+               and {OF_NODE_OR_CHILD}"
+        ))
+        .bind(node)
+        .bind(from)
+        .bind(to)
+        .bind(cluster.cluster_id)
+        .fetch_all(pool)
+        .await?;
+        // Where both took effect at once, the cluster's own share is the one in force there.
+        rows.retain(|(at, path, _)| !overrides.iter().any(|o| o.0 == *at && o.1 == *path));
+        rows.extend(overrides);
+    }
+    rows.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     Ok(rows
         .into_iter()
         .map(|(at, path, share)| ShareMark { at, path, share })

@@ -108,3 +108,65 @@ async fn a_share_history_of_no_node_or_of_the_cluster_is_refused_and_strangers_a
         .await;
     assert_eq!(response.status, 401);
 }
+
+#[tokio::test]
+async fn the_usage_chart_of_one_cluster_marks_the_shares_approved_for_it_alone_and_no_other_cluster_does(
+) {
+    let at = crate::support::now() + 86_400;
+    let live = Live::start_on(fast_config(), server::clock::Clock::fixed(at)).await;
+    for name in ["east", "west"] {
+        sqlx::query("insert into cluster (name, created_at) values ($1, 0)")
+            .bind(name)
+            .execute(&live.app.pool)
+            .await
+            .unwrap();
+    }
+    let (status, request) = live
+        .post(
+            "ada",
+            "/api/v1/change-requests",
+            json!({ "node": "ai", "shares": { "ai/olmo": 1.0, "ai/molmo": 3.0 }, "justification": "molmo's season on west", "cluster": "west" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{request}");
+    let id = request["id"].as_i64().unwrap();
+    let (status, body) = live
+        .post(
+            "pat",
+            &format!("/api/v1/change-requests/{id}/approve"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let cookie = live.app.sign_in("bob", "long enough 1").await;
+    let (from, to) = ((at - 3_600).to_string(), (at + 3_600).to_string());
+    for (cluster, marks) in [
+        (
+            "west",
+            json!([
+                { "at": at, "path": "ai/molmo", "share": 3.0 },
+                { "at": at, "path": "ai/olmo", "share": 1.0 },
+            ]),
+        ),
+        ("east", json!([])),
+        ("", json!([])),
+    ] {
+        let response = live
+            .app
+            .post_form(
+                "/api/reports/series",
+                &[
+                    ("node", "ai"),
+                    ("cluster", cluster),
+                    ("from", &from),
+                    ("to", &to),
+                    ("granularity", "hour"),
+                ],
+                Some(&cookie),
+            )
+            .await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        assert_eq!(response.json()["share_changes"], marks, "on {cluster:?}");
+    }
+}
