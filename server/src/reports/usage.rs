@@ -178,8 +178,9 @@ fn groups(t: &scheduler::BudgetTree, node: &str) -> Result<Vec<BudgetId>, Server
 }
 
 /// `(bucket start, path) → [funded, owed, delivered, unallocated]` GPU-hours for `node` and its
-/// children over `[from, to)`, on `cluster` alone or on every cluster together. Day and week buckets take the days already over from the daily
-/// rollups (rolling up those not yet done); hours, partial days and today come from the ledger.
+/// children over `[from, to)`, on `cluster` alone or on every cluster together. Day and week
+/// buckets take the days already over from the daily rollups (rolling up those not yet done);
+/// hours, partial days and today come from the ledger.
 pub async fn series(
     pool: &AnyPool,
     node: &str,

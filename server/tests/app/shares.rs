@@ -5,19 +5,9 @@ use crate::live::{fast_config, Live};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-#[tokio::test]
-async fn a_nodes_share_history_names_who_proposed_and_approved_each_share_and_its_effective_share_over_time(
-) {
-    // A day after the tree was imported, so the change has a moment of its own.
-    let at = crate::support::now() + 86_400;
-    let live = Live::start_on(fast_config(), server::clock::Clock::fixed(at)).await;
-    let (status, request) = live
-        .post(
-            "ada",
-            "/api/v1/change-requests",
-            json!({ "node": "ai", "shares": { "ai/olmo": 1.0, "ai/molmo": 1.0 }, "justification": "even split", "effective_at": null }),
-        )
-        .await;
+/// A change request ada proposes and pat (an owner of ai) approves; its id.
+async fn proposed_by_ada_approved_by_pat(live: &Live, request: Value) -> i64 {
+    let (status, request) = live.post("ada", "/api/v1/change-requests", request).await;
     assert_eq!(status, StatusCode::CREATED, "{request}");
     let id = request["id"].as_i64().unwrap();
     let (status, body) = live
@@ -28,6 +18,20 @@ async fn a_nodes_share_history_names_who_proposed_and_approved_each_share_and_it
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    id
+}
+
+#[tokio::test]
+async fn a_nodes_share_history_names_who_proposed_and_approved_each_share_and_its_effective_share_over_time(
+) {
+    // A day after the tree was imported, so the change has a moment of its own.
+    let at = crate::support::now() + 86_400;
+    let live = Live::start_on(fast_config(), server::clock::Clock::fixed(at)).await;
+    let id = proposed_by_ada_approved_by_pat(
+        &live,
+        json!({ "node": "ai", "shares": { "ai/olmo": 1.0, "ai/molmo": 1.0 }, "justification": "even split", "effective_at": null }),
+    )
+    .await;
 
     let (status, history) = live.get("bob", "/api/v1/tree/shares?path=ai/olmo").await;
     assert_eq!(status, StatusCode::OK, "{history}");
@@ -121,23 +125,11 @@ async fn the_usage_chart_of_one_cluster_marks_the_shares_approved_for_it_alone_a
             .await
             .unwrap();
     }
-    let (status, request) = live
-        .post(
-            "ada",
-            "/api/v1/change-requests",
-            json!({ "node": "ai", "shares": { "ai/olmo": 1.0, "ai/molmo": 3.0 }, "justification": "molmo's season on west", "cluster": "west" }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{request}");
-    let id = request["id"].as_i64().unwrap();
-    let (status, body) = live
-        .post(
-            "pat",
-            &format!("/api/v1/change-requests/{id}/approve"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    proposed_by_ada_approved_by_pat(
+        &live,
+        json!({ "node": "ai", "shares": { "ai/olmo": 1.0, "ai/molmo": 3.0 }, "justification": "molmo's season on west", "cluster": "west" }),
+    )
+    .await;
 
     let cookie = live.app.sign_in("bob", "long enough 1").await;
     let (from, to) = ((at - 3_600).to_string(), (at + 3_600).to_string());
