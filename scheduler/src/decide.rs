@@ -360,10 +360,18 @@ impl Pass<'_> {
             }
         }
         if let Some(id) = self.watch {
-            if self.watched.is_none() && self.queued.iter().any(|q| q.id == id && !q.is_allocated())
-            {
+            let free = self.queued.iter().find(|q| q.id == id && !q.is_allocated());
+            if let Some(w) = free.filter(|_| self.watched.is_none()) {
+                // Work that cannot resume comes after all free work that can (queue order).
+                let resumable_ahead = if w.resumable {
+                    0
+                } else {
+                    let resumable = |q: &&WorkloadSpec| !q.is_allocated() && q.resumable;
+                    self.queued.iter().filter(resumable).count() as u32
+                };
                 self.watched = Some(WaitReason::IdleOnly {
                     idle_gpus: self.pool.idle_total,
+                    resumable_ahead,
                 });
             }
         }

@@ -76,8 +76,12 @@ pub enum WaitReason {
         /// within the damping (or kill) margin.
         holders: Vec<(WorkloadId, Option<Time>)>,
     },
-    /// Unallocated work takes only idle GPUs, after all allocated work.
-    IdleOnly { idle_gpus: u32 },
+    /// Unallocated work takes only idle GPUs, after all allocated work; work that cannot resume,
+    /// after unallocated work that can as well (`resumable_ahead` of which still wait).
+    IdleOnly {
+        idle_gpus: u32,
+        resumable_ahead: u32,
+    },
     /// It would start, but only by taking the fast lane's headroom (DESIGN §4.11): these GPUs are
     /// kept idle, free or held by preemptible work so that short debug work starts at once.
     Headroom { kept_gpus: u32 },
@@ -160,7 +164,10 @@ pub(crate) fn explain(
         None => engine
             .run_pass(state, now, Some(workload))
             .1
-            .unwrap_or(WaitReason::IdleOnly { idle_gpus: 0 }),
+            .unwrap_or(WaitReason::IdleOnly {
+                idle_gpus: 0,
+                resumable_ahead: 0,
+            }),
     };
     Some(Explanation {
         workload,

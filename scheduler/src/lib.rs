@@ -97,6 +97,7 @@ pub use explain::{Ahead, Explanation, PathStep, WaitReason};
 pub use ids::{BudgetId, NodeId, Time, WorkloadId, DAY, HOUR};
 pub use ledger::{Ledger, LedgerConfig};
 pub use projection::{project, Estimate, Limits, Projection};
+pub use queue::fair_share_order;
 pub use ranking::{LevelComparison, Recent, Standings};
 pub use reasons::{
     Action, AfterStop, Decision, DrainReason, DrainRule, Party, PreemptReason, PreemptRule,

@@ -1,6 +1,7 @@
 //! Queue order (DESIGN §4.4): allocated work by leaf rank, then priority, then submit time; then
-//! unallocated work ordered the same way. Allocated work is bucketed by leaf rank in O(n), each
-//! bucket sorted only when a scan reaches it; unallocated work is sorted a batch at a time.
+//! unallocated work ordered the same way, work that can resume before work that cannot (see
+//! [`QueueKey::fair_share`]). Allocated work is bucketed by leaf rank in O(n), each bucket sorted
+//! only when a scan reaches it; unallocated work is sorted a batch at a time.
 
 use std::collections::BinaryHeap;
 
@@ -19,8 +20,16 @@ pub(crate) struct QueueKey {
 }
 
 impl QueueKey {
+    /// Fair share's order. Unallocated work that can resume comes before unallocated work that
+    /// cannot: free work is preemptible at any moment, and on a busy cluster most free work that
+    /// cannot resume was stopped before it finished, its GPU time lost, where work that can
+    /// resume keeps its progress (the README's "Free work that cannot resume" has the figures).
     pub(crate) fn fair_share(w: &WorkloadSpec, rank: u32) -> QueueKey {
-        let class = u64::from(!w.is_allocated());
+        let class: u64 = match (w.is_allocated(), w.resumable) {
+            (true, _) => 0,
+            (false, true) => 1,
+            (false, false) => 2,
+        };
         QueueKey {
             class_rank: (class << 32) | u64::from(rank),
             neg_priority: -i64::from(w.priority),
@@ -53,6 +62,18 @@ impl QueueKey {
             id: w.id,
         }
     }
+}
+
+/// Fair share's queue order of `queued`, as a pass considers it (for the Queue page and the
+/// API): indices into `queued`, first to last.
+pub fn fair_share_order(queued: &[WorkloadSpec], standings: &Standings) -> Vec<usize> {
+    let mut keyed: Vec<(QueueKey, usize)> = queued
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (QueueKey::fair_share(w, standings.leaf_rank(w.leaf)), i))
+        .collect();
+    keyed.sort_unstable();
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// Allocated work in buckets by leaf rank, each sorted only when the scan reaches it.
@@ -228,12 +249,17 @@ impl<'a> FreeQueue<'a> {
                 continue;
             }
             let rank = self.standings.leaf_rank(w.leaf);
-            // A full batch only takes better-ranked work; most of a long queue stops here.
-            if heap.len() == size && heap.peek().is_some_and(|top| rank > top.0.rank()) {
+            let key = QueueKey::fair_share(w, rank);
+            // A full batch only takes work of a better class or rank; most of a long queue stops
+            // here.
+            if heap.len() == size
+                && heap
+                    .peek()
+                    .is_some_and(|top| key.class_rank > top.0.class_rank)
+            {
                 more = true;
                 continue;
             }
-            let key = QueueKey::fair_share(w, rank);
             if after.is_some_and(|a| key <= a) {
                 continue;
             }

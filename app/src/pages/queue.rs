@@ -29,7 +29,7 @@ pub fn QueuePage() -> impl IntoView {
         <p class="lede">
             "Waiting workloads in the order the scheduler will consider them: funded work by its project's "
             "fair-share rank (the lower its usage ratio, the earlier), then priority within a project, then "
-            "submit time; free work after all funded work. Estimated starts come from running the scheduler "
+            "submit time; free work after all funded work, the free work that can resume first. Estimated starts come from running the scheduler "
             "forward over this queue with each project's median run time; later submissions that rank ahead delay them."
         </p>
         <ClusterFilter clusters selected=cluster />

@@ -228,8 +228,13 @@ pub enum WaitingFor {
         #[serde(default)]
         holders: Vec<Holder>,
     },
-    /// Free work: only idle GPUs, after all funded work.
-    IdleOnly { idle_gpus: u32 },
+    /// Free work: only idle GPUs, after all funded work; if it cannot resume, after the free work
+    /// that can (`resumable_ahead` of which wait).
+    IdleOnly {
+        idle_gpus: u32,
+        #[serde(default)]
+        resumable_ahead: u32,
+    },
     /// It would take the last GPUs kept for short debug work.
     Headroom { kept_gpus: u32 },
     /// It fits only on nodes that take no new work.

@@ -225,8 +225,17 @@ pub fn waiting_for(value: &WaitingFor, now: i64) -> String {
         WaitingFor::Headroom { kept_gpus } => format!(
             "It would start now, but only on the last {kept_gpus} GPUs that short debug work can take at once; they are kept for it, and it starts when more work finishes or passes its minimum runtime."
         ),
-        WaitingFor::IdleOnly { idle_gpus } => format!(
+        WaitingFor::IdleOnly {
+            idle_gpus,
+            resumable_ahead: 0,
+        } => format!(
             "It runs for free (minimum runtime 0), so it takes only idle GPUs after all funded work; {idle_gpus} are idle."
+        ),
+        WaitingFor::IdleOnly {
+            idle_gpus,
+            resumable_ahead,
+        } => format!(
+            "It runs for free (minimum runtime 0) and cannot resume, so it takes only idle GPUs after all funded work and after free work that can resume ({resumable_ahead} waiting): free work is stopped whenever funded work needs its GPUs, and work that cannot resume loses its progress then. {idle_gpus} GPUs are idle."
         ),
         WaitingFor::HostsOutOfService { nodes } => format!(
             "It fits only on nodes that take no new work: {}.",
@@ -393,6 +402,23 @@ mod tests {
         assert!(
             text.ends_with("back to the queue with its progress."),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn free_work_that_cannot_resume_says_it_waits_behind_free_work_that_can() {
+        let plain = waiting_for(&json!({ "kind": "idle-only", "idle_gpus": 2 }));
+        assert_eq!(
+            plain,
+            "It runs for free (minimum runtime 0), so it takes only idle GPUs after all funded work; 2 are idle."
+        );
+        let behind =
+            waiting_for(&json!({ "kind": "idle-only", "idle_gpus": 0, "resumable_ahead": 12 }));
+        assert!(
+            behind.contains("cannot resume")
+                && behind.contains("after free work that can resume (12 waiting)")
+                && behind.ends_with("0 GPUs are idle."),
+            "{behind}"
         );
     }
 

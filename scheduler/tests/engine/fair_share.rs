@@ -109,7 +109,46 @@ fn unallocated_work_waits_behind_all_allocated_work() {
     );
     assert_eq!(
         w.explain(free_a).waiting_for,
-        WaitReason::IdleOnly { idle_gpus: 0 }
+        WaitReason::IdleOnly {
+            idle_gpus: 0,
+            resumable_ahead: 0
+        }
+    );
+}
+
+#[test]
+fn free_work_that_can_resume_starts_before_free_work_that_cannot_whatever_the_ranks() {
+    let mut w = World::new(TWO_TEAMS, 1, 8);
+    // `a` ranks first (no usage), `b` has run for hours: by rank alone `a`'s sweep goes first.
+    w.history("b", 300.0);
+    w.running("b", HOUR, -3 * HOUR, 0, &[0, 1, 2, 3, 4, 5]);
+    let mut final_a = w.spec("a", 2, 0);
+    final_a.resumable = false;
+    let final_a = w.submit_spec(final_a);
+    w.now = 60;
+    let resumable_b = w.submit("b", 2, 0);
+    let decision = w.decide();
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [resumable_b],
+        "the two idle GPUs go to the free work that keeps its progress if preempted"
+    );
+    assert_eq!(
+        w.explain(final_a).waiting_for,
+        WaitReason::IdleOnly {
+            idle_gpus: 0,
+            resumable_ahead: 1
+        }
+    );
+    // With nothing resumable waiting, free work that cannot resume takes idle GPUs as before.
+    w.apply(&decision);
+    w.remaining.insert(resumable_b, HOUR);
+    w.advance_to(2 * HOUR);
+    assert!(w.finished.iter().any(|&(id, _)| id == resumable_b));
+    let decision = w.decide();
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [final_a]
     );
 }
 

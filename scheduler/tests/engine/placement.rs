@@ -179,15 +179,16 @@ fn free_work_that_may_not_backfill_finds_the_idle_gpus_no_reservation_holds() {
         free(2, false, 100 - priority);
     }
     let single = free(1, false, 10);
-    let resumable = free(1, true, 5);
+    // Free work that can resume goes first (and may backfill): two GPUs fit only host 0's.
+    let resumable = free(2, true, 5);
     let decision = w.decide();
     assert_eq!(decision.reservations.len(), 1);
     assert_eq!(decision.reservations[0].workload, gang);
     assert_eq!(
         starts(&decision),
         [
+            (resumable, &Placement::on(NodeId(0), GpuSet::of(&[6, 7]))),
             (single, &Placement::on(NodeId(2), GpuSet::of(&[7]))),
-            (resumable, &Placement::on(NodeId(0), GpuSet::of(&[6]))),
         ]
     );
 }

@@ -115,8 +115,12 @@ pub fn waiting_for(snapshot: &Snapshot, reason: &WaitReason) -> contract::Waitin
                 })
                 .collect(),
         },
-        WaitReason::IdleOnly { idle_gpus } => W::IdleOnly {
+        WaitReason::IdleOnly {
+            idle_gpus,
+            resumable_ahead,
+        } => W::IdleOnly {
             idle_gpus: *idle_gpus,
+            resumable_ahead: *resumable_ahead,
         },
         WaitReason::Headroom { kept_gpus } => W::Headroom {
             kept_gpus: *kept_gpus,

@@ -22,7 +22,7 @@ use app::workloads::{
     AheadSibling, GpuPlacement, Leaving, PathRatio, QueueExplanation, QueueRow, WorkloadDetail,
     WorkloadState, WorkloadView,
 };
-use scheduler::{BudgetId, WorkloadId};
+use scheduler::WorkloadId;
 use sqlx::{AnyConnection, AnyPool};
 
 pub async fn submit(
@@ -487,34 +487,18 @@ async fn queue_order(
     let mut entries = Vec::new();
     for snap in &snaps.clusters {
         let standings = snap.engine.standings(now);
-        let mut order: Vec<(bool, u32, i32, i64, i64, BudgetId)> = snap
-            .queued
-            .iter()
-            .map(|q| {
-                (
-                    !q.is_allocated(),
-                    standings.leaf_rank(q.leaf),
-                    -q.priority,
-                    q.submitted_at,
-                    q.id.0 as i64,
-                    q.leaf,
-                )
-            })
-            .collect();
-        order.sort_unstable_by_key(|o| (o.0, o.1, o.2, o.3, o.4));
-        entries.extend(
-            order
-                .into_iter()
-                .enumerate()
-                .map(|(i, (free, rank, _, _, id, leaf))| QueueEntry {
-                    workload_id: id,
-                    cluster_id: snap.cluster.cluster_id,
-                    position: i + 1,
-                    allocated: !free,
-                    leaf_rank: rank + 1,
-                    leaf_ratio: Some(standings.ratio(leaf)).filter(|r| r.is_finite()),
-                }),
-        );
+        let order = scheduler::fair_share_order(&snap.queued, &standings);
+        entries.extend(order.into_iter().enumerate().map(|(i, at)| {
+            let q = &snap.queued[at];
+            QueueEntry {
+                workload_id: q.id.0 as i64,
+                cluster_id: snap.cluster.cluster_id,
+                position: i + 1,
+                allocated: q.is_allocated(),
+                leaf_rank: standings.leaf_rank(q.leaf) + 1,
+                leaf_ratio: Some(standings.ratio(q.leaf)).filter(|r| r.is_finite()),
+            }
+        }));
     }
     entries.sort_by_key(|e| (e.position, e.cluster_id));
     Ok(entries)

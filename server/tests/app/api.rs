@@ -131,6 +131,37 @@ async fn a_queued_workload_explains_its_position_and_path() {
 }
 
 #[tokio::test]
+async fn free_work_that_cannot_resume_is_queued_after_free_work_that_can_and_says_why() {
+    let mut live = Live::start().await;
+    live.add_agent("n1", 2).await;
+    let blocker = live
+        .submit("ada", job("ai/olmo", "blocker", "sleep 30", 2, 3600, true))
+        .await;
+    live.wait_for_state(blocker, "running").await;
+    // molmo has used nothing and ranks first, so by rank alone its sweep would go first.
+    let final_sweep = live
+        .submit("bob", job("ai/molmo", "final-sweep", "true", 1, 0, false))
+        .await;
+    let resumable_sweep = live
+        .submit("ada", job("ai/olmo", "resumable-sweep", "true", 1, 0, true))
+        .await;
+    live.wait_for_state(final_sweep, "queued").await;
+    let (rows, total) = server::workloads::service::queue(&live.app.pool, &live.runtime, 50, None)
+        .await
+        .unwrap();
+    let order: Vec<(i64, usize)> = rows.iter().map(|r| (r.workload.id, r.position)).collect();
+    assert_eq!(total, 2);
+    assert_eq!(order, [(resumable_sweep, 1), (final_sweep, 2)]);
+    let (_, detail) = live
+        .get("bob", &format!("/api/v1/workloads/{final_sweep}"))
+        .await;
+    let queue = &detail["queue"];
+    assert_eq!(queue["position"], 2, "{detail}");
+    assert_eq!(queue["waiting_for"]["kind"], "idle-only", "{queue}");
+    assert_eq!(queue["waiting_for"]["resumable_ahead"], 1, "{queue}");
+}
+
+#[tokio::test]
 async fn a_finished_workload_says_how_long_it_ran_and_what_it_was_charged() {
     let mut live = Live::start().await;
     live.add_agent("n1", 2).await;

@@ -158,7 +158,8 @@ pub fn SubmitPage() -> impl IntoView {
                         <p class="hint contract">
                             "The contract: for its minimum runtime a workload is protected from preemption and charged to "
                             "the project; after that it keeps running while its project is not over-served. "
-                            "A minimum runtime of 0 makes it free: never charged, on idle GPUs only, preemptible at any moment."
+                            "A minimum runtime of 0 makes it free: never charged, on idle GPUs only, preemptible at any moment "
+                            "(free work that cannot resume starts after free work that can, so that less work is lost)."
                         </p>
 
                         <label class="check">
