@@ -102,6 +102,19 @@ describe('charts', () => {
       await waitForChart(page, allocation.getByRole('img', { name: new RegExp(`^GPU-hours per day for ${leaf},`) }));
       assert.match(await page.getByLabel('Node', { exact: true }).inputValue(), new RegExp(`/${leaf}$`));
 
+      // The usage charts and the usage CSV narrow to one cluster; the activity says it is of all.
+      await page.getByRole('heading', { name: 'Cluster activity, every cluster' }).waitFor();
+      const usageCsv = page.getByRole('link', { name: 'Export CSV (per day)' });
+      assert.doesNotMatch(await usageCsv.getAttribute('href'), /cluster=/);
+      await page.getByLabel('Cluster', { exact: true }).selectOption('b200');
+      const onB200 = page.getByRole('region', { name: 'Cluster occupancy on b200' });
+      await waitForChart(page, onB200.getByRole('img', { name: /^Cluster occupancy/ }));
+      const allocationOnB200 = page.getByRole('region', { name: 'Allocation vs delivered on b200' });
+      await waitForChart(page, allocationOnB200.getByRole('img', { name: new RegExp(`^GPU-hours per day for ${leaf},`) }));
+      const b200Csv = page.getByRole('link', { name: 'Export CSV of b200 (per day)' });
+      assert.match(await b200Csv.getAttribute('href'), /&cluster=b200$/);
+      assert.equal(await b200Csv.getAttribute('download'), 'hourglass-usage-b200.csv');
+
       await page.waitForTimeout(1_500); // let the bars finish growing for the picture
       mkdirSync(RESULTS, { recursive: true });
       await page.screenshot({ path: join(RESULTS, 'reports-charts.png'), fullPage: true });

@@ -25,17 +25,23 @@ impl QueueKey {
     /// cannot resume was stopped before it finished, its GPU time lost, where work that can
     /// resume keeps its progress (the README's "Free work that cannot resume" has the figures).
     pub(crate) fn fair_share(w: &WorkloadSpec, rank: u32) -> QueueKey {
+        QueueKey {
+            class_rank: QueueKey::fair_share_class_rank(w, rank),
+            neg_priority: -i64::from(w.priority),
+            submitted_at: w.submitted_at,
+            id: w.id,
+        }
+    }
+
+    /// The first field of [`QueueKey::fair_share`]: allocated work, then unallocated work that
+    /// can resume, then the rest; each by leaf rank.
+    fn fair_share_class_rank(w: &WorkloadSpec, rank: u32) -> u64 {
         let class: u64 = match (w.is_allocated(), w.resumable) {
             (true, _) => 0,
             (false, true) => 1,
             (false, false) => 2,
         };
-        QueueKey {
-            class_rank: (class << 32) | u64::from(rank),
-            neg_priority: -i64::from(w.priority),
-            submitted_at: w.submitted_at,
-            id: w.id,
-        }
+        (class << 32) | u64::from(rank)
     }
 
     /// The leaf rank it was built with (0 for the baseline).
@@ -249,17 +255,14 @@ impl<'a> FreeQueue<'a> {
                 continue;
             }
             let rank = self.standings.leaf_rank(w.leaf);
-            let key = QueueKey::fair_share(w, rank);
             // A full batch only takes work of a better class or rank; most of a long queue stops
             // here.
-            if heap.len() == size
-                && heap
-                    .peek()
-                    .is_some_and(|top| key.class_rank > top.0.class_rank)
-            {
+            let class_rank = QueueKey::fair_share_class_rank(w, rank);
+            if heap.len() == size && heap.peek().is_some_and(|top| class_rank > top.0.class_rank) {
                 more = true;
                 continue;
             }
+            let key = QueueKey::fair_share(w, rank);
             if after.is_some_and(|a| key <= a) {
                 continue;
             }

@@ -6,6 +6,7 @@ use crate::{
     budget::{api::get_tree, TreeNodeView},
     clock::now_s,
     components::chart::{ActivityChart, AllocationChart, ChartScript, OverviewChart},
+    components::cluster_filter::{cluster_from_query, use_clusters, ClusterFilter},
     components::tree_toggle::{Collapsed, TreeToggle},
     reports::{
         api::{
@@ -43,6 +44,10 @@ struct Made {
     trends: MadeOnce<(i32, u32), Resource<Result<Trend, AppError>>>,
     people: MadeOnce<(i64, i64), PeopleData>,
 }
+
+/// The cluster the review's usage charts show (empty: every cluster together), from `?cluster=`.
+#[derive(Clone, Copy)]
+struct ChartCluster(RwSignal<String>);
 
 /// The charts' data for one period.
 #[derive(Clone, Copy)]
@@ -98,6 +103,7 @@ pub fn ReportsPage() -> impl IntoView {
     // The tree node the allocation chart shows (empty: the whole cluster) and its buckets.
     let node = RwSignal::new(String::new());
     let granularity = RwSignal::new("day".to_string());
+    provide_context(ChartCluster(cluster_from_query()));
     provide_context(Made {
         charts: MadeOnce::new(),
         trends: MadeOnce::new(),
@@ -234,6 +240,8 @@ fn ReviewCharts(
     node: RwSignal<String>,
     granularity: RwSignal<String>,
 ) -> impl IntoView {
+    let cluster = expect_context::<ChartCluster>().0;
+    let clusters = use_clusters();
     let ChartData {
         overview,
         allocation,
@@ -244,12 +252,12 @@ fn ReviewCharts(
         let activity_granularity = RwSignal::new("day".to_string());
         ChartData {
             overview: Resource::new(
-                || (),
-                move |_| usage_series(String::new(), String::new(), from, to, "day".into()),
+                move || cluster.get(),
+                move |c| usage_series(String::new(), c, from, to, "day".into()),
             ),
             allocation: Resource::new(
-                move || (node.get(), granularity.get()),
-                move |(n, g)| usage_series(n, String::new(), from, to, g),
+                move || (node.get(), granularity.get(), cluster.get()),
+                move |(n, g, c)| usage_series(n, c, from, to, g),
             ),
             activity_granularity,
             activity: Resource::new(
@@ -279,15 +287,24 @@ fn ReviewCharts(
     let error = |e: crate::error::AppError| {
         view! { <p class="form-error" role="alert">{e.to_string()}</p> }.into_any()
     };
+    // "… on west" once a cluster is chosen; the activity charts cover every cluster.
+    let on = move |what: &str| match cluster.get() {
+        c if c.is_empty() => what.to_string(),
+        c => format!("{what} on {c}"),
+    };
+    let several = move || clusters.get().is_some_and(|l| l.len() > 1);
     view! {
+        <div class="charts-filter no-print">
+            <ClusterFilter clusters selected=cluster />
+        </div>
         <div class="charts">
             <section class="card chart-card chart-small" aria-labelledby="overview-heading">
-                <h2 id="overview-heading">"Cluster occupancy"</h2>
+                <h2 id="overview-heading">{move || on("Cluster occupancy")}</h2>
                 <Transition fallback=|| view! { <p class="loading">"Loading the overview…"</p> }>
                     {move || Suspend::new(async move {
                         match overview.await {
                             Ok(series) => {
-                                let id = chart_id(&["overview", &from.to_string()]);
+                                let id = chart_id(&["overview", &cluster.get_untracked(), &from.to_string()]);
                                 view! { <OverviewChart series id /> }.into_any()
                             }
                             Err(e) => error(e),
@@ -297,7 +314,7 @@ fn ReviewCharts(
             </section>
             <section class="card chart-card" aria-labelledby="allocation-heading" id="allocation">
                 <div class="chart-head">
-                    <h2 id="allocation-heading">"Allocation vs delivered"</h2>
+                    <h2 id="allocation-heading">{move || on("Allocation vs delivered")}</h2>
                     <div class="filters no-print" role="group" aria-label="Choose what to chart">
                         <label for="chart-node">"Node"</label>
                         <select id="chart-node" prop:value=move || node.get()
@@ -315,7 +332,7 @@ fn ReviewCharts(
                     {move || Suspend::new(async move {
                         match allocation.await {
                             Ok(series) => {
-                                let id = chart_id(&["allocation", &series.node, series.granularity.as_str(), &from.to_string()]);
+                                let id = chart_id(&["allocation", &cluster.get_untracked(), &series.node, series.granularity.as_str(), &from.to_string()]);
                                 view! { <AllocationChart series id /> }.into_any()
                             }
                             Err(e) => error(e),
@@ -325,7 +342,7 @@ fn ReviewCharts(
             </section>
             <section class="card chart-card" aria-labelledby="activity-heading">
                 <div class="chart-head">
-                    <h2 id="activity-heading">"Cluster activity"</h2>
+                    <h2 id="activity-heading">{move || if several() { "Cluster activity, every cluster" } else { "Cluster activity" }}</h2>
                     <div class="filters no-print" role="group" aria-label="Choose the activity buckets">
                         <GranularitySelect id="activity-granularity" value=activity_granularity />
                     </div>
@@ -377,6 +394,8 @@ fn ReviewView(
 ) -> impl IntoView {
     let people_paths: Vec<String> = review.rows.iter().map(|r| r.path.clone()).collect();
     let h = review.headline.clone();
+    // The usage CSV is of the cluster the charts below show.
+    let cluster = expect_context::<ChartCluster>().0;
     let csv = format!(
         "/api/v1/reports/usage.csv?from={}&to={}&granularity=day",
         review.from, review.to
@@ -509,7 +528,20 @@ fn ReviewView(
         <p class="no-print actions">
             <a class="button button-quiet" href=table_csv download=format!("hourglass-{}.csv", review.label.replace(' ', "-"))>"Export this table (CSV)"</a>
             " "
-            <a class="button button-quiet" href=csv download="hourglass-usage.csv">"Export CSV (per day)"</a>
+            <a class="button button-quiet"
+                href=move || match cluster.get() {
+                    c if c.is_empty() => csv.clone(),
+                    c => format!("{csv}&cluster={c}"),
+                }
+                download=move || match cluster.get() {
+                    c if c.is_empty() => "hourglass-usage.csv".to_string(),
+                    c => format!("hourglass-usage-{c}.csv"),
+                }>
+                {move || match cluster.get() {
+                    c if c.is_empty() => "Export CSV (per day)".to_string(),
+                    c => format!("Export CSV of {c} (per day)"),
+                }}
+            </a>
         </p>
         {review.quarter.map(|(year, quarter)| view! { <QuarterTrend year quarter /> })}
         // Without a tree there is nobody's time to split.
