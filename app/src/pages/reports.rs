@@ -8,6 +8,7 @@ use crate::{
     components::chart::{ActivityChart, AllocationChart, ChartScript, OverviewChart},
     components::cluster_filter::{cluster_from_query, use_clusters, ClusterFilter},
     components::tree_toggle::{Collapsed, TreeToggle},
+    nodes::ClusterSummary,
     reports::{
         api::{
             cluster_activity, people_usage, period_review, quarter_trend, quarterly_review,
@@ -45,9 +46,14 @@ struct Made {
     people: MadeOnce<(i64, i64), PeopleData>,
 }
 
-/// The cluster the review's usage charts show (empty: every cluster together), from `?cluster=`.
+/// The cluster the review's usage charts show (empty: every cluster together), from `?cluster=`,
+/// and the clusters to choose from — made with the page, not under the review's view, which a
+/// server render may build more than once (see [`MadeOnce`]).
 #[derive(Clone, Copy)]
-struct ChartCluster(RwSignal<String>);
+struct ChartCluster {
+    chosen: RwSignal<String>,
+    clusters: Resource<Vec<ClusterSummary>>,
+}
 
 /// The charts' data for one period.
 #[derive(Clone, Copy)]
@@ -103,7 +109,10 @@ pub fn ReportsPage() -> impl IntoView {
     // The tree node the allocation chart shows (empty: the whole cluster) and its buckets.
     let node = RwSignal::new(String::new());
     let granularity = RwSignal::new("day".to_string());
-    provide_context(ChartCluster(cluster_from_query()));
+    provide_context(ChartCluster {
+        chosen: cluster_from_query(),
+        clusters: use_clusters(),
+    });
     provide_context(Made {
         charts: MadeOnce::new(),
         trends: MadeOnce::new(),
@@ -240,8 +249,10 @@ fn ReviewCharts(
     node: RwSignal<String>,
     granularity: RwSignal<String>,
 ) -> impl IntoView {
-    let cluster = expect_context::<ChartCluster>().0;
-    let clusters = use_clusters();
+    let ChartCluster {
+        chosen: cluster,
+        clusters,
+    } = expect_context();
     let ChartData {
         overview,
         allocation,
@@ -395,7 +406,7 @@ fn ReviewView(
     let people_paths: Vec<String> = review.rows.iter().map(|r| r.path.clone()).collect();
     let h = review.headline.clone();
     // The usage CSV is of the cluster the charts below show.
-    let cluster = expect_context::<ChartCluster>().0;
+    let cluster = expect_context::<ChartCluster>().chosen;
     let csv = format!(
         "/api/v1/reports/usage.csv?from={}&to={}&granularity=day",
         review.from, review.to
