@@ -108,9 +108,10 @@ describe('charts', () => {
       assert.doesNotMatch(await usageCsv.getAttribute('href'), /cluster=/);
       await page.getByLabel('Cluster', { exact: true }).selectOption('b200');
       const onB200 = page.getByRole('region', { name: 'Cluster occupancy on b200' });
-      await waitForChart(page, onB200.getByRole('img', { name: /^Cluster occupancy/ }));
+      // The headings change at once; the charts, once their cluster's series has arrived.
+      await waitForChart(page, onB200.getByRole('img', { name: /^Cluster occupancy on b200 / }));
       const allocationOnB200 = page.getByRole('region', { name: 'Allocation vs delivered on b200' });
-      await waitForChart(page, allocationOnB200.getByRole('img', { name: new RegExp(`^GPU-hours per day for ${leaf},`) }));
+      await waitForChart(page, allocationOnB200.getByRole('img', { name: new RegExp(`^GPU-hours per day for ${leaf} on b200,`) }));
       const b200Csv = page.getByRole('link', { name: 'Export CSV of b200 (per day)' });
       assert.match(await b200Csv.getAttribute('href'), /&cluster=b200$/);
       assert.equal(await b200Csv.getAttribute('download'), 'hourglass-usage-b200.csv');

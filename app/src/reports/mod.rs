@@ -194,6 +194,9 @@ pub struct UsageSeries {
     /// The moments in the period when the share of the node or of one of its children changed.
     #[serde(default)]
     pub share_changes: Vec<ShareMark>,
+    /// The one cluster it covers; empty: every cluster together.
+    #[serde(default)]
+    pub cluster: String,
 }
 
 /// A share that changed: which node, when, and to what.

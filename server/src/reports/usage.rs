@@ -76,6 +76,7 @@ pub async fn usage_series(
         buckets,
         lines,
         share_changes,
+        cluster: cluster.map(|c| c.name.clone()).unwrap_or_default(),
     })
 }
 

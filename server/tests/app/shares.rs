@@ -160,5 +160,7 @@ async fn the_usage_chart_of_one_cluster_marks_the_shares_approved_for_it_alone_a
             .await;
         assert_eq!(response.status, 200, "{}", response.body);
         assert_eq!(response.json()["share_changes"], marks, "on {cluster:?}");
+        // The series says which cluster it is of (the chart's description names it).
+        assert_eq!(response.json()["cluster"], cluster);
     }
 }

@@ -161,6 +161,15 @@ fn period(series: &UsageSeries) -> String {
     span(series.from, series.to)
 }
 
+/// " on west" for a series of one cluster; nothing for every cluster together.
+fn on_cluster(series: &UsageSeries) -> String {
+    if series.cluster.is_empty() {
+        String::new()
+    } else {
+        format!(" on {}", series.cluster)
+    }
+}
+
 /// The allocation chart in words: the node's totals and what each child drew.
 pub(super) fn allocation_summary(series: &UsageSeries) -> String {
     let Some(node) = series.lines.first() else {
@@ -168,9 +177,10 @@ pub(super) fn allocation_summary(series: &UsageSeries) -> String {
     };
     let total = |v: &[f64]| v.iter().sum::<f64>() + 0.0;
     let mut text = format!(
-        "GPU-hours per {} for {}, {}: funded {:.1}, owed {:.1}, delivered {:.1}, unallocated use {:.1}.",
+        "GPU-hours per {} for {}{}, {}: funded {:.1}, owed {:.1}, delivered {:.1}, unallocated use {:.1}.",
         series.granularity,
         short_name(&node.path),
+        on_cluster(series),
         period(series),
         total(&node.funded),
         total(&node.owed),
@@ -234,7 +244,8 @@ pub(super) fn overview_summary(series: &UsageSeries) -> String {
         _ => String::new(),
     };
     format!(
-        "Cluster occupancy {}: {} of healthy GPU-hours busy; unallocated use {} of busy time.{range}",
+        "Cluster occupancy{} {}: {} of healthy GPU-hours busy; unallocated use {} of busy time.{range}",
+        on_cluster(series),
         period(series),
         pct(busy, funded),
         pct(free, busy),
@@ -260,6 +271,7 @@ mod tests {
             to: 1_782_864_000 + 2 * 86_400,
             granularity: Granularity::Day,
             buckets: vec![1_782_864_000, 1_782_864_000 + 86_400],
+            cluster: String::new(),
             share_changes: vec![ShareMark {
                 at: 1_782_864_000 + 86_400 + 3_600,
                 path: "ai/olmo".into(),
@@ -297,5 +309,16 @@ mod tests {
         let text = overview_summary(&s);
         assert!(text.contains("50.0% of healthy GPU-hours busy"), "{text}");
         assert!(text.contains("from 25.0% to 75.0%"), "{text}");
+        assert!(text.starts_with("Cluster occupancy 2026-07-01"), "{text}");
+    }
+
+    #[test]
+    fn a_series_of_one_cluster_names_it() {
+        let s = UsageSeries {
+            cluster: "west".into(),
+            ..series()
+        };
+        assert!(overview_summary(&s).starts_with("Cluster occupancy on west 2026-07-01"));
+        assert!(allocation_summary(&s).starts_with("GPU-hours per day for the cluster on west, "));
     }
 }
