@@ -405,8 +405,9 @@ fn ReviewView(
 ) -> impl IntoView {
     let people_paths: Vec<String> = review.rows.iter().map(|r| r.path.clone()).collect();
     let h = review.headline.clone();
-    // The usage CSV is of the cluster the charts below show.
+    // The usage CSV is of the cluster the charts below show, if one is chosen.
     let cluster = expect_context::<ChartCluster>().chosen;
+    let one = move || Some(cluster.get()).filter(|c| !c.is_empty());
     let csv = format!(
         "/api/v1/reports/usage.csv?from={}&to={}&granularity=day",
         review.from, review.to
@@ -540,18 +541,9 @@ fn ReviewView(
             <a class="button button-quiet" href=table_csv download=format!("hourglass-{}.csv", review.label.replace(' ', "-"))>"Export this table (CSV)"</a>
             " "
             <a class="button button-quiet"
-                href=move || match cluster.get() {
-                    c if c.is_empty() => csv.clone(),
-                    c => format!("{csv}&cluster={c}"),
-                }
-                download=move || match cluster.get() {
-                    c if c.is_empty() => "hourglass-usage.csv".to_string(),
-                    c => format!("hourglass-usage-{c}.csv"),
-                }>
-                {move || match cluster.get() {
-                    c if c.is_empty() => "Export CSV (per day)".to_string(),
-                    c => format!("Export CSV of {c} (per day)"),
-                }}
+                href=move || one().map_or(csv.clone(), |c| format!("{csv}&cluster={c}"))
+                download=move || one().map_or("hourglass-usage.csv".into(), |c| format!("hourglass-usage-{c}.csv"))>
+                {move || one().map_or("Export CSV (per day)".into(), |c| format!("Export CSV of {c} (per day)"))}
             </a>
         </p>
         {review.quarter.map(|(year, quarter)| view! { <QuarterTrend year quarter /> })}

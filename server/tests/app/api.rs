@@ -91,14 +91,19 @@ async fn the_tree_shows_shares_fractions_owners_and_ratios() {
     assert_eq!(ai["owners"], json!(["pat"]));
 }
 
-#[tokio::test]
-async fn a_queued_workload_explains_its_position_and_path() {
-    let mut live = Live::start().await;
+/// A node of two GPUs, both held by ai/olmo's protected "blocker" for an hour.
+async fn both_gpus_held_by_olmo(live: &mut Live) {
     live.add_agent("n1", 2).await;
     let blocker = live
         .submit("ada", job("ai/olmo", "blocker", "sleep 30", 2, 3600, true))
         .await;
     live.wait_for_state(blocker, "running").await;
+}
+
+#[tokio::test]
+async fn a_queued_workload_explains_its_position_and_path() {
+    let mut live = Live::start().await;
+    both_gpus_held_by_olmo(&mut live).await;
     let waiting = live
         .submit("bob", job("ai/molmo", "waiting", "true", 2, 900, true))
         .await;
@@ -133,11 +138,7 @@ async fn a_queued_workload_explains_its_position_and_path() {
 #[tokio::test]
 async fn free_work_that_cannot_resume_is_queued_after_free_work_that_can_and_says_why() {
     let mut live = Live::start().await;
-    live.add_agent("n1", 2).await;
-    let blocker = live
-        .submit("ada", job("ai/olmo", "blocker", "sleep 30", 2, 3600, true))
-        .await;
-    live.wait_for_state(blocker, "running").await;
+    both_gpus_held_by_olmo(&mut live).await;
     // molmo has used nothing and ranks first, so by rank alone its sweep would go first.
     let final_sweep = live
         .submit("bob", job("ai/molmo", "final-sweep", "true", 1, 0, false))
