@@ -65,13 +65,13 @@ describe('settings', () => {
     });
   });
 
-  test('an admin widens the kill margin after a value below the damping margin is refused beside its field', async (t) => {
+  test('an admin narrows the kill margin after a value below the damping margin is refused beside its field', async (t) => {
     await withPage(browser, t, async (page) => {
       await signIn(page, server.url, 'root', 'root-password-1');
       await page.goto(`${server.url}/settings`);
       await waitForHydration(page);
       const kill = page.getByLabel('Kill margin (work that cannot resume)');
-      assert.equal(await kill.inputValue(), '0.3');
+      assert.equal(await kill.inputValue(), '1');
       assert.equal(await page.getByLabel('Damping margin').inputValue(), '0.02');
 
       await kill.fill('0.01');
@@ -89,7 +89,7 @@ describe('settings', () => {
       await page.getByRole('status').getByText(/Saved/).waitFor();
       const row = page.getByRole('table').getByRole('row')
         .filter({ has: page.getByRole('cell', { name: 'Kill margin (work that cannot resume)', exact: true }) });
-      assert.deepEqual((await row.getByRole('cell').allTextContents()).slice(3, 5), ['0.3', '0.5']);
+      assert.deepEqual((await row.getByRole('cell').allTextContents()).slice(3, 5), ['1', '0.5']);
       await page.reload();
       await waitForHydration(page);
       assert.equal(await page.getByLabel('Kill margin (work that cannot resume)').inputValue(), '0.5');

@@ -260,7 +260,8 @@ fn preemption_picks_the_cheapest_set_and_non_resumable_work_last() {
 #[test]
 fn resumable_victims_are_requeued_and_others_end_preempted() {
     let mut w = World::new(TWO_TEAMS, 1, 8);
-    w.history("b", 400.0);
+    // Past the kill margin: b is about 1.3 of its week ahead.
+    w.history("b", 900.0);
     let resumable = w.running("b", HOUR, -2 * HOUR, 0, &[0, 1, 2, 3]);
     let mut spec = w.spec("b", 4, HOUR);
     spec.resumable = false;
@@ -408,8 +409,8 @@ fn work_that_cannot_resume_is_killed_only_past_the_wider_kill_margin() {
         };
         assert_eq!((within_margin_gpus, protected_gpus), (8, 0));
     }
-    // b ahead by about 0.42: the kill margin is passed, and the reason says which margin applied.
-    let (w, run, _) = one_unprotected_run_of_b(300.0, false);
+    // b ahead by about 1.3: the kill margin is passed, and the reason says which margin applied.
+    let (w, run, _) = one_unprotected_run_of_b(900.0, false);
     let reasons = preempt_reasons(&w.decide());
     assert_eq!(reasons.len(), 1);
     assert_eq!(reasons[0].0, run);

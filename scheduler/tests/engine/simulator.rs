@@ -106,19 +106,20 @@ fn preempted_non_resumable_work_is_lost() {
 
 #[test]
 fn lost_to_preemption_counts_allocated_work_apart_and_leaves_out_hosts_going_down() {
-    // a's non-resumable training has run 100,000 s on both GPUs when b, far under its share,
-    // asks for them: fair share stops it and its progress is lost.
+    // a's non-resumable training has run 400,000 s on both GPUs, a third more than its share of
+    // the week, when b, which has used nothing, asks for them: past the kill margin, fair share
+    // stops it and its progress is lost.
     let preempted = input(
         ONE_HOST,
         &[
-            "hog,0,a,,2,500000,60,false,0",
-            "late,100000,b,,2,500,60,true,0",
+            "hog,0,a,,2,1000000,60,false,0",
+            "late,400000,b,,2,500,60,true,0",
         ],
     );
-    let r = sim::run(&preempted, &config(150_000)).report;
+    let r = sim::run(&preempted, &config(450_000)).report;
     assert_eq!(r.preemptions_by_reason.get("fair-share"), Some(&1));
     let lost = r.lost_to_preemption;
-    assert!((lost.allocated_gpu_h - 200_000.0 / 3_600.0).abs() < 1e-6);
+    assert!((lost.allocated_gpu_h - 800_000.0 / 3_600.0).abs() < 1e-6);
     assert_eq!(lost.free_gpu_h, 0.0);
     assert_eq!(lost.allocated_gpu_h, r.lost_gpu_h);
     assert!(lost.allocated_fraction > 0.0);
