@@ -22,7 +22,7 @@ use crate::ranking::Standings;
 use crate::reasons::{
     Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection, Reservation,
 };
-use crate::snapshot::{ClusterState, WorkloadSpec, DEBUG_MAX_GPUS};
+use crate::snapshot::{Changes, ClusterState, WorkloadSpec, DEBUG_MAX_GPUS};
 use crate::tree::BudgetTree;
 
 pub(crate) fn fair_share(
@@ -30,8 +30,9 @@ pub(crate) fn fair_share(
     state: &ClusterState<'_>,
     now: Time,
     watch: Option<WorkloadId>,
+    changes: Option<&Changes<'_>>,
 ) -> (Decision, Option<WaitReason>) {
-    fair_share_with(engine, state, now, watch, Shortcuts::On)
+    fair_share_with(engine, state, now, watch, Shortcuts::On, changes)
 }
 
 /// Whether the pass skips searches whose outcome it already knows changes nothing (requests the
@@ -50,16 +51,18 @@ pub(crate) fn fair_share_with(
     now: Time,
     watch: Option<WorkloadId>,
     shortcuts: Shortcuts,
+    changes: Option<&Changes<'_>>,
 ) -> (Decision, Option<WaitReason>) {
     let standings = engine.standings(now);
     let ranks = standings.leaf_count();
     // Allocated work preempts unallocated work, and allocated work out of its protection.
-    let pool = Pool::new(
+    let pool = engine.pool_for_pass(
         state,
         now,
         ranks,
         |leaf| standings.leaf_rank(leaf),
         |r, now| !r.spec.is_allocated() || !r.is_protected(now),
+        changes,
     );
     // The fast lane's room: its cap on the schedulable GPUs, less what debug work holds already.
     let schedulable = pool.schedulable_gpus();
@@ -134,7 +137,9 @@ pub(crate) fn fair_share_with(
     pass.scan_lane(queue.debug());
     pass.scan_allocated(&mut queue);
     pass.scan_unallocated();
-    pass.finish()
+    let (decision, watched, pool) = pass.finish();
+    engine.keep_pool(pool, changes);
+    (decision, watched)
 }
 
 /// Whose unprotected work one leaf may preempt, by leaf rank: resumable work (`eligible`), and
@@ -882,7 +887,7 @@ impl Pass<'_> {
         self.started[q as usize] = true;
     }
 
-    fn finish(mut self) -> (Decision, Option<WaitReason>) {
+    fn finish(mut self) -> (Decision, Option<WaitReason>, Pool) {
         // Blocked work waits for protections of leaves it may preempt to end; work held back by
         // the headroom for any resumable work's (it then comes within the lane's reach).
         if self.blocked || self.held_by_headroom {
@@ -929,7 +934,7 @@ impl Pass<'_> {
             next_wake: self.wake,
             decide_again: self.pool.decide_again(),
         };
-        (decision, self.watched)
+        (decision, self.watched, self.pool)
     }
 }
 

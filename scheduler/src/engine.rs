@@ -3,10 +3,11 @@
 use crate::explain::{self, Explanation};
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::ledger::{Ledger, LedgerConfig};
+use crate::pool::{Build, Kept, Pool, Run};
 use crate::ranking::{Recent, Standings};
 use crate::reasons::Decision;
 use crate::slurm::{self, SlurmConfig};
-use crate::snapshot::{ClusterState, SnapshotError};
+use crate::snapshot::{Changes, ClusterState, SnapshotError};
 use crate::tree::{BudgetTree, TreeError};
 use crate::{decide, priority};
 
@@ -136,6 +137,8 @@ pub struct Engine {
     /// The SLURM peer's priorities as last calculated (it recalculates once per period, as
     /// SLURM does); unused by the other policies.
     slurm_book: Mutex<slurm::Book>,
+    /// The pool a driver that names its changes left at its last pass ([`Engine::decide_after`]).
+    kept: Mutex<Kept>,
 }
 
 impl Clone for Engine {
@@ -145,6 +148,7 @@ impl Clone for Engine {
             tree: self.tree.clone(),
             ledger: self.ledger.clone(),
             slurm_book: Mutex::new(self.slurm_book().clone()),
+            kept: Mutex::default(),
         }
     }
 }
@@ -157,6 +161,7 @@ impl Engine {
             tree,
             ledger,
             slurm_book: Mutex::default(),
+            kept: Mutex::default(),
         }
     }
 
@@ -174,6 +179,44 @@ impl Engine {
 
     pub(crate) fn slurm_book(&self) -> MutexGuard<'_, slurm::Book> {
         self.slurm_book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pool for a pass: built from the snapshot, or, for a driver that names its changes,
+    /// the one kept at its previous pass brought up to date ([`crate::pool::Kept`]).
+    pub(crate) fn pool_for_pass(
+        &self,
+        state: &ClusterState<'_>,
+        now: Time,
+        ranks: usize,
+        rank_of: impl Fn(BudgetId) -> u32,
+        may_be_victim: fn(&Run, Time) -> bool,
+        changes: Option<&Changes<'_>>,
+    ) -> Pool {
+        match changes {
+            None => Pool::new(state, now, ranks, rank_of, may_be_victim),
+            Some(changes) => self.kept().pool_for(
+                self.config.policy,
+                state,
+                changes,
+                now,
+                Build {
+                    ranks,
+                    rank_of,
+                    may_be_victim,
+                },
+            ),
+        }
+    }
+
+    /// Keeps the pass's pool for the driver's next pass, if it names its changes.
+    pub(crate) fn keep_pool(&self, pool: Pool, changes: Option<&Changes<'_>>) {
+        if let Some(changes) = changes {
+            self.kept().keep(pool, self.config.policy, changes);
+        }
+    }
+
+    fn kept(&self) -> MutexGuard<'_, Kept> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn tree(&self) -> &BudgetTree {
@@ -207,7 +250,20 @@ impl Engine {
     /// whatever the order of the snapshot's vectors.
     pub fn decide(&self, state: &ClusterState<'_>, now: Time) -> Result<Decision, SnapshotError> {
         state.validate(&self.tree)?;
-        Ok(self.run_pass(state, now, None).0)
+        Ok(self.run_pass(state, now, None, None).0)
+    }
+
+    /// [`Engine::decide`] for a driver that names what it changed since its previous pass: the
+    /// same decision, without reading the whole snapshot again where the engine kept what it
+    /// built for that pass (see [`Changes`]).
+    pub fn decide_after(
+        &self,
+        state: &ClusterState<'_>,
+        now: Time,
+        changes: &Changes<'_>,
+    ) -> Result<Decision, SnapshotError> {
+        state.validate(&self.tree)?;
+        Ok(self.run_pass(state, now, None, Some(changes)).0)
     }
 
     /// Why a queued workload waits (or that it would start now). `None` if it is not queued.
@@ -231,7 +287,7 @@ impl Engine {
         now: Time,
     ) -> Result<Decision, SnapshotError> {
         state.validate(&self.tree)?;
-        Ok(priority::baseline_walk(self, state, now, None, priority::Walk::Full).0)
+        Ok(priority::baseline_walk(self, state, now, None, priority::Walk::Full, None).0)
     }
 
     /// The SLURM peer's pass taking every job at its turn and making every search, with none of
@@ -244,7 +300,7 @@ impl Engine {
         now: Time,
     ) -> Result<Decision, SnapshotError> {
         state.validate(&self.tree)?;
-        Ok(slurm::walk(self, state, now, None, priority::Walk::Full).0)
+        Ok(slurm::walk(self, state, now, None, priority::Walk::Full, None).0)
     }
 
     /// The fair-share pass searching for every request the headroom holds back, with none of
@@ -257,7 +313,7 @@ impl Engine {
         now: Time,
     ) -> Result<Decision, SnapshotError> {
         state.validate(&self.tree)?;
-        Ok(decide::fair_share_with(self, state, now, None, decide::Shortcuts::Off).0)
+        Ok(decide::fair_share_with(self, state, now, None, decide::Shortcuts::Off, None).0)
     }
 
     /// The decision of the pass that explains `watch`: the property tests hold it equal to
@@ -270,7 +326,7 @@ impl Engine {
         watch: WorkloadId,
     ) -> Result<Decision, SnapshotError> {
         state.validate(&self.tree)?;
-        Ok(self.run_pass(state, now, Some(watch)).0)
+        Ok(self.run_pass(state, now, Some(watch), None).0)
     }
 
     pub(crate) fn run_pass(
@@ -278,11 +334,12 @@ impl Engine {
         state: &ClusterState<'_>,
         now: Time,
         watch: Option<WorkloadId>,
+        changes: Option<&Changes<'_>>,
     ) -> (Decision, Option<explain::WaitReason>) {
         match self.config.policy {
-            Policy::FairShare => decide::fair_share(self, state, now, watch),
-            Policy::Priority => priority::baseline(self, state, now, watch),
-            Policy::Slurm => slurm::pass(self, state, now, watch),
+            Policy::FairShare => decide::fair_share(self, state, now, watch, changes),
+            Policy::Priority => priority::baseline(self, state, now, watch, changes),
+            Policy::Slurm => slurm::pass(self, state, now, watch, changes),
         }
     }
 }

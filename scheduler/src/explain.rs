@@ -162,7 +162,7 @@ pub(crate) fn explain(
     let waiting_for = match out_of_reach(state, w.gpus) {
         Some(reason) => reason,
         None => engine
-            .run_pass(state, now, Some(workload))
+            .run_pass(state, now, Some(workload), None)
             .1
             .unwrap_or(WaitReason::IdleOnly {
                 idle_gpus: 0,

@@ -106,7 +106,7 @@ pub use reasons::{
 pub use settle::{Settle, MAX_PASSES_PER_MOMENT};
 pub use slurm::SlurmConfig;
 pub use snapshot::{
-    ClusterState, EndedRun, RunningWorkload, SnapshotError, WorkloadSpec, DEBUG_MAX_GPUS,
+    Changes, ClusterState, EndedRun, RunningWorkload, SnapshotError, WorkloadSpec, DEBUG_MAX_GPUS,
     DEBUG_MAX_MIN_RUNTIME,
 };
 pub use tree::{BudgetTree, NodeLink, ShareVersion, TreeError};

@@ -21,18 +21,19 @@ use crate::explain::WaitReason;
 use crate::health::drain_hosts;
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::placement::Rules;
-use crate::pool::{Held, Pool, Run};
+use crate::pool::{Held, Run};
 use crate::ranking;
 use crate::reasons::{Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection};
-use crate::snapshot::{ClusterState, WorkloadSpec};
+use crate::snapshot::{Changes, ClusterState, WorkloadSpec};
 
 pub(crate) fn baseline(
     engine: &Engine,
     state: &ClusterState<'_>,
     now: Time,
     watch: Option<WorkloadId>,
+    changes: Option<&Changes<'_>>,
 ) -> (Decision, Option<WaitReason>) {
-    baseline_walk(engine, state, now, watch, Walk::Lazy)
+    baseline_walk(engine, state, now, watch, Walk::Lazy, changes)
 }
 
 /// How a pass takes the queue: lazily, or every workload at its turn (the reference the
@@ -49,9 +50,11 @@ pub(crate) fn baseline_walk(
     now: Time,
     watch: Option<WorkloadId>,
     walk: Walk,
+    changes: Option<&Changes<'_>>,
 ) -> (Decision, Option<WaitReason>) {
     let party = parties(engine, now);
-    let mut pool = Pool::new(state, now, 1, |_| 0, |r, _| !r.baseline_protected);
+    let mut pool =
+        engine.pool_for_pass(state, now, 1, |_| 0, |r, _| !r.baseline_protected, changes);
     let mut actions = Vec::new();
     if state.nodes.iter().any(|n| n.health != Health::Healthy) {
         drain_hosts(
@@ -213,6 +216,7 @@ pub(crate) fn baseline_walk(
         next_wake: None,
         decide_again: pool.decide_again(),
     };
+    engine.keep_pool(pool, changes);
     (decision, watched)
 }
 

@@ -227,7 +227,7 @@ pub fn project(
             };
             // Validated once above; every later state is one the engine's own actions made.
             debug_assert_eq!(view.validate(engine.tree()), Ok(()));
-            let (decision, _) = engine.run_pass(&view, t, None);
+            let (decision, _) = engine.run_pass(&view, t, None, None);
             wake = decision.next_wake;
             settle.applied(&decision);
             let mut placed: HashMap<WorkloadId, Placement> = HashMap::new();

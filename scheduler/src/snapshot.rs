@@ -109,6 +109,24 @@ pub struct ClusterState<'a> {
     pub ended_debug: &'a [EndedRun],
 }
 
+/// What a driver changed in its snapshot since its previous pass, for
+/// [`crate::Engine::decide_after`]: the engine then keeps what it built for one pass and brings it
+/// up to date for the next instead of reading the whole snapshot again. The decisions are those of
+/// [`crate::Engine::decide`] on the same snapshot.
+#[derive(Clone, Copy, Debug)]
+pub struct Changes<'a> {
+    /// The driver's count of passes, one more at each: what the engine kept is used only if it
+    /// was kept at pass `pass - 1` (a driver that asked the engine something else in between may
+    /// simply count on; one that lost count starts anywhere, and the engine builds afresh once).
+    pub pass: u64,
+    /// Every index of `running` whose entry may differ from the one at the same index in the
+    /// previous pass's snapshot, in any order, repeats allowed. Indices past the shorter of the
+    /// two lengths count as changed whether listed or not.
+    pub running: &'a [u32],
+    /// The same for `queued`.
+    pub queued: &'a [u32],
+}
+
 /// Why a snapshot was rejected. The engine decides nothing on a bad snapshot.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SnapshotError {

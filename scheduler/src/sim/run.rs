@@ -14,7 +14,7 @@ use crate::ids::{NodeId, Time, WorkloadId};
 use crate::ledger::LedgerConfig;
 use crate::reasons::{Action, AfterStop, DrainRule, Protection};
 use crate::settle::Settle;
-use crate::snapshot::{ClusterState, EndedRun, RunningWorkload, WorkloadSpec};
+use crate::snapshot::{Changes, ClusterState, EndedRun, RunningWorkload, WorkloadSpec};
 
 const NONE: u32 = u32::MAX;
 
@@ -71,6 +71,11 @@ struct Sim<'a> {
     /// Per job: its index in `queued` or `running`, or `NONE`.
     qpos: Vec<u32>,
     rpos: Vec<u32>,
+    /// Indices of `running` and `queued` written since the last pass, and the passes so far:
+    /// the engine keeps what it built for a pass and updates it from these ([`Changes`]).
+    touched_running: Vec<u32>,
+    touched_queued: Vec<u32>,
+    passes: u64,
     jobs: Vec<Job>,
     completions: BinaryHeap<Reverse<(Time, u32, u32)>>,
     segments: Vec<Segment>,
@@ -165,6 +170,9 @@ pub(crate) fn simulate(input: &SimInput, config: &SimConfig) -> Outcome {
         ended_debug: VecDeque::new(),
         qpos: vec![NONE; n],
         rpos: vec![NONE; n],
+        touched_running: Vec::new(),
+        touched_queued: Vec::new(),
+        passes: 0,
         jobs,
         completions: BinaryHeap::new(),
         segments: Vec::new(),
@@ -314,12 +322,14 @@ impl Sim<'_> {
 
     fn enqueue(&mut self, job: u32) {
         self.qpos[job as usize] = self.queued.len() as u32;
+        self.touched_queued.push(self.queued.len() as u32);
         self.queued.push(self.jobs[job as usize].spec);
     }
 
     fn dequeue(&mut self, job: u32) {
         let at = self.qpos[job as usize] as usize;
         self.queued.swap_remove(at);
+        self.touched_queued.push(at as u32);
         if let Some(moved) = self.queued.get(at) {
             self.qpos[moved.id.0 as usize] = at as u32;
         }
@@ -344,7 +354,15 @@ impl Sim<'_> {
                 ended_debug: self.ended_debug.make_contiguous(),
             };
             debug_assert_eq!(state.validate(self.engine.tree()), Ok(()));
-            let (decision, _) = self.engine.run_pass(&state, now, None);
+            let changes = Changes {
+                pass: self.passes,
+                running: &self.touched_running,
+                queued: &self.touched_queued,
+            };
+            let (decision, _) = self.engine.run_pass(&state, now, None, Some(&changes));
+            self.passes += 1;
+            self.touched_running.clear();
+            self.touched_queued.clear();
             self.decisions += 1;
             self.wake = decision.next_wake;
             settle.applied(&decision);
@@ -413,6 +431,7 @@ impl Sim<'_> {
                 .start_charging(spec.leaf, placement.gpu_count(), now);
         }
         self.rpos[job as usize] = self.running.len() as u32;
+        self.touched_running.push(self.running.len() as u32);
         self.running.push(RunningWorkload {
             spec,
             started_at: now,
@@ -450,6 +469,7 @@ impl Sim<'_> {
     fn stop(&mut self, job: u32, now: Time, end: SegmentEnd) {
         let at = self.rpos[job as usize] as usize;
         let run = self.running.swap_remove(at);
+        self.touched_running.push(at as u32);
         if let Some(moved) = self.running.get(at) {
             self.rpos[moved.spec.id.0 as usize] = at as u32;
         }

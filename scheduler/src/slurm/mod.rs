@@ -40,7 +40,7 @@ use crate::pool::{Held, Pool, Run};
 use crate::priority::{parties, preempt, Walk};
 use crate::queue::QueueKey;
 use crate::reasons::{Action, Decision, PreemptRule, Protection};
-use crate::snapshot::{ClusterState, WorkloadSpec};
+use crate::snapshot::{Changes, ClusterState, WorkloadSpec};
 
 pub(crate) use book::Book;
 use book::Cursor;
@@ -115,8 +115,9 @@ pub(crate) fn pass(
     state: &ClusterState<'_>,
     now: Time,
     watch: Option<WorkloadId>,
+    changes: Option<&Changes<'_>>,
 ) -> (Decision, Option<WaitReason>) {
-    walk(engine, state, now, watch, Walk::Lazy)
+    walk(engine, state, now, watch, Walk::Lazy, changes)
 }
 
 /// A pass taking the queue lazily, or every job at its turn with every search made (the
@@ -127,13 +128,15 @@ pub(crate) fn walk(
     now: Time,
     watch: Option<WorkloadId>,
     mode: Walk,
+    changes: Option<&Changes<'_>>,
 ) -> (Decision, Option<WaitReason>) {
     let lazy = mode == Walk::Lazy;
     let config = engine.config().slurm;
     let party = parties(engine, now);
     // Running normal and debug jobs are `baseline_protected` (started with `UntilDone`):
     // only scavenger work is ever preempted.
-    let mut pool = Pool::new(state, now, 1, |_| 0, |r, _| !r.baseline_protected);
+    let mut pool =
+        engine.pool_for_pass(state, now, 1, |_| 0, |r, _| !r.baseline_protected, changes);
     let mut actions = Vec::new();
     if state.nodes.iter().any(|n| n.health != Health::Healthy) {
         drain_hosts(
@@ -144,7 +147,7 @@ pub(crate) fn walk(
         );
     }
     let mut watched = None;
-    let finish = |actions, watched: Option<WaitReason>, pool: &Pool| {
+    let finish = |actions, watched: Option<WaitReason>, pool: Pool| {
         let watched = watched.or_else(|| watch.map(|_| WaitReason::idle_only(pool.idle_total)));
         let decision = Decision {
             actions,
@@ -152,6 +155,7 @@ pub(crate) fn walk(
             next_wake: None,
             decide_again: pool.decide_again(),
         };
+        engine.keep_pool(pool, changes);
         (decision, watched)
     };
     // Nothing idle and nothing to preempt: no job can start, and a reservation only matters to
@@ -160,7 +164,7 @@ pub(crate) fn walk(
         && ((pool.idle_total == 0 && pool.baseline_preemptible_gpus == 0)
             || state.queued.is_empty())
     {
-        return finish(actions, watched, &pool);
+        return finish(actions, watched, pool);
     }
     let mut book = engine.slurm_book();
     book.update(engine, state.queued, now, cluster_gpus(state));
@@ -299,7 +303,7 @@ pub(crate) fn walk(
             },
         });
     }
-    finish(actions, watched, &pool)
+    finish(actions, watched, pool)
 }
 
 /// After the reservation (starting at `at`): the jobs that could still start. Nothing a pass

@@ -2,6 +2,7 @@
 
 mod audit;
 mod baseline;
+mod changes;
 mod fair_share;
 mod fast_lane;
 mod health;

@@ -3,6 +3,10 @@
 
 use std::cell::Cell;
 
+mod kept;
+
+pub(crate) use kept::{Build, Kept};
+
 use crate::cluster::{GpuSet, Health, NodeGpus, Placement};
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::queue::QueueKey;
@@ -81,6 +85,8 @@ pub(crate) struct Run {
     parts: (u32, u32),
     /// GPUs held on hosts that take new work: the only ones worth freeing.
     pub usable_gpus: u32,
+    /// GPUs held in all.
+    gpus: u32,
 }
 
 impl Run {
@@ -216,6 +222,8 @@ pub(crate) struct Pool {
     /// (a preemptor takes its victims' GPUs, fresh work is never preempted), so a search that
     /// failed need only look again at the hosts listed since.
     loosened: Vec<(u64, u32)>,
+    /// Kept between passes (see [`kept`]): the pool as the pass began, to go back to after it.
+    base: Option<kept::Base>,
 }
 
 impl Pool {
@@ -246,7 +254,7 @@ impl Pool {
                 .zip(&per_node)
                 .map(|(n, &count)| {
                     let runs_at = room;
-                    room += count as u32 + n.gpus;
+                    room += kept::room(count as u32, n.gpus);
                     Slot {
                         all: GpuSet::first(n.gpus),
                         size: n.gpus,
@@ -280,6 +288,7 @@ impl Pool {
             requeued_allocated: false,
             requeued_free: None,
             loosened: Vec::new(),
+            base: None,
         };
         pool.slot_runs = vec![(0, GpuSet::EMPTY); room as usize];
         // One walk over the runs. Each host's runs are kept by workload id: the snapshot usually
@@ -321,6 +330,7 @@ impl Pool {
                 cost: Cost::of(&run.spec, gpus, now - run.started_at),
                 parts: (at, run.placement.parts.len() as u32),
                 usable_gpus,
+                gpus,
             });
             pool.count_run(index as usize, 1);
         }
@@ -497,6 +507,9 @@ impl Pool {
         self.changes += 1;
         self.count_run(r, -1);
         self.runs[r].alive = false;
+        if let Some(base) = &mut self.base {
+            base.released(run);
+        }
         let spec = self.runs[r].spec;
         if spec.resumable && spec.is_allocated() {
             self.requeued_allocated = true;
@@ -547,6 +560,7 @@ impl Pool {
             cost: Cost::of(&spec, placement.gpu_count(), 0),
             parts: (at, placement.parts.len() as u32),
             usable_gpus: 0,
+            gpus: placement.gpu_count(),
         });
         self.runs[index as usize].usable_gpus = self.usable_gpus_of(index);
         self.count_run(index as usize, 1);

@@ -1,0 +1,366 @@
+//! The pool kept between passes, for a driver that names what it changed ([`Changes`]).
+//!
+//! Building the pool reads every run of the snapshot at every pass: on a month of 1,024 GPUs,
+//! about a thousand runs at each of some 60,000 passes, a quarter of the fair-share pass and more
+//! of the peers'. A driver that applies the engine's actions itself (the simulator) knows which
+//! entries of its snapshot it touched since the last pass, so the engine keeps the pool as that
+//! pass began, takes back what the pass did, and applies only those entries: the pool's runs stay
+//! in the snapshot's order and each host's runs in workload order, so the pool it gives the next
+//! pass is the one [`Pool::new`] would build (checked against it in debug builds). What depends on
+//! the time (each run's cost, whether its protection has ended, the leaves' ranks) is worked out
+//! again at every pass, as `Pool::new` does. Hosts changing state, a different policy, or a driver
+//! that skipped a pass: the pool is built afresh.
+
+use super::{Cost, Pool, Run, Slot};
+use crate::cluster::NodeState;
+use crate::engine::Policy;
+use crate::ids::{BudgetId, Time};
+use crate::snapshot::{Changes, ClusterState, RunningWorkload};
+
+/// Entries a host's list of runs has room for: its runs in the snapshot (or as many as it has
+/// GPUs, if more), then one run per GPU that the pass may start. Each run holds at least one GPU
+/// of each host it is on, so a host never holds more runs than GPUs; a kept pool whose host
+/// would is built afresh.
+pub(super) fn room(count: u32, gpus: u32) -> u32 {
+    count.max(gpus) + gpus
+}
+
+/// What a pass changes in the pool and how to take it back.
+#[derive(Debug)]
+pub(crate) struct Base {
+    slots: Vec<Slot>,
+    runs: usize,
+    parts: usize,
+    idle: Idle,
+    /// Runs of the snapshot this pass stopped.
+    released: Vec<u32>,
+    nodes: Vec<NodeState>,
+    /// Parts of the snapshot's runs (the rest of `Pool::parts` past the base is stale).
+    live_parts: usize,
+    ranks: usize,
+}
+
+impl Base {
+    pub(super) fn released(&mut self, run: u32) {
+        if (run as usize) < self.runs {
+            self.released.push(run);
+        }
+    }
+}
+
+/// The counters kept from the hosts' idle GPUs (those from runs are worked out at every pass).
+#[derive(Clone, Debug)]
+struct Idle {
+    idle_hist: [u32; 65],
+    idle_total: u32,
+    whole_idle_gpus: u32,
+    open_hist: [u32; 65],
+    whole_open_gpus: u32,
+}
+
+/// How a policy's pass builds its pool (as [`Pool::new`]'s arguments).
+pub(crate) struct Build<F> {
+    pub ranks: usize,
+    pub rank_of: F,
+    pub may_be_victim: fn(&Run, Time) -> bool,
+}
+
+/// The engine's side: the pool kept at a driver's pass.
+#[derive(Default)]
+pub(crate) struct Kept {
+    pool: Option<(Pool, u64, Policy)>,
+}
+
+impl std::fmt::Debug for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kept")
+            .field("pass", &self.pool.as_ref().map(|k| k.1))
+            .finish()
+    }
+}
+
+impl Kept {
+    /// The pool for the pass `changes` leads to: the kept one brought up to date, if it was kept
+    /// at the driver's previous pass under the same policy, else a new one.
+    pub(crate) fn pool_for<F: Fn(BudgetId) -> u32>(
+        &mut self,
+        policy: Policy,
+        state: &ClusterState<'_>,
+        changes: &Changes<'_>,
+        now: Time,
+        build: Build<F>,
+    ) -> Pool {
+        let Build {
+            ranks,
+            rank_of,
+            may_be_victim,
+        } = build;
+        let kept = self.pool.take().filter(|&(_, pass, kept_policy)| {
+            kept_policy == policy && changes.pass == pass.wrapping_add(1)
+        });
+        if let Some((mut pool, _, _)) = kept {
+            if pool.sync(state, changes, ranks) {
+                pool.refresh(now, ranks, &rank_of);
+                pool.checkpoint();
+                #[cfg(debug_assertions)]
+                pool.assert_as_new(&Pool::new(state, now, ranks, &rank_of, may_be_victim));
+                return pool;
+            }
+        }
+        let mut pool = Pool::new(state, now, ranks, rank_of, may_be_victim);
+        pool.base = Some(Base {
+            slots: Vec::new(),
+            runs: 0,
+            parts: 0,
+            idle: pool.idle(),
+            released: Vec::new(),
+            nodes: state.nodes.to_vec(),
+            live_parts: pool.parts.len(),
+            ranks,
+        });
+        pool.checkpoint();
+        pool
+    }
+
+    /// Takes back what the pass did and keeps the pool for the driver's next pass.
+    pub(crate) fn keep(&mut self, mut pool: Pool, policy: Policy, changes: &Changes<'_>) {
+        if pool.rollback() {
+            self.pool = Some((pool, changes.pass, policy));
+        }
+    }
+}
+
+impl Pool {
+    fn idle(&self) -> Idle {
+        Idle {
+            idle_hist: self.idle_hist,
+            idle_total: self.idle_total,
+            whole_idle_gpus: self.whole_idle_gpus,
+            open_hist: self.open_hist,
+            whole_open_gpus: self.whole_open_gpus,
+        }
+    }
+
+    /// Remembers the pool as the pass begins.
+    fn checkpoint(&mut self) {
+        let idle = self.idle();
+        let (runs, parts) = (self.runs.len(), self.parts.len());
+        let base = self.base.as_mut().expect("a kept pool");
+        base.slots.clone_from(&self.slots);
+        base.runs = runs;
+        base.parts = parts;
+        base.idle = idle;
+        base.released.clear();
+    }
+
+    /// Back to the pool as the pass began. `false` if it was not kept.
+    fn rollback(&mut self) -> bool {
+        let Some(base) = self.base.as_mut() else {
+            return false;
+        };
+        for &run in &base.released {
+            self.runs[run as usize].alive = true;
+        }
+        base.released.clear();
+        self.runs.truncate(base.runs);
+        self.parts.truncate(base.parts);
+        self.slots.clone_from(&base.slots);
+        let idle = base.idle.clone();
+        self.idle_hist = idle.idle_hist;
+        self.idle_total = idle.idle_total;
+        self.whole_idle_gpus = idle.whole_idle_gpus;
+        self.open_hist = idle.open_hist;
+        self.whole_open_gpus = idle.whole_open_gpus;
+        self.held.clear();
+        self.loosened.clear();
+        true
+    }
+
+    /// Applies the entries of `running` that `changes` names (and any past the shorter length).
+    /// `false` if the pool must be built afresh instead.
+    fn sync(&mut self, state: &ClusterState<'_>, changes: &Changes<'_>, ranks: usize) -> bool {
+        let base = self.base.as_ref().expect("a kept pool");
+        if base.nodes != state.nodes
+            || base.ranks != ranks
+            || self.parts.len() > 4 * base.live_parts + 4096
+        {
+            return false;
+        }
+        let (old, new) = (self.runs.len(), state.running.len());
+        let mut touched: Vec<u32> = changes
+            .running
+            .iter()
+            .copied()
+            .filter(|&i| (i as usize) < old.min(new))
+            .chain((old.min(new) as u32)..(old.max(new) as u32))
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for &i in touched.iter().take_while(|&&i| (i as usize) < old) {
+            self.remove_run(i);
+        }
+        self.runs.truncate(new);
+        for &i in touched.iter().take_while(|&&i| (i as usize) < new) {
+            if !self.insert_run(i, &state.running[i as usize]) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Takes snapshot run `i` off its hosts.
+    fn remove_run(&mut self, i: u32) {
+        let (at, len) = self.runs[i as usize].parts;
+        for k in at..at + len {
+            let part = self.parts[k as usize];
+            let node = part.node.index();
+            self.count_idle(node, -1);
+            let slot = &mut self.slots[node];
+            slot.free = slot.free.union(part.gpus);
+            let list =
+                &mut self.slot_runs[slot.runs_at as usize..(slot.runs_at + slot.runs_len) as usize];
+            if let Some(p) = list.iter().position(|&(run, _)| run == i) {
+                list[p..].rotate_left(1);
+                slot.runs_len -= 1;
+            }
+            self.count_idle(node, 1);
+        }
+        self.base.as_mut().expect("a kept pool").live_parts -= len as usize;
+    }
+
+    /// Puts snapshot run `i` on its hosts, each host's runs kept in workload order. `false` if a
+    /// host has no room for it or its GPUs are not idle (the pool is then built afresh, and the
+    /// snapshot's own checks say what is wrong).
+    fn insert_run(&mut self, i: u32, run: &RunningWorkload) -> bool {
+        let at = self.parts.len() as u32;
+        let (mut gpus, mut usable_gpus) = (0, 0);
+        for part in &run.placement.parts {
+            let node = part.node.index();
+            let Some(slot) = self.slots.get(node) else {
+                return false;
+            };
+            let end = self
+                .slots
+                .get(node + 1)
+                .map_or(self.slot_runs.len() as u32, |s| s.runs_at);
+            if slot.runs_len + slot.size >= end - slot.runs_at
+                || !part.gpus.without(slot.free).is_empty()
+            {
+                return false;
+            }
+            self.count_idle(node, -1);
+            let slot = &mut self.slots[node];
+            slot.free = slot.free.without(part.gpus);
+            let (from, to) = (
+                slot.runs_at as usize,
+                (slot.runs_at + slot.runs_len) as usize,
+            );
+            let p = self.slot_runs[from..to]
+                .iter()
+                .position(|&(other, _)| self.runs[other as usize].spec.id > run.spec.id)
+                .map_or(to, |p| from + p);
+            self.slot_runs[p..=to].rotate_right(1);
+            self.slot_runs[p] = (i, part.gpus);
+            slot.runs_len += 1;
+            let count = part.gpus.count();
+            gpus += count;
+            if slot.schedulable() {
+                usable_gpus += count;
+            }
+            self.count_idle(node, 1);
+            self.parts.push(*part);
+        }
+        let entry = Run {
+            spec: run.spec,
+            started_at: run.started_at,
+            alive: true,
+            fresh: false,
+            rank: 0,
+            protected_until: run.protected_until(),
+            baseline_protected: run.baseline_protected,
+            cost: Cost::ZERO,
+            parts: (at, run.placement.parts.len() as u32),
+            usable_gpus,
+            gpus,
+        };
+        if (i as usize) < self.runs.len() {
+            self.runs[i as usize] = entry;
+        } else {
+            debug_assert_eq!(i as usize, self.runs.len());
+            self.runs.push(entry);
+        }
+        self.base.as_mut().expect("a kept pool").live_parts += run.placement.parts.len();
+        true
+    }
+
+    /// What depends on the time: each run's cost and rank, and the counters of runs.
+    fn refresh(&mut self, now: Time, ranks: usize, rank_of: &impl Fn(BudgetId) -> u32) {
+        self.now = now;
+        self.free_work_gpus = 0;
+        self.unprotected_by_rank.clear();
+        self.unprotected_by_rank.resize(ranks.max(1), 0);
+        self.unprotected_resumable_gpus = 0;
+        self.baseline_preemptible_gpus = 0;
+        self.debug_gpus = 0;
+        for i in 0..self.runs.len() {
+            let r = &mut self.runs[i];
+            r.rank = rank_of(r.spec.leaf);
+            r.cost = Cost::of(&r.spec, r.gpus, now - r.started_at);
+            if r.spec.is_debug() {
+                self.debug_gpus += r.gpus;
+            }
+            self.count_run(i, 1);
+        }
+        for slot in &mut self.slots {
+            slot.victims.set(None);
+        }
+        self.changes = 0;
+        self.requeued_allocated = false;
+        self.requeued_free = None;
+    }
+
+    /// That this pool is the one [`Pool::new`] built from the same snapshot.
+    #[cfg(debug_assertions)]
+    fn assert_as_new(&self, new: &Pool) {
+        assert_eq!(self.runs.len(), new.runs.len(), "runs");
+        for (i, (a, b)) in self.runs.iter().zip(&new.runs).enumerate() {
+            let same = a.spec == b.spec
+                && a.started_at == b.started_at
+                && (a.alive, a.fresh, a.rank) == (b.alive, b.fresh, b.rank)
+                && (a.protected_until, a.baseline_protected)
+                    == (b.protected_until, b.baseline_protected)
+                && a.cost == b.cost
+                && (a.usable_gpus, a.gpus) == (b.usable_gpus, b.gpus)
+                && self.parts_of(i as u32) == new.parts_of(i as u32);
+            assert!(same, "run {i}: kept {a:?}, new {b:?}");
+        }
+        for (n, (a, b)) in self.slots.iter().zip(&new.slots).enumerate() {
+            assert_eq!(
+                (a.all, a.size, a.free, a.health, a.reservation, a.reserved),
+                (b.all, b.size, b.free, b.health, b.reservation, b.reserved),
+                "host {n}"
+            );
+            assert_eq!(self.slot_runs(n), new.slot_runs(n), "host {n}'s runs");
+        }
+        assert_eq!(
+            (self.idle_hist, self.idle_total, self.whole_idle_gpus),
+            (new.idle_hist, new.idle_total, new.whole_idle_gpus)
+        );
+        assert_eq!(
+            (self.open_hist, self.whole_open_gpus, self.free_work_gpus),
+            (new.open_hist, new.whole_open_gpus, new.free_work_gpus)
+        );
+        assert_eq!(
+            (&self.unprotected_by_rank, self.unprotected_resumable_gpus),
+            (&new.unprotected_by_rank, new.unprotected_resumable_gpus)
+        );
+        assert_eq!(
+            (
+                self.baseline_preemptible_gpus,
+                self.debug_gpus,
+                self.node_size
+            ),
+            (new.baseline_preemptible_gpus, new.debug_gpus, new.node_size)
+        );
+    }
+}

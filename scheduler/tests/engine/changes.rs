@@ -1,0 +1,101 @@
+//! A driver that names what it changed between passes ([`Engine::decide_after`]) gets the
+//! decisions of one that hands over whole snapshots, under every policy.
+
+use scheduler::*;
+
+use crate::support::World;
+
+const TEAMS: &[(&str, f64)] = &[
+    ("ai", 3.0),
+    ("ai/olmo", 2.0),
+    ("ai/tulu", 1.0),
+    ("vision", 1.0),
+    ("vision/molmo", 1.0),
+];
+const LEAVES: [&str; 3] = ["ai/olmo", "ai/tulu", "vision/molmo"];
+
+/// The indices of `now` whose entry differs from `before`'s at the same index.
+fn touched<T: PartialEq>(before: &[T], now: &[T]) -> Vec<u32> {
+    (0..now.len().min(before.len()))
+        .filter(|&i| before[i] != now[i])
+        .map(|i| i as u32)
+        .collect()
+}
+
+/// A deterministic stream of small numbers (no dependency for a test's dice).
+struct Dice(u64);
+
+impl Dice {
+    fn roll(&mut self, sides: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % sides
+    }
+}
+
+#[test]
+fn a_driver_naming_its_changes_gets_the_decisions_of_whole_snapshots() {
+    for policy in [Policy::FairShare, Policy::Priority, Policy::Slurm] {
+        let config = Config {
+            policy,
+            ..Config::default()
+        };
+        let mut w = World::with_config(TEAMS, 6, 8, config);
+        let mut dice = Dice(7);
+        let (mut running, mut queued) = (Vec::new(), Vec::new());
+        let mut kept_passes = 0;
+        for pass in 0..400u64 {
+            // Every few passes the driver asks something else in between, or skips a count:
+            // the engine must notice and build afresh.
+            let pass = if pass % 97 == 50 { pass + 1_000 } else { pass };
+            for _ in 0..dice.roll(4) {
+                let path = LEAVES[dice.roll(3) as usize];
+                let gpus = [1, 1, 2, 4, 8, 16][dice.roll(6) as usize];
+                let min_runtime = [0, 0, 600, 3_600][dice.roll(4) as usize];
+                let mut spec = w.spec(path, gpus, min_runtime);
+                spec.resumable = dice.roll(3) > 0;
+                spec.time_limit = Some(1_800 + 600 * dice.roll(12) as Time);
+                w.remaining
+                    .insert(spec.id, 300 + 300 * dice.roll(20) as Time);
+                w.submit_spec(spec);
+            }
+            if dice.roll(5) == 0 {
+                // A host goes down for a while, or comes back.
+                let node = dice.roll(6) as usize;
+                w.nodes[node].health = match w.nodes[node].health {
+                    Health::Healthy => Health::Down,
+                    _ => Health::Healthy,
+                };
+            }
+            let whole = w.decide();
+            let changes = Changes {
+                pass,
+                running: &touched(&running, &w.running),
+                queued: &touched(&queued, &w.queued),
+            };
+            let after = w
+                .engine
+                .decide_after(&w.state(), w.now, &changes)
+                .expect("valid snapshot");
+            assert_eq!(after, whole, "{policy:?}, pass {pass}");
+            kept_passes += usize::from(!whole.actions.is_empty());
+            // The changes of the next pass are counted from the snapshot this one was given.
+            running.clone_from(&w.running);
+            queued.clone_from(&w.queued);
+            if pass % 11 == 5 {
+                // A driver that could not apply the decision (the server's transaction failed)
+                // asks again about the same snapshot.
+                continue;
+            }
+            w.apply(&whole);
+            let next = w.now + 60 * (1 + dice.roll(10) as Time);
+            w.advance_to(next);
+        }
+        assert!(
+            kept_passes > 100,
+            "{policy:?}: {kept_passes} passes decided something"
+        );
+    }
+}
