@@ -14,12 +14,12 @@
 //! What the book holds changes how fast a pass is, never its order: the order is the one the
 //! priorities of the last calculation give (tested against sorting them afresh).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::engine::Engine;
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::queue::QueueKey;
-use crate::snapshot::{WorkloadSpec, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
+use crate::snapshot::{Changes, WorkloadSpec, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 
 use super::priority::Priorities;
 
@@ -89,6 +89,11 @@ pub struct Book {
     /// The smallest request queued now, of any job and of scavenger work (0 if none).
     smallest: u32,
     smallest_scavenger: u32,
+    /// The driver's pass the queue was last brought up to ([`Changes`]), if it names its changes.
+    synced: Option<u64>,
+    /// How many queued jobs ask for each size, of any job and of scavenger work: kept while the
+    /// driver names its changes (`None` until needed).
+    sizes: Option<[BTreeMap<u32, u32>; 2]>,
 }
 
 #[derive(Clone, Default)]
@@ -139,6 +144,22 @@ impl std::fmt::Debug for Book {
     }
 }
 
+/// Counts `job` in (`by` 1) or out (-1) of the sizes asked for.
+fn count(sizes: &mut [BTreeMap<u32, u32>; 2], job: &Job, by: i32) {
+    let lanes: &mut [BTreeMap<u32, u32>] = if job.is_scavenger() {
+        &mut sizes[..]
+    } else {
+        &mut sizes[..1]
+    };
+    for map in lanes {
+        let n = map.entry(job.gpus).or_insert(0);
+        *n = n.wrapping_add_signed(by);
+        if *n == 0 {
+            map.remove(&job.gpus);
+        }
+    }
+}
+
 fn lane_of(j: &Job) -> usize {
     if j.is_scavenger() {
         SCAVENGER
@@ -149,13 +170,15 @@ fn lane_of(j: &Job) -> usize {
 
 impl Book {
     /// Brings the book up to the queue `queued` at `now`, recalculating if a period began. Only
-    /// the places in the queue that changed since the last update are looked at closely.
+    /// the places in the queue that changed since the last update are looked at closely; with
+    /// `changes` that follow the last update's, only the places they name are looked at.
     pub(crate) fn update(
         &mut self,
         engine: &Engine,
         queued: &[WorkloadSpec],
         now: Time,
         cluster_gpus: u32,
+        changes: Option<&Changes<'_>>,
     ) {
         let config = &engine.config().slurm;
         let tree_len = engine.tree().len();
@@ -179,47 +202,81 @@ impl Book {
                 priorities: Priorities::new(engine, now, cluster_gpus, config),
             });
         }
-        let (mut smallest, mut smallest_scavenger) = (u32::MAX, u32::MAX);
+        self.follow(queued, changes, due);
+    }
+
+    /// Brings the queue up to date without recalculating, for a pass that starts nothing but
+    /// must keep pace with a driver that names its changes. Jobs new to the book get their
+    /// priority at submission, as they would at the next update within the period; one that
+    /// recalculates keys every job again anyway.
+    pub(crate) fn follow_only(&mut self, queued: &[WorkloadSpec], changes: &Changes<'_>) {
+        if self.calc.is_none() {
+            self.synced = None;
+            return;
+        }
+        self.follow(queued, Some(changes), false);
+    }
+
+    /// The queue part of [`Book::update`], then the recalculation if `due`.
+    fn follow(&mut self, queued: &[WorkloadSpec], changes: Option<&Changes<'_>>, due: bool) {
         let mut added = [false; 2];
-        self.queue.truncate(queued.len());
-        for (q, w) in queued.iter().enumerate() {
-            smallest = smallest.min(w.gpus);
-            // Without a branch: allocated work counts as u32::MAX.
-            smallest_scavenger =
-                smallest_scavenger.min(w.gpus | u32::from(w.min_runtime > 0).wrapping_neg());
-            if self.queue.get(q).is_some_and(|j| j.is(w)) {
-                continue;
+        let follows = changes.filter(|c| {
+            self.synced
+                .is_some_and(|synced| c.pass == synced.wrapping_add(1))
+        });
+        self.synced = changes.map(|c| c.pass);
+        if let Some(changes) = follows {
+            let (old, new) = (self.queue.len(), queued.len());
+            let mut sizes = self.sizes.take().unwrap_or_else(|| self.count_sizes());
+            for job in &self.queue[new.min(old)..] {
+                count(&mut sizes, job, -1);
             }
-            let job = Job::of(w);
-            if q < self.queue.len() {
-                self.queue[q] = job;
-            } else {
-                self.queue.push(job);
+            self.queue.truncate(new);
+            let mut touched: Vec<u32> = changes
+                .queued
+                .iter()
+                .copied()
+                .filter(|&q| (q as usize) < old.min(new))
+                .chain(old.min(new) as u32..new as u32)
+                .collect();
+            touched.sort_unstable();
+            touched.dedup();
+            for q in touched {
+                let (q, w) = (q as usize, &queued[q as usize]);
+                if let Some(j) = self.queue.get(q) {
+                    if j.is(w) {
+                        continue;
+                    }
+                    count(&mut sizes, &j.clone(), -1);
+                }
+                count(&mut sizes, &Job::of(w), 1);
+                self.take(q, w, &mut added);
             }
-            let found = self.lookup(w.id);
-            if found != NONE {
-                let slot = &mut self.slots[found as usize];
-                if slot.job.is(w) && slot.listed {
-                    slot.q = q as u32;
+            let least = |m: &BTreeMap<u32, u32>| m.keys().next().copied().unwrap_or(0);
+            self.smallest = least(&sizes[0]);
+            self.smallest_scavenger = least(&sizes[1]);
+            self.sizes = Some(sizes);
+        } else {
+            self.sizes = None;
+            let (mut smallest, mut smallest_scavenger) = (u32::MAX, u32::MAX);
+            self.queue.truncate(queued.len());
+            for (q, w) in queued.iter().enumerate() {
+                smallest = smallest.min(w.gpus);
+                // Without a branch: allocated work counts as u32::MAX.
+                smallest_scavenger =
+                    smallest_scavenger.min(w.gpus | u32::from(w.min_runtime > 0).wrapping_neg());
+                if self.queue.get(q).is_some_and(|j| j.is(w)) {
                     continue;
                 }
+                self.take(q, w, &mut added);
             }
-            let slot = self.place(job, found, q as u32);
-            let generation = self.slots[slot as usize].generation;
-            let lane = lane_of(&job);
-            added[lane] = true;
-            self.lanes[lane].fresh.push(Entry {
-                key: job.key(self.priorities()),
-                slot,
-                generation,
-            });
+            self.smallest = if smallest == u32::MAX { 0 } else { smallest };
+            self.smallest_scavenger = if smallest_scavenger == u32::MAX {
+                0
+            } else {
+                smallest_scavenger
+            };
         }
-        self.smallest = if smallest == u32::MAX { 0 } else { smallest };
-        self.smallest_scavenger = if smallest_scavenger == u32::MAX {
-            0
-        } else {
-            smallest_scavenger
-        };
         if due {
             self.recalculate();
             return;
@@ -230,6 +287,42 @@ impl Book {
                 lane.fresh.sort_by_key(|e| e.key);
             }
         }
+    }
+
+    /// Takes `w`, at queue index `q`, whose entry there changed.
+    fn take(&mut self, q: usize, w: &WorkloadSpec, added: &mut [bool; 2]) {
+        let job = Job::of(w);
+        if q < self.queue.len() {
+            self.queue[q] = job;
+        } else {
+            self.queue.push(job);
+        }
+        let found = self.lookup(w.id);
+        if found != NONE {
+            let slot = &mut self.slots[found as usize];
+            if slot.job.is(w) && slot.listed {
+                slot.q = q as u32;
+                return;
+            }
+        }
+        let slot = self.place(job, found, q as u32);
+        let generation = self.slots[slot as usize].generation;
+        let lane = lane_of(&job);
+        added[lane] = true;
+        self.lanes[lane].fresh.push(Entry {
+            key: job.key(self.priorities()),
+            slot,
+            generation,
+        });
+    }
+
+    /// The sizes asked for by the queue as last seen.
+    fn count_sizes(&self) -> [BTreeMap<u32, u32>; 2] {
+        let mut sizes = [BTreeMap::new(), BTreeMap::new()];
+        for job in &self.queue {
+            count(&mut sizes, job, 1);
+        }
+        sizes
     }
 
     fn priorities(&self) -> &Priorities {
@@ -578,12 +671,14 @@ mod tests {
             let leaves: Vec<BudgetId> = engine.tree().leaves().collect();
             let mut rng = Rng::new(seed);
             let mut book = Book::default();
+            let mut named = Book::default();
+            let mut before_queue: Vec<WorkloadSpec> = Vec::new();
             let mut queued: Vec<WorkloadSpec> = Vec::new();
             let mut away: Vec<WorkloadSpec> = Vec::new();
             let mut next_id = if seed % 2 == 0 { DENSE - 50 } else { 0 };
             let mut now: Time = 1_000_000;
             let mut calculations = 0;
-            for step in 0..400 {
+            for step in 0..400u64 {
                 now += below(&mut rng, 200) as Time;
                 // Usage moves the fair-share factors between calculations.
                 let leaf = leaves[below(&mut rng, leaves.len() as u64) as usize];
@@ -616,7 +711,7 @@ mod tests {
                     queued.reverse();
                 }
                 let before = book.calc.as_ref().map(|c| c.at);
-                book.update(&engine, &queued, now, 64);
+                book.update(&engine, &queued, now, 64, None);
                 if book.calc.as_ref().map(|c| c.at) != before {
                     calculations += 1;
                 }
@@ -627,6 +722,29 @@ mod tests {
                 );
                 let smallest = queued.iter().map(|w| w.gpus).min().unwrap_or(0);
                 assert_eq!(book.smallest(), smallest);
+                // A driver naming the places it changed (now and then losing count) keeps the
+                // same order and sizes.
+                let touched: Vec<u32> = (0..queued.len().min(before_queue.len()))
+                    .filter(|&i| queued[i] != before_queue[i])
+                    .map(|i| i as u32)
+                    .collect();
+                let pass = if step % 37 == 20 { step + 1_000 } else { step };
+                let changes = Changes {
+                    pass,
+                    running: &[],
+                    queued: &touched,
+                };
+                named.update(&engine, &queued, now, 64, Some(&changes));
+                assert_eq!(
+                    named.in_order(),
+                    book.in_order(),
+                    "seed {seed}, step {step}"
+                );
+                assert_eq!(named.smallest(), smallest);
+                let scavenger = queued.iter().filter(|w| w.min_runtime <= 0).map(|w| w.gpus);
+                assert_eq!(named.smallest_scavenger(), scavenger.min().unwrap_or(0));
+                assert_eq!(book.smallest_scavenger(), named.smallest_scavenger());
+                before_queue.clone_from(&queued);
             }
             assert!(calculations > 20, "recalculated {calculations} times");
             assert!(book.slots.len() <= 2 * queued.len() + 1024 + 2_000);
@@ -640,12 +758,12 @@ mod tests {
         let mut rng = Rng::new(9);
         let mut book = Book::default();
         let old = spec(1, &mut rng, &leaves, 600);
-        book.update(&engine, &[old], 600, 64);
+        book.update(&engine, &[old], 600, 64, None);
         assert_eq!(book.calc.as_ref().map(|c| c.at), Some(600));
         // Later in the same period: no recalculation; a job submitted now gets age 0.
         let mut new = spec(2, &mut rng, &leaves, 800);
         new.submitted_at = 800;
-        book.update(&engine, &[old, new], 850, 64);
+        book.update(&engine, &[old, new], 850, 64, None);
         assert_eq!(book.calc.as_ref().map(|c| c.at), Some(600));
         let fresh = Priorities::new(&engine, 600, 64, &engine.config().slurm);
         assert_eq!(
@@ -658,13 +776,13 @@ mod tests {
             Job::of(&new).key(&fresh)
         );
         // The next period recalculates.
-        book.update(&engine, &[old, new], 900, 64);
+        book.update(&engine, &[old, new], 900, 64, None);
         assert_eq!(book.calc.as_ref().map(|c| c.at), Some(900));
         // A period of 0 recalculates at every update.
         let engine = self::engine(0);
         let mut book = Book::default();
-        book.update(&engine, &[old], 600, 64);
-        book.update(&engine, &[old], 601, 64);
+        book.update(&engine, &[old], 600, 64, None);
+        book.update(&engine, &[old], 601, 64, None);
         assert_eq!(book.calc.as_ref().map(|c| c.at), Some(601));
     }
 }

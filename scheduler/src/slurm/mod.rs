@@ -97,7 +97,7 @@ fn scavenger(w: &WorkloadSpec) -> bool {
 /// The queue in SLURM's order at `now`: by the priorities of the last calculation.
 pub(crate) fn keys(engine: &Engine, state: &ClusterState<'_>, now: Time) -> Vec<(QueueKey, u32)> {
     let mut book = engine.slurm_book();
-    book.update(engine, state.queued, now, cluster_gpus(state));
+    book.update(engine, state.queued, now, cluster_gpus(state), None);
     book.in_order()
 }
 
@@ -164,10 +164,16 @@ pub(crate) fn walk(
         && ((pool.idle_total == 0 && pool.baseline_preemptible_gpus == 0)
             || state.queued.is_empty())
     {
+        if let Some(changes) = changes {
+            // The book follows the driver's changes pass by pass, or reads the whole queue
+            // next time (without recalculating here: that stays with the passes that start
+            // work, as for a driver handing over whole snapshots).
+            engine.slurm_book().follow_only(state.queued, changes);
+        }
         return finish(actions, watched, pool);
     }
     let mut book = engine.slurm_book();
-    book.update(engine, state.queued, now, cluster_gpus(state));
+    book.update(engine, state.queued, now, cluster_gpus(state), changes);
 
     let mut cursor = Cursor::default();
     // After the reservation: which jobs could still start.
