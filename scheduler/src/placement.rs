@@ -45,9 +45,13 @@ impl Pool {
         let mut most = 0;
         let mut items: Vec<(u32, Cost, u32, GpuSet)> = Vec::new();
         let everywhere = 0..self.slots.len();
-        let nodes: &mut dyn Iterator<Item = usize> = match rules.only {
-            Some(only) => &mut only.iter().copied(),
-            None => &mut everywhere.clone(),
+        let mut with_idle = self.hosts_with_idle();
+        // On idle GPUs alone only hosts with some can take it (what else the search learns, the
+        // most a host could give, is read only when preempting).
+        let nodes: &mut dyn Iterator<Item = usize> = match (rules.only, rules.victim) {
+            (Some(only), _) => &mut only.iter().copied(),
+            (None, None) => &mut with_idle,
+            (None, Some(_)) => &mut everywhere.clone(),
         };
         for node in nodes {
             let slot = &self.slots[node];

@@ -52,6 +52,7 @@ impl Base {
 #[derive(Clone, Debug)]
 struct Idle {
     idle_hist: [u32; 65],
+    idle_hosts: Vec<u64>,
     idle_total: u32,
     whole_idle_gpus: u32,
     open_hist: [u32; 65],
@@ -134,6 +135,7 @@ impl Pool {
     fn idle(&self) -> Idle {
         Idle {
             idle_hist: self.idle_hist,
+            idle_hosts: self.idle_hosts.clone(),
             idle_total: self.idle_total,
             whole_idle_gpus: self.whole_idle_gpus,
             open_hist: self.open_hist,
@@ -167,6 +169,7 @@ impl Pool {
         self.slots.clone_from(&base.slots);
         let idle = base.idle.clone();
         self.idle_hist = idle.idle_hist;
+        self.idle_hosts = idle.idle_hosts;
         self.idle_total = idle.idle_total;
         self.whole_idle_gpus = idle.whole_idle_gpus;
         self.open_hist = idle.open_hist;
@@ -346,6 +349,7 @@ impl Pool {
             (self.idle_hist, self.idle_total, self.whole_idle_gpus),
             (new.idle_hist, new.idle_total, new.whole_idle_gpus)
         );
+        assert_eq!(self.idle_hosts, new.idle_hosts);
         assert_eq!(
             (self.open_hist, self.whole_open_gpus, self.free_work_gpus),
             (new.open_hist, new.whole_open_gpus, new.free_work_gpus)

@@ -194,6 +194,8 @@ pub(crate) struct Pool {
     /// The largest host's GPU count: bigger workloads are gangs of whole hosts.
     pub node_size: u32,
     idle_hist: [u32; 65],
+    /// Schedulable hosts with an idle GPU, a bit each: searches on idle GPUs alone look only there.
+    idle_hosts: Vec<u64>,
     pub idle_total: u32,
     pub whole_idle_gpus: u32,
     /// As `idle_hist` and `whole_idle_gpus`, counting only GPUs no reservation holds: what work
@@ -274,6 +276,7 @@ impl Pool {
             held: Vec::new(),
             node_size: state.nodes.iter().map(|n| n.gpus).max().unwrap_or(0),
             idle_hist: [0; 65],
+            idle_hosts: vec![0; state.nodes.len().div_ceil(64)],
             idle_total: 0,
             whole_idle_gpus: 0,
             open_hist: [0; 65],
@@ -411,6 +414,15 @@ impl Pool {
         };
         apply(&mut self.idle_hist[idle as usize], 1);
         apply(&mut self.idle_total, idle);
+        if sign > 0 {
+            // Called after every change of the host's idle GPUs (and -1 before it).
+            let (word, bit) = (node / 64, 1u64 << (node % 64));
+            if idle > 0 {
+                self.idle_hosts[word] |= bit;
+            } else {
+                self.idle_hosts[word] &= !bit;
+            }
+        }
         apply(&mut self.whole_idle_gpus, whole);
         apply(&mut self.open_hist[open as usize], 1);
         apply(&mut self.whole_open_gpus, whole_open);
@@ -434,6 +446,20 @@ impl Pool {
         if !r.baseline_protected {
             apply(&mut self.baseline_preemptible_gpus);
         }
+    }
+
+    /// Schedulable hosts with an idle GPU, ascending.
+    pub(crate) fn hosts_with_idle(&self) -> impl Iterator<Item = usize> + '_ {
+        self.idle_hosts.iter().enumerate().flat_map(|(w, &bits)| {
+            let mut bits = bits;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    w * 64 + b
+                })
+            })
+        })
     }
 
     /// The most idle GPUs on any schedulable host.
