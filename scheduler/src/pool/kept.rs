@@ -28,7 +28,10 @@ pub(super) fn room(count: u32, gpus: u32) -> u32 {
 /// What a pass changes in the pool and how to take it back.
 #[derive(Debug)]
 pub(crate) struct Base {
+    /// The hosts as the pass began; those changed since (by the pass, or by bringing the pool
+    /// up to date) are listed in `changed`.
     slots: Vec<Slot>,
+    changed: Vec<u32>,
     runs: usize,
     parts: usize,
     idle: Idle,
@@ -41,6 +44,10 @@ pub(crate) struct Base {
 }
 
 impl Base {
+    pub(super) fn touched(&mut self, node: usize) {
+        self.changed.push(node as u32);
+    }
+
     pub(super) fn released(&mut self, run: u32) {
         if (run as usize) < self.runs {
             self.released.push(run);
@@ -111,6 +118,7 @@ impl Kept {
         let mut pool = Pool::new(state, now, ranks, rank_of, may_be_victim);
         pool.base = Some(Base {
             slots: Vec::new(),
+            changed: Vec::new(),
             runs: 0,
             parts: 0,
             idle: pool.idle(),
@@ -148,7 +156,14 @@ impl Pool {
         let idle = self.idle();
         let (runs, parts) = (self.runs.len(), self.parts.len());
         let base = self.base.as_mut().expect("a kept pool");
-        base.slots.clone_from(&self.slots);
+        if base.slots.len() == self.slots.len() {
+            for &node in &base.changed {
+                base.slots[node as usize].clone_from(&self.slots[node as usize]);
+            }
+        } else {
+            base.slots.clone_from(&self.slots);
+        }
+        base.changed.clear();
         base.runs = runs;
         base.parts = parts;
         base.idle = idle;
@@ -166,7 +181,10 @@ impl Pool {
         base.released.clear();
         self.runs.truncate(base.runs);
         self.parts.truncate(base.parts);
-        self.slots.clone_from(&base.slots);
+        for &node in &base.changed {
+            self.slots[node as usize].clone_from(&base.slots[node as usize]);
+        }
+        base.changed.clear();
         let idle = base.idle.clone();
         self.idle_hist = idle.idle_hist;
         self.idle_hosts = idle.idle_hosts;

@@ -399,6 +399,12 @@ impl Pool {
     }
 
     fn count_idle(&mut self, node: usize, sign: i32) {
+        if sign < 0 {
+            // Called before every change of a host's GPUs, reservation or runs.
+            if let Some(base) = &mut self.base {
+                base.touched(node);
+            }
+        }
         let slot = &self.slots[node];
         if !slot.schedulable() {
             return;
