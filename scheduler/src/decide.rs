@@ -14,10 +14,11 @@ use crate::engine::{Config, Engine};
 use crate::explain::{blocked_reason, WaitReason};
 use crate::health::drain_hosts;
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
+use crate::lineup::Lineup;
 use crate::memo::{bits_of, Failure, Failures};
 use crate::placement::{Choice, Rules};
 use crate::pool::{Held, Pool, Run};
-use crate::queue::{FreeQueue, Queue, QueueKey};
+use crate::queue::{FreeOrder, FreeQueue, Queue, QueueKey};
 use crate::ranking::Standings;
 use crate::reasons::{
     Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection, Reservation,
@@ -94,7 +95,9 @@ pub(crate) fn fair_share_with(
         .saturating_sub(debug_running)
         .min(engine.config().headroom_gpus)
         .min(headroom_cap as u32);
+    let lineup = changes.map(|changes| engine.lineup(state.queued, changes));
     let mut pass = Pass {
+        lineup: lineup.as_deref(),
         headroom,
         held_by_headroom: false,
         reserve_cap: (engine.config().max_reserved_fraction * f64::from(schedulable)).floor()
@@ -133,7 +136,15 @@ pub(crate) fn fair_share_with(
         &mut pass.actions,
     );
     pass.wake_at(drain_wake);
-    let mut queue = Queue::fair_share(state.queued, &standings);
+    let mut queue = match pass.lineup {
+        Some(lineup) => {
+            let queue = Queue::from_lineup(lineup, state.queued, &standings);
+            #[cfg(debug_assertions)]
+            queue.assert_as_built(state.queued, &standings);
+            queue
+        }
+        None => Queue::fair_share(state.queued, &standings),
+    };
     pass.scan_lane(queue.debug());
     pass.scan_allocated(&mut queue);
     pass.scan_unallocated();
@@ -242,6 +253,8 @@ struct Pass<'a> {
     watch: Option<WorkloadId>,
     watched: Option<WaitReason>,
     shortcuts: Shortcuts,
+    /// Fair share's queue kept between passes, for a driver that names its changes.
+    lineup: Option<&'a Lineup>,
 }
 
 impl Pass<'_> {
@@ -356,7 +369,10 @@ impl Pass<'_> {
         // waits for that pass rather than start where the requeued work would preempt it within
         // the same second.
         if self.pool.idle_total > 0 && !self.pool.requeued_allocated {
-            let mut free = FreeQueue::new(self.queued, self.standings);
+            let mut free = match self.lineup {
+                Some(lineup) => FreeOrder::Walked(lineup.free(self.queued, self.standings)),
+                None => FreeOrder::Picked(FreeQueue::new(self.queued, self.standings)),
+            };
             while self.pool.idle_total > 0 {
                 let Some((q, rank)) = free.next(self.pool.free_fit(), self.pool.idle_total) else {
                     break;

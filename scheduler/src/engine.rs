@@ -3,6 +3,7 @@
 use crate::explain::{self, Explanation};
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::ledger::{Ledger, LedgerConfig};
+use crate::lineup::Lineup;
 use crate::pool::{Build, Kept, Pool, Run};
 use crate::ranking::{Recent, Standings};
 use crate::reasons::Decision;
@@ -139,6 +140,8 @@ pub struct Engine {
     slurm_book: Mutex<slurm::Book>,
     /// The pool a driver that names its changes left at its last pass ([`Engine::decide_after`]).
     kept: Mutex<Kept>,
+    /// Fair share's queue kept for such a driver.
+    lineup: Mutex<Lineup>,
 }
 
 impl Clone for Engine {
@@ -149,6 +152,7 @@ impl Clone for Engine {
             ledger: self.ledger.clone(),
             slurm_book: Mutex::new(self.slurm_book().clone()),
             kept: Mutex::default(),
+            lineup: Mutex::default(),
         }
     }
 }
@@ -162,6 +166,7 @@ impl Engine {
             ledger,
             slurm_book: Mutex::default(),
             kept: Mutex::default(),
+            lineup: Mutex::default(),
         }
     }
 
@@ -213,6 +218,17 @@ impl Engine {
         if let Some(changes) = changes {
             self.kept().keep(pool, self.config.policy, changes);
         }
+    }
+
+    /// Fair share's queue kept between passes, brought up to `queued` ([`crate::lineup`]).
+    pub(crate) fn lineup(
+        &self,
+        queued: &[crate::snapshot::WorkloadSpec],
+        changes: &Changes<'_>,
+    ) -> MutexGuard<'_, Lineup> {
+        let mut lineup = self.lineup.lock().unwrap_or_else(|e| e.into_inner());
+        lineup.update(queued, changes, self.tree.len());
+        lineup
     }
 
     fn kept(&self) -> MutexGuard<'_, Kept> {

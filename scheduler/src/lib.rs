@@ -77,6 +77,7 @@ mod explain;
 mod health;
 mod ids;
 mod ledger;
+mod lineup;
 mod memo;
 mod placement;
 mod pool;

@@ -6,6 +6,7 @@
 use std::collections::BinaryHeap;
 
 use crate::ids::{Time, WorkloadId};
+use crate::lineup::{FreeWalk, Lineup};
 use crate::pool::FreeFit;
 use crate::ranking::Standings;
 use crate::snapshot::WorkloadSpec;
@@ -142,6 +143,63 @@ impl Queue {
         }
     }
 
+    /// The same buckets read from the lineup kept between passes, each already in order.
+    pub(crate) fn from_lineup(
+        lineup: &Lineup,
+        queued: &[WorkloadSpec],
+        standings: &Standings,
+    ) -> Queue {
+        let ranks = standings.leaf_count();
+        let mut queue = Queue {
+            order: Vec::new(),
+            start: Vec::with_capacity(ranks + 1),
+            min_gpus: Vec::with_capacity(ranks),
+            max_gpus: Vec::with_capacity(ranks),
+            sorted: vec![true; ranks],
+            debug: Vec::new(),
+            debug_count: Vec::with_capacity(ranks),
+            keyed: Vec::new(),
+        };
+        queue.start.push(0);
+        for &leaf in standings.leaves() {
+            let (mut min, mut max) = (u32::MAX, 0);
+            for q in lineup.allocated(leaf) {
+                let w = &queued[q as usize];
+                min = min.min(w.gpus);
+                max = max.max(w.gpus);
+                if w.is_debug() {
+                    queue.debug.push(q);
+                }
+                queue.order.push(q);
+            }
+            queue.start.push(queue.order.len() as u32);
+            queue.min_gpus.push(min);
+            queue.max_gpus.push(max);
+            queue.debug_count.push(lineup.debug_count(leaf));
+        }
+        queue
+    }
+
+    /// That this queue (read from the lineup) is the one [`Queue::fair_share`] builds, every
+    /// bucket sorted (debug builds check it at every pass).
+    #[cfg(debug_assertions)]
+    pub(crate) fn assert_as_built(&self, queued: &[WorkloadSpec], standings: &Standings) {
+        let mut built = Queue::fair_share(queued, standings);
+        for rank in 0..built.ranks() {
+            built.sorted_group(rank, queued);
+        }
+        assert_eq!(self.order, built.order, "the lineup's order");
+        assert_eq!(self.start, built.start);
+        assert_eq!(
+            (&self.min_gpus, &self.max_gpus),
+            (&built.min_gpus, &built.max_gpus)
+        );
+        assert_eq!(self.debug_count, built.debug_count);
+        let mut debug = self.debug.clone();
+        debug.sort_unstable();
+        assert_eq!(debug, built.debug);
+    }
+
     pub(crate) fn ranks(&self) -> usize {
         self.sorted.len()
     }
@@ -188,6 +246,22 @@ impl Queue {
             self.sorted[rank] = true;
         }
         &self.order[range]
+    }
+}
+
+/// Unallocated work in queue order: picked from the whole queue, or walked from the lineup.
+pub(crate) enum FreeOrder<'a> {
+    Picked(FreeQueue<'a>),
+    Walked(FreeWalk<'a>),
+}
+
+impl FreeOrder<'_> {
+    /// See [`FreeQueue::next`].
+    pub(crate) fn next(&mut self, fits: FreeFit, idle: u32) -> Option<(u32, u32)> {
+        match self {
+            FreeOrder::Picked(queue) => queue.next(fits, idle),
+            FreeOrder::Walked(walk) => walk.next(fits),
+        }
     }
 }
 

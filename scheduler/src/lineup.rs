@@ -1,0 +1,195 @@
+//! Fair share's queue kept between passes, for a driver that names what it changed
+//! ([`Changes`]).
+//!
+//! Within a leaf, fair share orders waiting work by priority, then submit time, then id, and only
+//! the leaves' ranks change from one pass to the next (DESIGN §4.4). So the lineup keeps each
+//! leaf's waiting work in that order, allocated work, free work that can resume and free work that
+//! cannot apart, and updates it from the queue entries the driver touched. A pass then reads
+//! the leaves in rank order instead of bucketing and sorting the whole queue, and free work is
+//! walked from its head instead of picked in batches from the whole queue. The order is the one
+//! [`QueueKey::fair_share`] gives (the tests hold the decisions to those of a pass without it).
+
+use crate::ids::{Time, WorkloadId};
+use crate::pool::FreeFit;
+use crate::ranking::Standings;
+use crate::snapshot::{Changes, WorkloadSpec};
+
+/// Order within a leaf and class: priority (higher first), submit time, id.
+type Key = (i64, Time, WorkloadId);
+
+fn key(w: &WorkloadSpec) -> Key {
+    (-i64::from(w.priority), w.submitted_at, w.id)
+}
+
+/// Allocated work, free work that can resume, free work that cannot (the order of classes).
+fn class(w: &WorkloadSpec) -> usize {
+    match (w.is_allocated(), w.resumable) {
+        (true, _) => 0,
+        (false, true) => 1,
+        (false, false) => 2,
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Leaf {
+    /// By class, in order: each entry's key and queue index.
+    lists: [Vec<(Key, u32)>; 3],
+    /// Of its allocated work, how many are debug work.
+    debug: u32,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Lineup {
+    /// The driver's pass the lineup was brought up to.
+    synced: Option<u64>,
+    /// The queue as last seen.
+    mirror: Vec<WorkloadSpec>,
+    /// By leaf (budget node index).
+    leaves: Vec<Leaf>,
+}
+
+impl Lineup {
+    /// Brings the lineup up to `queued`: from the entries `changes` names if it follows the last
+    /// update, else from the whole queue.
+    pub(crate) fn update(&mut self, queued: &[WorkloadSpec], changes: &Changes<'_>, nodes: usize) {
+        let follows = self
+            .synced
+            .is_some_and(|synced| changes.pass == synced.wrapping_add(1))
+            && self.leaves.len() == nodes;
+        self.synced = Some(changes.pass);
+        if !follows {
+            self.leaves = vec![Leaf::default(); nodes];
+            self.mirror.clear();
+            for (q, w) in queued.iter().enumerate() {
+                self.add(q as u32, w);
+            }
+            self.mirror.extend_from_slice(queued);
+            for leaf in &mut self.leaves {
+                for list in &mut leaf.lists {
+                    list.sort_unstable();
+                }
+            }
+            return;
+        }
+        let (old, new) = (self.mirror.len(), queued.len());
+        let mut touched: Vec<u32> = changes
+            .queued
+            .iter()
+            .copied()
+            .filter(|&q| (q as usize) < old.min(new))
+            .chain(old.min(new) as u32..old.max(new) as u32)
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for &q in &touched {
+            let i = q as usize;
+            if i < old && (i >= new || self.mirror[i] != queued[i]) {
+                let w = self.mirror[i];
+                self.remove(q, &w);
+            }
+        }
+        self.mirror.truncate(new);
+        for &q in &touched {
+            let i = q as usize;
+            if i >= new {
+                break;
+            }
+            if i < self.mirror.len() {
+                if self.mirror[i] == queued[i] {
+                    continue;
+                }
+                self.mirror[i] = queued[i];
+            } else {
+                self.mirror.push(queued[i]);
+            }
+            self.insert(q, &queued[i]);
+        }
+    }
+
+    fn add(&mut self, q: u32, w: &WorkloadSpec) {
+        let leaf = &mut self.leaves[w.leaf.index()];
+        leaf.lists[class(w)].push((key(w), q));
+        leaf.debug += u32::from(w.is_debug());
+    }
+
+    fn insert(&mut self, q: u32, w: &WorkloadSpec) {
+        let leaf = &mut self.leaves[w.leaf.index()];
+        let list = &mut leaf.lists[class(w)];
+        let at = list.partition_point(|e| *e < (key(w), q));
+        list.insert(at, (key(w), q));
+        leaf.debug += u32::from(w.is_debug());
+    }
+
+    fn remove(&mut self, q: u32, w: &WorkloadSpec) {
+        let leaf = &mut self.leaves[w.leaf.index()];
+        let list = &mut leaf.lists[class(w)];
+        if let Ok(at) = list.binary_search(&(key(w), q)) {
+            list.remove(at);
+            leaf.debug -= u32::from(w.is_debug());
+        }
+    }
+
+    /// The allocated work of `leaf`, in queue order.
+    pub(crate) fn allocated(&self, leaf: crate::ids::BudgetId) -> impl Iterator<Item = u32> + '_ {
+        self.leaves[leaf.index()].lists[0].iter().map(|e| e.1)
+    }
+
+    /// How many of `leaf`'s allocated workloads are debug work.
+    pub(crate) fn debug_count(&self, leaf: crate::ids::BudgetId) -> u32 {
+        self.leaves[leaf.index()].debug
+    }
+
+    /// Free work from its head in queue order (see [`crate::queue::FreeQueue`]).
+    pub(crate) fn free<'a>(
+        &'a self,
+        queued: &'a [WorkloadSpec],
+        standings: &'a Standings,
+    ) -> FreeWalk<'a> {
+        FreeWalk {
+            lineup: self,
+            queued,
+            standings,
+            class: 1,
+            rank: 0,
+            at: 0,
+        }
+    }
+}
+
+/// A walk through free work in queue order: free work that can resume, then the rest, each by
+/// leaf rank and then in the leaf's order.
+pub(crate) struct FreeWalk<'a> {
+    lineup: &'a Lineup,
+    queued: &'a [WorkloadSpec],
+    standings: &'a Standings,
+    class: usize,
+    rank: usize,
+    at: usize,
+}
+
+impl FreeWalk<'_> {
+    /// The next free workload in queue order that fits idle GPUs as they are now (`fits` may
+    /// only have shrunk since the last call), and its leaf rank.
+    pub(crate) fn next(&mut self, fits: FreeFit) -> Option<(u32, u32)> {
+        let queued = self.queued;
+        let leaves = self.standings.leaves();
+        while self.class < 3 {
+            if self.rank == leaves.len() {
+                self.class += 1;
+                self.rank = 0;
+                self.at = 0;
+                continue;
+            }
+            let list = &self.lineup.leaves[leaves[self.rank].index()].lists[self.class];
+            while let Some(&(_, q)) = list.get(self.at) {
+                self.at += 1;
+                if fits.fits(&queued[q as usize]) {
+                    return Some((q, self.rank as u32));
+                }
+            }
+            self.rank += 1;
+            self.at = 0;
+        }
+        None
+    }
+}
