@@ -271,6 +271,21 @@ impl Pool {
             }
             hosts.push((at, node, slot.all));
         }
+        #[cfg(debug_assertions)]
+        let sorted = Pool::earliest_sorted(hosts.clone(), gpus);
+        if let Some(found) = Pool::earliest_uniform(&mut hosts, gpus) {
+            #[cfg(debug_assertions)]
+            assert_eq!(found, sorted, "hosts of one size chosen without sorting");
+            return found;
+        }
+        Pool::earliest_sorted(hosts, gpus)
+    }
+
+    /// [`Pool::earliest_by`]'s choice of whole hosts, sorting them.
+    fn earliest_sorted(
+        mut hosts: Vec<(Time, usize, GpuSet)>,
+        gpus: u32,
+    ) -> Option<(Time, Vec<NodeGpus>)> {
         // The earliest moment enough whole hosts are ready...
         hosts.sort_unstable_by_key(|h| (h.0, h.1));
         let mut total = 0;
@@ -304,6 +319,37 @@ impl Pool {
         }
         parts.sort_unstable();
         Some((at, parts))
+    }
+
+    /// [`Pool::earliest_by`]'s choice among hosts of one size, without sorting them: the `k`
+    /// hosts the gang needs are ready at the `k`-th earliest moment (by moment, then host), and
+    /// of the hosts ready by then it takes the `k` that become ready last (by moment, latest
+    /// first, then host). `None` if the hosts differ in size (the caller sorts them instead).
+    fn earliest_uniform(
+        hosts: &mut Vec<(Time, usize, GpuSet)>,
+        gpus: u32,
+    ) -> Option<Option<(Time, Vec<NodeGpus>)>> {
+        let size = hosts.first().map_or(0, |h| h.2.count());
+        if size == 0 || hosts.iter().any(|h| h.2.count() != size) {
+            return None;
+        }
+        let k = gpus.div_ceil(size) as usize;
+        if k > hosts.len() {
+            return Some(None);
+        }
+        hosts.select_nth_unstable_by_key(k - 1, |h| (h.0, h.1));
+        let at = hosts[k - 1].0;
+        hosts.retain(|h| h.0 <= at);
+        hosts.select_nth_unstable_by_key(k - 1, |h| (std::cmp::Reverse(h.0), h.1));
+        let mut parts: Vec<NodeGpus> = hosts[..k]
+            .iter()
+            .map(|&(_, node, mask)| NodeGpus {
+                node: Pool::node_id(node),
+                gpus: mask,
+            })
+            .collect();
+        parts.sort_unstable();
+        Some(Some((at, parts)))
     }
 
     /// [`Pool::earliest_by`] for a request that fits on one host: the first host by (moment, host).
