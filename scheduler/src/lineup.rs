@@ -9,7 +9,7 @@
 //! walked from its head instead of picked in batches from the whole queue. The order is the one
 //! [`QueueKey::fair_share`] gives (the tests hold the decisions to those of a pass without it).
 
-use crate::ids::{Time, WorkloadId};
+use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::pool::FreeFit;
 use crate::ranking::Standings;
 use crate::snapshot::{Changes, WorkloadSpec};
@@ -130,12 +130,12 @@ impl Lineup {
     }
 
     /// The allocated work of `leaf`, in queue order.
-    pub(crate) fn allocated(&self, leaf: crate::ids::BudgetId) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn allocated(&self, leaf: BudgetId) -> impl Iterator<Item = u32> + '_ {
         self.leaves[leaf.index()].lists[0].iter().map(|e| e.1)
     }
 
     /// How many of `leaf`'s allocated workloads are debug work.
-    pub(crate) fn debug_count(&self, leaf: crate::ids::BudgetId) -> u32 {
+    pub(crate) fn debug_count(&self, leaf: BudgetId) -> u32 {
         self.leaves[leaf.index()].debug
     }
 

@@ -73,6 +73,28 @@ pub(crate) struct Build<F> {
     pub may_be_victim: fn(&Run, Time) -> bool,
 }
 
+impl Idle {
+    /// Copies the pool's counters in (reusing this copy's allocation: once a pass).
+    fn save(&mut self, pool: &Pool) {
+        self.idle_hist = pool.idle_hist;
+        self.idle_hosts.clone_from(&pool.idle_hosts);
+        self.idle_total = pool.idle_total;
+        self.whole_idle_gpus = pool.whole_idle_gpus;
+        self.open_hist = pool.open_hist;
+        self.whole_open_gpus = pool.whole_open_gpus;
+    }
+
+    /// Copies them back into the pool.
+    fn restore(&self, pool: &mut Pool) {
+        pool.idle_hist = self.idle_hist;
+        pool.idle_hosts.clone_from(&self.idle_hosts);
+        pool.idle_total = self.idle_total;
+        pool.whole_idle_gpus = self.whole_idle_gpus;
+        pool.open_hist = self.open_hist;
+        pool.whole_open_gpus = self.whole_open_gpus;
+    }
+}
+
 /// The engine's side: the pool kept at a driver's pass.
 #[derive(Default)]
 pub(crate) struct Kept {
@@ -153,9 +175,9 @@ impl Pool {
 
     /// Remembers the pool as the pass begins.
     fn checkpoint(&mut self) {
-        let idle = self.idle();
         let (runs, parts) = (self.runs.len(), self.parts.len());
-        let base = self.base.as_mut().expect("a kept pool");
+        let mut base = self.base.take().expect("a kept pool");
+        base.idle.save(self);
         if base.slots.len() == self.slots.len() {
             for &node in &base.changed {
                 base.slots[node as usize].clone_from(&self.slots[node as usize]);
@@ -166,13 +188,13 @@ impl Pool {
         base.changed.clear();
         base.runs = runs;
         base.parts = parts;
-        base.idle = idle;
         base.released.clear();
+        self.base = Some(base);
     }
 
     /// Back to the pool as the pass began. `false` if it was not kept.
     fn rollback(&mut self) -> bool {
-        let Some(base) = self.base.as_mut() else {
+        let Some(mut base) = self.base.take() else {
             return false;
         };
         for &run in &base.released {
@@ -185,13 +207,8 @@ impl Pool {
             self.slots[node as usize].clone_from(&base.slots[node as usize]);
         }
         base.changed.clear();
-        let idle = base.idle.clone();
-        self.idle_hist = idle.idle_hist;
-        self.idle_hosts = idle.idle_hosts;
-        self.idle_total = idle.idle_total;
-        self.whole_idle_gpus = idle.whole_idle_gpus;
-        self.open_hist = idle.open_hist;
-        self.whole_open_gpus = idle.whole_open_gpus;
+        base.idle.restore(self);
+        self.base = Some(base);
         self.held.clear();
         self.loosened.clear();
         true
@@ -235,16 +252,14 @@ impl Pool {
         for k in at..at + len {
             let part = self.parts[k as usize];
             let node = part.node.index();
-            self.count_idle(node, -1);
+            self.set_idle(node, part.gpus, true);
             let slot = &mut self.slots[node];
-            slot.free = slot.free.union(part.gpus);
             let list =
                 &mut self.slot_runs[slot.runs_at as usize..(slot.runs_at + slot.runs_len) as usize];
             if let Some(p) = list.iter().position(|&(run, _)| run == i) {
                 list[p..].rotate_left(1);
                 slot.runs_len -= 1;
             }
-            self.count_idle(node, 1);
         }
         self.base.as_mut().expect("a kept pool").live_parts -= len as usize;
     }
@@ -269,9 +284,8 @@ impl Pool {
             {
                 return false;
             }
-            self.count_idle(node, -1);
+            self.set_idle(node, part.gpus, false);
             let slot = &mut self.slots[node];
-            slot.free = slot.free.without(part.gpus);
             let (from, to) = (
                 slot.runs_at as usize,
                 (slot.runs_at + slot.runs_len) as usize,
@@ -288,7 +302,6 @@ impl Pool {
             if slot.schedulable() {
                 usable_gpus += count;
             }
-            self.count_idle(node, 1);
             self.parts.push(*part);
         }
         let entry = Run {

@@ -551,12 +551,20 @@ impl Pool {
         let (at, len) = self.runs[r].parts;
         for k in at..at + len {
             let part = self.parts[k as usize];
-            let node = part.node.index();
-            self.count_idle(node, -1);
-            let slot = &mut self.slots[node];
-            slot.free = slot.free.union(part.gpus);
-            self.count_idle(node, 1);
+            self.set_idle(part.node.index(), part.gpus, true);
         }
+    }
+
+    /// Marks `gpus` of host `node` idle or taken, keeping the counters.
+    fn set_idle(&mut self, node: usize, gpus: GpuSet, idle: bool) {
+        self.count_idle(node, -1);
+        let slot = &mut self.slots[node];
+        slot.free = if idle {
+            slot.free.union(gpus)
+        } else {
+            slot.free.without(gpus)
+        };
+        self.count_idle(node, 1);
     }
 
     /// Starts `spec` on `placement`, whose GPUs must be free.
@@ -572,13 +580,14 @@ impl Pool {
         let at = self.parts.len() as u32;
         for part in &placement.parts {
             let node = part.node.index();
-            self.count_idle(node, -1);
+            debug_assert!(
+                part.gpus.without(self.slots[node].free).is_empty(),
+                "GPU taken twice"
+            );
+            self.set_idle(node, part.gpus, false);
             let slot = &mut self.slots[node];
-            debug_assert!(part.gpus.without(slot.free).is_empty(), "GPU taken twice");
-            slot.free = slot.free.without(part.gpus);
             self.slot_runs[(slot.runs_at + slot.runs_len) as usize] = (index, part.gpus);
             slot.runs_len += 1;
-            self.count_idle(node, 1);
             self.parts.push(*part);
         }
         self.runs.push(Run {

@@ -247,7 +247,7 @@ impl Book {
                     if j.is(w) {
                         continue;
                     }
-                    count(&mut sizes, &j.clone(), -1);
+                    count(&mut sizes, j, -1);
                 }
                 count(&mut sizes, &Job::of(w), 1);
                 self.take(q, w, &mut added);
