@@ -100,6 +100,31 @@ pub async fn record(
     Ok(())
 }
 
+/// Writes down a message sent once, outside the outbox's rounds: sent, or failed (not retried).
+pub async fn record_once(
+    pool: &AnyPool,
+    text: &str,
+    outcome: Result<(), String>,
+    now: i64,
+) -> Result<(), sqlx::Error> {
+    let (state, error) = match outcome {
+        Ok(()) => ("sent", None),
+        Err(e) => ("failed", Some(e)),
+    };
+    sqlx::query(
+        "insert into webhook_message (created_at, text, state, attempts, next_at, last_error,
+            sent_at)
+         values ($1, $2, $3, 1, $1, $4, case when $3 = 'sent' then $1 end)",
+    )
+    .bind(now)
+    .bind(text)
+    .bind(state)
+    .bind(error)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// One round: new events into the outbox, then every due message POSTed once.
 pub async fn pass(pool: &AnyPool, client: &reqwest::Client, now: i64) -> Result<(), ServerError> {
     let Some(url) = super::url(pool).await? else {

@@ -144,9 +144,10 @@ pub async fn test(
         ));
     };
     let text = format!("Hourglass: a test message from {}.", actor.username);
-    let id = deliver::enqueue(pool, &text, now).await?;
+    // Sent before it is written down: a row pending meanwhile would be due to the outbox's own
+    // round too, which then sent it a second time.
     let outcome = deliver::post(&deliver::client(), &target, &text).await;
-    deliver::record(pool, id, outcome, now, 1).await?;
+    deliver::record_once(pool, &text, outcome, now).await?;
     view(pool, actor).await
 }
 
