@@ -1,12 +1,14 @@
 //! 30 simulated days of the reference-like scenario (1,024 GPUs, 40,000+ workloads) under each
 //! policy: the target is under 1 s per policy, release build, one core, under 500 MB.
 //!
-//! `cargo bench -p scheduler --bench simulate [-- --runs N --seed S --days D --policy P]` prints
-//! the median wall time per policy (`fair-share`, `priority`; both unless one is named), the
-//! summary table and the process's peak memory.
+//! `cargo bench -p scheduler --bench simulate [-- --runs N --seed S --days D --policy P
+//! --member M]` prints the median wall time per policy (`fair-share`, `priority`, `slurm`; all
+//! unless one is named), the summary table and the process's peak memory. `--member` runs one of
+//! the scenario family's generated members (`debug-heavy`, …) instead of the preset month.
 
 use std::time::Instant;
 
+use scheduler::sim::family::members;
 use scheduler::sim::scenario::{generate, ScenarioConfig};
 use scheduler::sim::{self, summary_table, SimConfig, SimInput};
 use scheduler::Policy;
@@ -24,8 +26,24 @@ fn main() {
     let runs = arg("--runs", 5).max(1) as usize;
     let seed = arg("--seed", 1);
     let days = arg("--days", 30) as u32;
+    let member = std::env::args()
+        .position(|a| a == "--member")
+        .and_then(|i| std::env::args().nth(i + 1));
     let started = Instant::now();
-    let s = generate(&ScenarioConfig::reference(seed, days));
+    let s = match member.as_deref() {
+        None => generate(&ScenarioConfig::reference(seed, days)),
+        Some(name) => match members(seed, days, None)
+            .expect("valid family")
+            .into_iter()
+            .find(|m| m.name == name)
+        {
+            Some(m) => m.scenario,
+            None => {
+                eprintln!("--member names one of the family's generated members, not \"{name}\"");
+                std::process::exit(2);
+            }
+        },
+    };
     let generated = started.elapsed().as_secs_f64();
     let input = SimInput::parse(&s.tree_toml, &s.cluster_toml, &s.trace_csv).expect("valid");
     println!(

@@ -13,6 +13,7 @@
 
 use std::collections::BinaryHeap;
 
+use crate::baseline_book::BaselineBook;
 use crate::pool::IdleFit;
 use crate::snapshot::WorkloadSpec;
 
@@ -37,13 +38,11 @@ pub(crate) struct LazyOrder<'a> {
     taken: usize,
     /// The fewest GPUs asked for by `first[i..]`.
     fewest_from: Vec<u32>,
-    /// [`Turn::UntilPreemption`] work, until the first preemption moves it to `first`.
+    /// [`Turn::UntilPreemption`] work, until the first preemption moves it to `first` (read
+    /// from the book's classes then, if the queue comes from the book).
     waiting: Vec<(Key, u32)>,
-    /// Each queued workload's turn: those taken only if idle GPUs could hold them are drawn
-    /// from the queue a batch at a time by size.
-    turns: Vec<Turn>,
-    /// By queue index: moved to `first` by a preemption.
-    moved: Vec<bool>,
+    /// Where the idle-only work is drawn from.
+    source: Source<'a>,
     /// Every size asked for by idle-only work.
     by_size: Vec<SizeGroup>,
     /// By GPUs asked for: its place in `by_size` plus one, or 0.
@@ -54,9 +53,31 @@ pub(crate) struct LazyOrder<'a> {
     batch: usize,
 }
 
+/// Where a pass reads idle-only work from.
+enum Source<'a> {
+    /// The queue as given.
+    Scan {
+        /// Each queued workload's turn: those taken only if idle GPUs could hold them are
+        /// drawn from the queue a batch at a time by size.
+        turns: Vec<Turn>,
+        /// By queue index: moved to `first` by a preemption.
+        moved: Vec<bool>,
+    },
+    /// The queue kept between passes, by class.
+    Book {
+        book: &'a BaselineBook,
+        /// Each class's turn.
+        turns: Vec<Turn>,
+        /// Whether [`Turn::UntilPreemption`] classes were moved to `first` by a preemption.
+        preempted: bool,
+    },
+}
+
 /// Idle-only work of one size, drawn from the queue in order a batch at a time.
 struct SizeGroup {
     gpus: u32,
+    /// The book's classes of this size with idle-only work (none when the queue is scanned).
+    classes: Vec<u32>,
     batch: Vec<(Key, u32)>,
     at: usize,
     /// Nothing of this size is left after the batch.
@@ -68,9 +89,9 @@ const BATCH: usize = 16;
 
 /// Baseline queue order packed for fast comparison: higher priority, then earlier submission
 /// (both in the first word, order-preserving), then the workload id.
-type Key = (u128, u64);
+pub(crate) type Key = (u128, u64);
 
-fn key(w: &WorkloadSpec) -> Key {
+pub(crate) fn key(w: &WorkloadSpec) -> Key {
     const SIGN: u64 = 1 << 63;
     let priority = (-i64::from(w.priority)) as u64 ^ SIGN;
     let submitted = w.submitted_at as u64 ^ SIGN;
@@ -88,16 +109,19 @@ impl<'a> LazyOrder<'a> {
             taken: 0,
             fewest_from: Vec::new(),
             waiting: Vec::new(),
-            turns: Vec::with_capacity(queued.len()),
-            moved: Vec::new(),
+            source: Source::Scan {
+                turns: Vec::with_capacity(queued.len()),
+                moved: Vec::new(),
+            },
             by_size: Vec::new(),
             size_index: Vec::new(),
             last: None,
             batch: BATCH,
         };
+        let mut turns = Vec::with_capacity(queued.len());
         for (q, w) in queued.iter().enumerate() {
             let t = turn(w);
-            order.turns.push(t);
+            turns.push(t);
             match t {
                 Turn::Always => order.first.push((key(w), q as u32)),
                 Turn::UntilPreemption => {
@@ -108,6 +132,59 @@ impl<'a> LazyOrder<'a> {
                 Turn::Never => {}
             }
         }
+        order.source = Source::Scan {
+            turns,
+            moved: Vec::new(),
+        };
+        order.first.sort_unstable();
+        order.count_fewest();
+        order
+    }
+
+    /// As [`LazyOrder::new`] for the queue `book` keeps: `turn` is asked once per class, of its
+    /// first workload (a turn depends only on what makes the class).
+    pub(crate) fn from_book(
+        queued: &'a [WorkloadSpec],
+        book: &'a BaselineBook,
+        mut turn: impl FnMut(&WorkloadSpec) -> Turn,
+    ) -> Self {
+        let mut order = LazyOrder {
+            queued,
+            first: Vec::new(),
+            taken: 0,
+            fewest_from: Vec::new(),
+            waiting: Vec::new(),
+            source: Source::Scan {
+                turns: Vec::new(),
+                moved: Vec::new(),
+            },
+            by_size: Vec::new(),
+            size_index: Vec::new(),
+            last: None,
+            batch: BATCH,
+        };
+        let mut turns = Vec::new();
+        for (c, class, q) in book.classes() {
+            let t = turn(&queued[q as usize]);
+            if turns.len() <= c as usize {
+                turns.resize(c as usize + 1, Turn::Never);
+            }
+            turns[c as usize] = t;
+            match t {
+                Turn::Always => order.first.extend(class.after(None)),
+                Turn::UntilPreemption | Turn::IfIdleFits => {
+                    order.add_size(class.gpus);
+                    let group = order.size_index[class.gpus as usize] as usize - 1;
+                    order.by_size[group].classes.push(c);
+                }
+                Turn::Never => {}
+            }
+        }
+        order.source = Source::Book {
+            book,
+            turns,
+            preempted: false,
+        };
         order.first.sort_unstable();
         order.count_fewest();
         order
@@ -140,6 +217,7 @@ impl<'a> LazyOrder<'a> {
             self.size_index[gpus as usize] = self.by_size.len() as u32 + 1;
             self.by_size.push(SizeGroup {
                 gpus,
+                classes: Vec::new(),
                 batch: Vec::new(),
                 at: 0,
                 done: false,
@@ -150,6 +228,22 @@ impl<'a> LazyOrder<'a> {
     /// Something was preempted: [`Turn::UntilPreemption`] work not yet passed is taken at its
     /// turn from now on (and no longer drawn as idle-only work).
     pub(crate) fn preempted(&mut self) {
+        if let Source::Book {
+            book,
+            turns,
+            preempted,
+        } = &mut self.source
+        {
+            if *preempted {
+                return;
+            }
+            *preempted = true;
+            for (c, class, _) in book.classes() {
+                if turns.get(c as usize) == Some(&Turn::UntilPreemption) {
+                    self.waiting.extend(class.after(self.last));
+                }
+            }
+        }
         if self.waiting.is_empty() {
             return;
         }
@@ -177,14 +271,23 @@ impl<'a> LazyOrder<'a> {
         self.taken = 0;
         self.count_fewest();
         // Idle-only draws pass over them from now on.
-        self.moved = vec![false; self.queued.len()];
-        for w in &waiting {
-            self.moved[w.1 as usize] = true;
+        if let Source::Scan { moved, .. } = &mut self.source {
+            *moved = vec![false; self.queued.len()];
+            for w in &waiting {
+                moved[w.1 as usize] = true;
+            }
         }
     }
 
     fn is_moved(&self, q: u32) -> bool {
-        self.moved.get(q as usize).copied().unwrap_or(false)
+        match &self.source {
+            Source::Scan { moved, .. } => moved.get(q as usize).copied().unwrap_or(false),
+            Source::Book {
+                book,
+                turns,
+                preempted,
+            } => *preempted && turns[book.class_of(q) as usize] == Turn::UntilPreemption,
+        }
     }
 
     /// The next workload in queue order that may act, given what idle GPUs could hold now.
@@ -245,7 +348,14 @@ impl<'a> LazyOrder<'a> {
                 (a, b) => a.or(b),
             };
             let gpus = group.gpus;
-            let (batch, done) = self.pick(gpus, after);
+            let (batch, done) = match &self.source {
+                Source::Scan { turns, .. } => self.pick(turns, gpus, after),
+                Source::Book {
+                    book,
+                    turns,
+                    preempted,
+                } => self.pick_from_book(book, turns, *preempted, i, after),
+            };
             let group = &mut self.by_size[i];
             group.batch = batch;
             group.at = 0;
@@ -255,10 +365,10 @@ impl<'a> LazyOrder<'a> {
 
     /// The first `batch` idle-only workloads of `gpus` GPUs after key `after`, in order, and
     /// whether they were all that is left.
-    fn pick(&self, gpus: u32, after: Option<Key>) -> (Vec<(Key, u32)>, bool) {
+    fn pick(&self, turns: &[Turn], gpus: u32, after: Option<Key>) -> (Vec<(Key, u32)>, bool) {
         let mut heap: BinaryHeap<(Key, u32)> = BinaryHeap::with_capacity(self.batch);
         let mut more = false;
-        for (q, (w, t)) in self.queued.iter().zip(&self.turns).enumerate() {
+        for (q, (w, t)) in self.queued.iter().zip(turns).enumerate() {
             let q = q as u32;
             let idle_only = matches!(t, Turn::IfIdleFits | Turn::UntilPreemption);
             if w.gpus != gpus || !idle_only || self.is_moved(q) {
@@ -279,6 +389,29 @@ impl<'a> LazyOrder<'a> {
         }
         (heap.into_sorted_vec(), !more)
     }
+
+    /// [`LazyOrder::pick`] from the book: the first `batch` after `after` of each of group `i`'s
+    /// classes still drawn from, merged.
+    fn pick_from_book(
+        &self,
+        book: &BaselineBook,
+        turns: &[Turn],
+        preempted: bool,
+        i: usize,
+        after: Option<Key>,
+    ) -> (Vec<(Key, u32)>, bool) {
+        let mut picked = Vec::new();
+        for &c in &self.by_size[i].classes {
+            if preempted && turns[c as usize] == Turn::UntilPreemption {
+                continue;
+            }
+            picked.extend(book.class(c).after(after).take(self.batch + 1));
+        }
+        picked.sort_unstable();
+        let more = picked.len() > self.batch;
+        picked.truncate(self.batch);
+        (picked, !more)
+    }
 }
 
 #[cfg(test)]
@@ -286,6 +419,7 @@ mod tests {
     use super::*;
     use crate::ids::{BudgetId, WorkloadId};
     use crate::sim::rng::Rng;
+    use crate::snapshot::Changes;
 
     /// The order the lazy walk must reproduce: every workload in queue order, each looked at
     /// under the idle GPUs and preemptions of that moment.
@@ -327,64 +461,98 @@ mod tests {
     #[test]
     fn the_lazy_walk_looks_at_the_same_workloads_in_the_same_order_as_walking_the_whole_queue() {
         for case in 0..3000u64 {
-            let mut rng = Rng::new(case);
-            let n = rng.range(0, 60) as usize;
-            let queued: Vec<WorkloadSpec> = (0..n)
-                .map(|i| WorkloadSpec {
-                    id: WorkloadId(rng.range(0, 1_000_000) as u64 * 64 + i as u64),
-                    leaf: BudgetId(1),
-                    gpus: [1, 1, 2, 4, 8, 16, 24][rng.range(0, 6) as usize],
-                    min_runtime: 0,
-                    resumable: true,
-                    priority: rng.range(-1, 2) as i32,
-                    submitted_at: rng.range(0, 20),
-                    time_limit: None,
-                })
-                .collect();
-            let turns: Vec<Turn> = (0..n)
-                .map(|_| {
-                    [
-                        Turn::Always,
-                        Turn::UntilPreemption,
-                        Turn::IfIdleFits,
-                        Turn::IfIdleFits,
-                        Turn::Never,
-                    ][rng.range(0, 4) as usize]
-                })
-                .collect();
-            // After each look the idle GPUs change at random (mostly shrinking, sometimes
-            // growing) and now and then something is preempted: the same draws for both walks.
-            let seed = rng.next_u64();
-            let change = |rng: &mut Rng, fit: &mut IdleFit, preempted: &mut bool| {
-                fit.max_idle = match rng.range(0, 9) {
-                    0..=4 => fit.max_idle.saturating_sub(1),
-                    5..=6 => fit.max_idle,
-                    _ => (fit.max_idle + rng.range(1, 8) as u32).min(8),
-                };
-                fit.whole_idle = [0, 0, 8, 16, 24][rng.range(0, 4) as usize];
-                if rng.chance(0.1) {
-                    *preempted = true;
-                }
-            };
-            let mut draws = Rng::new(seed);
-            let expected = visits(&queued, &turns, |fit, p| change(&mut draws, fit, p));
+            check(case, false);
+        }
+    }
 
-            let mut draws = Rng::new(seed);
-            let mut order = LazyOrder::new(&queued, |w| {
+    #[test]
+    fn the_lazy_walk_on_the_kept_book_looks_at_the_same_workloads_as_walking_the_whole_queue() {
+        for case in 0..3000u64 {
+            check(case, true);
+        }
+    }
+
+    /// One random queue walked lazily (from the queue as given, or from the book, where a turn
+    /// depends only on a workload's class) and whole.
+    fn check(case: u64, by_class: bool) {
+        let mut rng = Rng::new(case);
+        let n = rng.range(0, 60) as usize;
+        let queued: Vec<WorkloadSpec> = (0..n)
+            .map(|i| WorkloadSpec {
+                id: WorkloadId(rng.range(0, 1_000_000) as u64 * 64 + i as u64),
+                leaf: BudgetId(rng.range(1, 3) as u32),
+                gpus: [1, 1, 2, 4, 8, 16, 24][rng.range(0, 6) as usize],
+                min_runtime: [0, 600][rng.range(0, 1) as usize],
+                resumable: true,
+                priority: rng.range(-1, 2) as i32,
+                submitted_at: rng.range(0, 20),
+                time_limit: None,
+            })
+            .collect();
+        let options = [
+            Turn::Always,
+            Turn::UntilPreemption,
+            Turn::IfIdleFits,
+            Turn::IfIdleFits,
+            Turn::Never,
+        ];
+        let by_class_table: Vec<Turn> =
+            (0..64).map(|_| options[rng.range(0, 4) as usize]).collect();
+        let of_class = |w: &WorkloadSpec| {
+            let class = ((u64::from(w.leaf.0) * 31 + u64::from(w.gpus)) * 7
+                + (w.priority + 1) as u64 * 2
+                + u64::from(w.is_allocated()))
+                % 64;
+            by_class_table[class as usize]
+        };
+        let turns: Vec<Turn> = if by_class {
+            queued.iter().map(of_class).collect()
+        } else {
+            (0..n).map(|_| options[rng.range(0, 4) as usize]).collect()
+        };
+        // After each look the idle GPUs change at random (mostly shrinking, sometimes
+        // growing) and now and then something is preempted: the same draws for both walks.
+        let seed = rng.next_u64();
+        let change = |rng: &mut Rng, fit: &mut IdleFit, preempted: &mut bool| {
+            fit.max_idle = match rng.range(0, 9) {
+                0..=4 => fit.max_idle.saturating_sub(1),
+                5..=6 => fit.max_idle,
+                _ => (fit.max_idle + rng.range(1, 8) as u32).min(8),
+            };
+            fit.whole_idle = [0, 0, 8, 16, 24][rng.range(0, 4) as usize];
+            if rng.chance(0.1) {
+                *preempted = true;
+            }
+        };
+        let mut draws = Rng::new(seed);
+        let expected = visits(&queued, &turns, |fit, p| change(&mut draws, fit, p));
+
+        let mut draws = Rng::new(seed);
+        let mut book = BaselineBook::default();
+        let mut order = if by_class {
+            let changes = Changes {
+                pass: 0,
+                running: &[],
+                queued: &[],
+            };
+            book.follow(&queued, &changes);
+            LazyOrder::from_book(&queued, &book, of_class)
+        } else {
+            LazyOrder::new(&queued, |w| {
                 let q = queued.iter().position(|x| x.id == w.id).expect("queued");
                 turns[q]
-            });
-            let (mut fit, mut preempted) = (start_fit(), false);
-            let mut got = Vec::new();
-            while let Some(q) = order.next(fit) {
-                got.push(q);
-                let was = preempted;
-                change(&mut draws, &mut fit, &mut preempted);
-                if preempted && !was {
-                    order.preempted();
-                }
+            })
+        };
+        let (mut fit, mut preempted) = (start_fit(), false);
+        let mut got = Vec::new();
+        while let Some(q) = order.next(fit) {
+            got.push(q);
+            let was = preempted;
+            change(&mut draws, &mut fit, &mut preempted);
+            if preempted && !was {
+                order.preempted();
             }
-            assert_eq!(got, expected, "case {case}");
         }
+        assert_eq!(got, expected, "case {case}, by class: {by_class}");
     }
 }

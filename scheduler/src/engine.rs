@@ -1,5 +1,6 @@
 //! The engine: configuration, the budget tree and the ledger, and the two questions drivers ask.
 
+use crate::baseline_book::BaselineBook;
 use crate::explain::{self, Explanation};
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::ledger::{Ledger, LedgerConfig};
@@ -8,7 +9,7 @@ use crate::pool::{Build, Kept, Pool, Run};
 use crate::ranking::{Recent, Standings};
 use crate::reasons::Decision;
 use crate::slurm::{self, SlurmConfig};
-use crate::snapshot::{Changes, ClusterState, SnapshotError};
+use crate::snapshot::{Changes, ClusterState, SnapshotError, WorkloadSpec};
 use crate::tree::{BudgetTree, TreeError};
 use crate::{decide, priority};
 
@@ -138,6 +139,8 @@ pub struct Engine {
     /// The SLURM peer's priorities as last calculated (it recalculates once per period, as
     /// SLURM does); unused by the other policies.
     slurm_book: Mutex<slurm::Book>,
+    /// The priority baseline's queue kept for a driver that names its changes.
+    baseline_book: Mutex<BaselineBook>,
     /// The pool a driver that names its changes left at its last pass ([`Engine::decide_after`]).
     kept: Mutex<Kept>,
     /// Fair share's queue kept for such a driver.
@@ -151,6 +154,7 @@ impl Clone for Engine {
             tree: self.tree.clone(),
             ledger: self.ledger.clone(),
             slurm_book: Mutex::new(self.slurm_book().clone()),
+            baseline_book: Mutex::default(),
             kept: Mutex::default(),
             lineup: Mutex::default(),
         }
@@ -165,6 +169,7 @@ impl Engine {
             tree,
             ledger,
             slurm_book: Mutex::default(),
+            baseline_book: Mutex::default(),
             kept: Mutex::default(),
             lineup: Mutex::default(),
         }
@@ -184,6 +189,18 @@ impl Engine {
 
     pub(crate) fn slurm_book(&self) -> MutexGuard<'_, slurm::Book> {
         self.slurm_book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The priority baseline's queue kept between passes, brought up to `queued`
+    /// ([`crate::baseline_book`]).
+    pub(crate) fn baseline_book(
+        &self,
+        queued: &[WorkloadSpec],
+        changes: &Changes<'_>,
+    ) -> MutexGuard<'_, BaselineBook> {
+        let mut book = self.baseline_book.lock().unwrap_or_else(|e| e.into_inner());
+        book.follow(queued, changes);
+        book
     }
 
     /// The pool for a pass: built from the snapshot, or, for a driver that names its changes,

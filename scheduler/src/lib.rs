@@ -68,6 +68,7 @@
 //! }
 //! ```
 
+mod baseline_book;
 mod baseline_order;
 mod cluster;
 mod decayed;

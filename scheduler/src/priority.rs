@@ -102,7 +102,13 @@ pub(crate) fn baseline_walk(
     // Idle plus preemptible GPUs only shrink during a pass: larger requests cannot start.
     let reach = pool.idle_total + pool.baseline_preemptible_gpus;
     let idle = pool.idle_total;
-    let mut order = LazyOrder::new(state.queued, |w| {
+    // A driver that names its changes gets the queue kept between passes; the rest, and a pass
+    // that explains one workload or takes every workload at its turn, read it afresh.
+    let book = match (changes, watch, walk) {
+        (Some(changes), None, Walk::Lazy) => Some(engine.baseline_book(state.queued, changes)),
+        _ => None,
+    };
+    let turn = |w: &WorkloadSpec| {
         if watch == Some(w.id) || walk == Walk::Full {
             Turn::Always
         } else if w.gpus > reach {
@@ -114,7 +120,11 @@ pub(crate) fn baseline_walk(
         } else {
             Turn::Always
         }
-    });
+    };
+    let mut order = match &book {
+        Some(book) => LazyOrder::from_book(state.queued, book, turn),
+        None => LazyOrder::new(state.queued, turn),
+    };
     let mut watched = None;
     let everywhere = |_: &Held| true;
     // Searches that found nothing since the last preemption: a later request at least as large,

@@ -35,6 +35,34 @@ impl Dice {
     }
 }
 
+/// A driver that asks both ways at each pass and checks that the answers agree.
+#[derive(Default)]
+struct Driver {
+    /// The snapshot the previous pass was given.
+    running: Vec<RunningWorkload>,
+    queued: Vec<WorkloadSpec>,
+}
+
+impl Driver {
+    fn pass(&mut self, w: &mut World, pass: u64, policy: Policy) -> Decision {
+        let whole = w.decide();
+        let changes = Changes {
+            pass,
+            running: &touched(&self.running, &w.running),
+            queued: &touched(&self.queued, &w.queued),
+        };
+        let after = w
+            .engine
+            .decide_after(&w.state(), w.now, &changes)
+            .expect("valid snapshot");
+        assert_eq!(after, whole, "{policy:?}, pass {pass}");
+        // The changes of the next pass are counted from the snapshot this one was given.
+        self.running.clone_from(&w.running);
+        self.queued.clone_from(&w.queued);
+        whole
+    }
+}
+
 #[test]
 fn a_driver_naming_its_changes_gets_the_decisions_of_whole_snapshots() {
     for policy in [Policy::FairShare, Policy::Priority, Policy::Slurm] {
@@ -44,7 +72,7 @@ fn a_driver_naming_its_changes_gets_the_decisions_of_whole_snapshots() {
         };
         let mut w = World::with_config(TEAMS, 6, 8, config);
         let mut dice = Dice(7);
-        let (mut running, mut queued) = (Vec::new(), Vec::new());
+        let mut driver = Driver::default();
         let mut kept_passes = 0;
         for pass in 0..400u64 {
             // Every few passes the driver asks something else in between, or skips a count:
@@ -61,6 +89,11 @@ fn a_driver_naming_its_changes_gets_the_decisions_of_whole_snapshots() {
                     .insert(spec.id, 300 + 300 * dice.roll(20) as Time);
                 w.submit_spec(spec);
             }
+            if dice.roll(7) == 0 && !w.queued.is_empty() {
+                // Someone changes a waiting workload's priority in place.
+                let q = dice.roll(w.queued.len() as u64) as usize;
+                w.queued[q].priority = dice.roll(3) as i32 - 1;
+            }
             if dice.roll(5) == 0 {
                 // A host goes down for a while, or comes back.
                 let node = dice.roll(6) as usize;
@@ -69,21 +102,8 @@ fn a_driver_naming_its_changes_gets_the_decisions_of_whole_snapshots() {
                     _ => Health::Healthy,
                 };
             }
-            let whole = w.decide();
-            let changes = Changes {
-                pass,
-                running: &touched(&running, &w.running),
-                queued: &touched(&queued, &w.queued),
-            };
-            let after = w
-                .engine
-                .decide_after(&w.state(), w.now, &changes)
-                .expect("valid snapshot");
-            assert_eq!(after, whole, "{policy:?}, pass {pass}");
+            let whole = driver.pass(&mut w, pass, policy);
             kept_passes += usize::from(!whole.actions.is_empty());
-            // The changes of the next pass are counted from the snapshot this one was given.
-            running.clone_from(&w.running);
-            queued.clone_from(&w.queued);
             if pass % 11 == 5 {
                 // A driver that could not apply the decision (the server's transaction failed)
                 // asks again about the same snapshot.
@@ -96,6 +116,43 @@ fn a_driver_naming_its_changes_gets_the_decisions_of_whole_snapshots() {
         assert!(
             kept_passes > 100,
             "{policy:?}: {kept_passes} passes decided something"
+        );
+    }
+}
+
+#[test]
+fn a_flood_of_small_work_starts_as_from_whole_snapshots_when_a_cluster_wide_run_ends() {
+    for policy in [Policy::FairShare, Policy::Priority, Policy::Slurm] {
+        let config = Config {
+            policy,
+            ..Config::default()
+        };
+        let mut w = World::with_config(TEAMS, 6, 8, config);
+        let mut driver = Driver::default();
+        let gang = w.spec("vision/molmo", 48, 3_600);
+        w.remaining.insert(gang.id, 600);
+        w.submit_spec(gang);
+        let first = driver.pass(&mut w, 0, policy);
+        w.apply(&first);
+        // More one-GPU sweeps of one team than a pass draws from the queue at a time.
+        for _ in 0..40 {
+            let spec = w.spec("ai/tulu", 1, 0);
+            w.remaining.insert(spec.id, 3_600);
+            w.submit_spec(spec);
+        }
+        w.advance_to(60);
+        let waiting = driver.pass(&mut w, 1, policy);
+        w.apply(&waiting);
+        w.advance_to(700);
+        let flood = driver.pass(&mut w, 2, policy);
+        let starts = flood
+            .actions
+            .iter()
+            .filter(|a| matches!(a, Action::Start { .. }))
+            .count();
+        assert_eq!(
+            starts, 40,
+            "{policy:?}: every sweep starts once the run ends"
         );
     }
 }
