@@ -16,7 +16,7 @@ use crate::health::drain_hosts;
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::lineup::Lineup;
 use crate::memo::{bits_of, Failure, Failures};
-use crate::placement::{Choice, Rules};
+use crate::placement::{Choice, Rules, IDLE_ONLY};
 use crate::pool::{Held, Pool, Run};
 use crate::queue::{FreeOrder, FreeQueue, Queue, QueueKey};
 use crate::ranking::Standings;
@@ -406,7 +406,7 @@ impl Pass<'_> {
         let backfill = |h: &Held| self.may_backfill(h, &w, key);
         let rules = Rules {
             may_backfill: &backfill,
-            victim: None,
+            victim: IDLE_ONLY,
             only: None,
         };
         if let Some(choice) = self.pool.find(w.gpus, &rules) {
@@ -508,12 +508,12 @@ impl Pass<'_> {
         &self,
         w: &WorkloadSpec,
         key: QueueKey,
-        victim: &dyn Fn(&Run) -> bool,
+        victim: &impl Fn(&Run) -> bool,
     ) -> Option<Choice> {
         let backfill = |h: &Held| self.may_backfill(h, w, key);
         let idle = Rules {
             may_backfill: &backfill,
-            victim: None,
+            victim: IDLE_ONLY,
             only: None,
         };
         let preempting = Rules {
@@ -800,7 +800,7 @@ impl Pass<'_> {
             |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && victims.may_take(r));
         let idle = Rules {
             may_backfill: &backfill,
-            victim: None,
+            victim: IDLE_ONLY,
             only,
         };
         if self.pool.idle_could_fit(w.gpus) {

@@ -13,23 +13,42 @@ pub(crate) struct Choice {
 }
 
 /// The rules one search runs under.
-pub(crate) struct Rules<'a> {
-    pub may_backfill: &'a dyn Fn(&Held) -> bool,
-    /// `None`: idle GPUs only. Otherwise, whether a live run may be preempted now.
-    pub victim: Option<&'a dyn Fn(&Run) -> bool>,
+///
+/// Generic over the two rules, so that a search's calls to them (once per host and per run) are
+/// inlined rather than made through a pointer.
+pub(crate) struct Rules<'a, B: ?Sized, V: ?Sized> {
+    pub may_backfill: &'a B,
+    /// `None` ([`IDLE_ONLY`]): idle GPUs only. Otherwise, whether a live run may be preempted now.
+    pub victim: Option<&'a V>,
     /// Look only at these hosts (ascending), for single-host placements.
     pub only: Option<&'a [usize]>,
 }
 
+/// The victim rule of a search on idle GPUs alone.
+pub(crate) const IDLE_ONLY: Option<&NoVictim> = None;
+pub(crate) type NoVictim = fn(&Run) -> bool;
+
 impl Pool {
     /// The cheapest way to place `gpus` now, or `None`.
-    pub(crate) fn find(&self, gpus: u32, rules: &Rules<'_>) -> Option<Choice> {
+    pub(crate) fn find<B, V>(&self, gpus: u32, rules: &Rules<'_, B, V>) -> Option<Choice>
+    where
+        B: Fn(&Held) -> bool + ?Sized,
+        V: Fn(&Run) -> bool + ?Sized,
+    {
         self.find_or_reach(gpus, rules).ok()
     }
 
     /// As [`Pool::find`]; when nothing fits, how many GPUs the request could have gathered: for a
     /// gang, on all its usable hosts together; for a single host, on the best host it looked at.
-    pub(crate) fn find_or_reach(&self, gpus: u32, rules: &Rules<'_>) -> Result<Choice, u32> {
+    pub(crate) fn find_or_reach<B, V>(
+        &self,
+        gpus: u32,
+        rules: &Rules<'_, B, V>,
+    ) -> Result<Choice, u32>
+    where
+        B: Fn(&Held) -> bool + ?Sized,
+        V: Fn(&Run) -> bool + ?Sized,
+    {
         if gpus <= self.node_size {
             self.find_single(gpus, rules)
         } else {
@@ -40,7 +59,11 @@ impl Pool {
     /// Best fit on one host: least cost, then fewest idle GPUs left over, then lowest host. When
     /// none fits, the most GPUs any host looked at could have given (a host too small to be
     /// searched counts as its size), which bounds what a smaller request could find there.
-    fn find_single(&self, gpus: u32, rules: &Rules<'_>) -> Result<Choice, u32> {
+    fn find_single<B, V>(&self, gpus: u32, rules: &Rules<'_, B, V>) -> Result<Choice, u32>
+    where
+        B: Fn(&Held) -> bool + ?Sized,
+        V: Fn(&Run) -> bool + ?Sized,
+    {
         let mut best: Option<(Cost, u32, usize, GpuSet, u64)> = None;
         let mut most = 0;
         let mut items: Vec<(u32, Cost, u32, GpuSet)> = Vec::new();
@@ -162,7 +185,11 @@ impl Pool {
     }
 
     /// Whole hosts, cheapest first, until they hold `gpus`.
-    fn find_gang(&self, gpus: u32, rules: &Rules<'_>) -> Result<Choice, u32> {
+    fn find_gang<B, V>(&self, gpus: u32, rules: &Rules<'_, B, V>) -> Result<Choice, u32>
+    where
+        B: Fn(&Held) -> bool + ?Sized,
+        V: Fn(&Run) -> bool + ?Sized,
+    {
         let mut hosts: Vec<(Cost, usize)> = Vec::new();
         let mut reachable = 0;
         for (node, slot) in self.slots.iter().enumerate() {
@@ -229,7 +256,7 @@ impl Pool {
     pub(crate) fn earliest(
         &self,
         gpus: u32,
-        eventually: &dyn Fn(&Run) -> bool,
+        eventually: &impl Fn(&Run) -> bool,
     ) -> Option<(Time, Vec<NodeGpus>)> {
         let now = self.now;
         self.earliest_by(gpus, &|r: &Run| {
@@ -242,7 +269,7 @@ impl Pool {
     pub(crate) fn earliest_by(
         &self,
         gpus: u32,
-        free_at: &dyn Fn(&Run) -> Option<Time>,
+        free_at: &impl Fn(&Run) -> Option<Time>,
     ) -> Option<(Time, Vec<NodeGpus>)> {
         if gpus <= self.node_size {
             return self.earliest_single(gpus, free_at);
@@ -356,7 +383,7 @@ impl Pool {
     fn earliest_single(
         &self,
         gpus: u32,
-        free_at: &dyn Fn(&Run) -> Option<Time>,
+        free_at: &impl Fn(&Run) -> Option<Time>,
     ) -> Option<(Time, Vec<NodeGpus>)> {
         let mut moments: Vec<(Time, GpuSet)> = Vec::new();
         let mut first: Option<(Time, usize, GpuSet)> = None;

@@ -20,7 +20,7 @@ use crate::engine::Engine;
 use crate::explain::WaitReason;
 use crate::health::drain_hosts;
 use crate::ids::{BudgetId, Time, WorkloadId};
-use crate::placement::Rules;
+use crate::placement::{Rules, IDLE_ONLY};
 use crate::pool::{Held, Run};
 use crate::ranking;
 use crate::reasons::{Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection};
@@ -153,7 +153,7 @@ pub(crate) fn baseline_walk(
                 w.gpus,
                 &Rules {
                     may_backfill: &everywhere,
-                    victim: None,
+                    victim: IDLE_ONLY,
                     only: None,
                 },
             )

@@ -683,7 +683,11 @@ impl Pool {
     }
 
     /// GPUs of `node` a workload may use, given a test of whether it may backfill a reservation.
-    pub(crate) fn usable(&self, node: usize, may_backfill: &dyn Fn(&Held) -> bool) -> GpuSet {
+    pub(crate) fn usable(
+        &self,
+        node: usize,
+        may_backfill: &(impl Fn(&Held) -> bool + ?Sized),
+    ) -> GpuSet {
         let slot = &self.slots[node];
         match slot.reservation {
             Some(h) if !may_backfill(&self.held[h as usize]) => slot.all.without(slot.reserved),

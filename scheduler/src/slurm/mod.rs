@@ -35,7 +35,7 @@ use crate::engine::Engine;
 use crate::explain::WaitReason;
 use crate::health::drain_hosts;
 use crate::ids::{Time, WorkloadId, DAY};
-use crate::placement::Rules;
+use crate::placement::{Rules, IDLE_ONLY};
 use crate::pool::{Held, Pool, Run};
 use crate::priority::{parties, preempt, Walk};
 use crate::queue::QueueKey;
@@ -241,7 +241,7 @@ pub(crate) fn walk(
                 w.gpus,
                 &Rules {
                     may_backfill: &may_backfill,
-                    victim: None,
+                    victim: IDLE_ONLY,
                     only: None,
                 },
             );
