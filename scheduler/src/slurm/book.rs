@@ -469,7 +469,7 @@ impl Book {
     }
 
     /// Whether `could` accepts some queued normal job (given its queue index).
-    pub(crate) fn any_normal(&self, could: &dyn Fn(u32) -> bool) -> bool {
+    pub(crate) fn any_normal(&self, could: &impl Fn(u32) -> bool) -> bool {
         LaneCursor::default()
             .next(self, &self.lanes[NORMAL], could)
             .is_some()
@@ -496,7 +496,7 @@ impl LaneCursor {
         &mut self,
         book: &Book,
         lane: &Lane,
-        keep: &dyn Fn(u32) -> bool,
+        keep: &impl Fn(u32) -> bool,
     ) -> Option<(QueueKey, u32, u32)> {
         loop {
             let a = lane.sorted.get(self.sorted);
@@ -550,7 +550,7 @@ impl Cursor {
         &mut self,
         book: &Book,
         lane: usize,
-        keep: &dyn Fn(u32) -> bool,
+        keep: &impl Fn(u32) -> bool,
     ) -> Option<(QueueKey, u32)> {
         if !self.looked[lane] {
             self.heads[lane] = self.lanes[lane]
@@ -565,7 +565,7 @@ impl Cursor {
     pub(crate) fn next(
         &mut self,
         book: &Book,
-        keep: &dyn Fn(u32) -> bool,
+        keep: &impl Fn(u32) -> bool,
     ) -> Option<(QueueKey, u32)> {
         self.next_skipping(book, keep, false)
     }
@@ -575,7 +575,7 @@ impl Cursor {
     pub(crate) fn next_skipping(
         &mut self,
         book: &Book,
-        keep: &dyn Fn(u32) -> bool,
+        keep: &impl Fn(u32) -> bool,
         skip_scavengers: bool,
     ) -> Option<(QueueKey, u32)> {
         let normal = self.head(book, NORMAL, keep);
@@ -607,7 +607,7 @@ impl Cursor {
 
     /// Narrowing made `keep` stricter: a head looked up under the old rule is dropped if the new
     /// one refuses it (every job the old rule passed over, the new one refuses too).
-    pub(crate) fn rule_changed(&mut self, keep: &dyn Fn(u32) -> bool) {
+    pub(crate) fn rule_changed(&mut self, keep: &impl Fn(u32) -> bool) {
         for l in 0..2 {
             if self.looked[l] && self.heads[l].is_some_and(|(_, q)| !keep(q)) {
                 self.looked[l] = false;
