@@ -32,8 +32,9 @@ fn class(w: &WorkloadSpec) -> usize {
 
 #[derive(Clone, Debug, Default)]
 struct Leaf {
-    /// By class, in order: each entry's key and queue index.
-    lists: [Vec<(Key, u32)>; 3],
+    /// By class, in order: queue indices (ordered by their workload's key in the mirror, then
+    /// index; four bytes each, so that inserting and removing move little).
+    lists: [Vec<u32>; 3],
     /// Of its allocated work, how many are debug work.
     debug: u32,
 }
@@ -66,7 +67,7 @@ impl Lineup {
             self.mirror.extend_from_slice(queued);
             for leaf in &mut self.leaves {
                 for list in &mut leaf.lists {
-                    list.sort_unstable();
+                    list.sort_unstable_by_key(|&q| (key(&queued[q as usize]), q));
                 }
             }
             return;
@@ -108,22 +109,27 @@ impl Lineup {
 
     fn add(&mut self, q: u32, w: &WorkloadSpec) {
         let leaf = &mut self.leaves[w.leaf.index()];
-        leaf.lists[class(w)].push((key(w), q));
+        leaf.lists[class(w)].push(q);
         leaf.debug += u32::from(w.is_debug());
     }
 
+    /// Lists `q`, whose entry in the mirror is `w` already.
     fn insert(&mut self, q: u32, w: &WorkloadSpec) {
+        let mirror = &self.mirror;
         let leaf = &mut self.leaves[w.leaf.index()];
         let list = &mut leaf.lists[class(w)];
-        let at = list.partition_point(|e| *e < (key(w), q));
-        list.insert(at, (key(w), q));
+        let at = list.partition_point(|&e| (key(&mirror[e as usize]), e) < (key(w), q));
+        list.insert(at, q);
         leaf.debug += u32::from(w.is_debug());
     }
 
+    /// Takes `q` off its list, while its entry in the mirror is still `w`.
     fn remove(&mut self, q: u32, w: &WorkloadSpec) {
+        let mirror = &self.mirror;
         let leaf = &mut self.leaves[w.leaf.index()];
         let list = &mut leaf.lists[class(w)];
-        if let Ok(at) = list.binary_search(&(key(w), q)) {
+        if let Ok(at) = list.binary_search_by(|&e| (key(&mirror[e as usize]), e).cmp(&(key(w), q)))
+        {
             list.remove(at);
             leaf.debug -= u32::from(w.is_debug());
         }
@@ -131,7 +137,7 @@ impl Lineup {
 
     /// The allocated work of `leaf`, in queue order.
     pub(crate) fn allocated(&self, leaf: BudgetId) -> impl Iterator<Item = u32> + '_ {
-        self.leaves[leaf.index()].lists[0].iter().map(|e| e.1)
+        self.leaves[leaf.index()].lists[0].iter().copied()
     }
 
     /// How many of `leaf`'s allocated workloads are debug work.
@@ -181,7 +187,7 @@ impl FreeWalk<'_> {
                 continue;
             }
             let list = &self.lineup.leaves[leaves[self.rank].index()].lists[self.class];
-            while let Some(&(_, q)) = list.get(self.at) {
+            while let Some(&q) = list.get(self.at) {
                 self.at += 1;
                 if fits.fits(&queued[q as usize]) {
                     return Some((q, self.rank as u32));
