@@ -4,7 +4,7 @@
 //! `cargo bench -p scheduler --bench simulate [-- --runs N --seed S --days D --policy P
 //! --member M]` prints the median wall time per policy (`fair-share`, `priority`, `slurm`; all
 //! unless one is named), the summary table and the process's peak memory. `--member` runs one of
-//! the scenario family's generated members (`debug-heavy`, …) instead of the preset month.
+//! the scenario family's members (`debug-heavy`, …, `philly`) instead of the preset month.
 
 use std::time::Instant;
 
@@ -22,6 +22,19 @@ fn arg(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// The Philly trace's text for `--member philly` (from `../shared`, as the matrix example reads it).
+fn philly_text(member: &str) -> Option<String> {
+    (member == "philly").then(|| {
+        [
+            "../shared/traces/philly/philly_by_vc.csv",
+            "../../shared/traces/philly/philly_by_vc.csv",
+        ]
+        .iter()
+        .find_map(|path| std::fs::read_to_string(path).ok())
+        .expect("the Philly trace under ../shared/traces/philly")
+    })
+}
+
 fn main() {
     let runs = arg("--runs", 5).max(1) as usize;
     let seed = arg("--seed", 1);
@@ -32,14 +45,14 @@ fn main() {
     let started = Instant::now();
     let s = match member.as_deref() {
         None => generate(&ScenarioConfig::reference(seed, days)),
-        Some(name) => match members(seed, days, None)
+        Some(name) => match members(seed, days, philly_text(name).as_deref())
             .expect("valid family")
             .into_iter()
             .find(|m| m.name == name)
         {
             Some(m) => m.scenario,
             None => {
-                eprintln!("--member names one of the family's generated members, not \"{name}\"");
+                eprintln!("--member names one of the family's members, not \"{name}\"");
                 std::process::exit(2);
             }
         },
