@@ -136,6 +136,8 @@ impl Priorities {
         } else {
             1
         };
-        (self.fair_share[w.leaf.index()] + age + size + self.qos[qos]) as u64
+        // Every term is at least 0 and the sum far below 2^63: a signed conversion gives the
+        // same integer as an unsigned one, in fewer instructions.
+        (self.fair_share[w.leaf.index()] + age + size + self.qos[qos]) as i64 as u64
     }
 }
