@@ -187,6 +187,14 @@ impl Victims {
     }
 }
 
+/// What the scan knows of a group's allocated work as a whole (see `Pass::blocks_the_rest`).
+struct RestOfGroup {
+    min_gpus: u32,
+    max_gpus: u32,
+    /// The shortest minimum runtime among its resumable work (`Time::MAX` if none).
+    shortest_resumable: Time,
+}
+
 /// What the scan knows about one leaf's bucket of allocated work.
 struct Group {
     rank: u32,
@@ -327,9 +335,18 @@ impl Pass<'_> {
                     self.note_group(&mut group);
                     continue;
                 }
+                let rest = RestOfGroup {
+                    min_gpus,
+                    max_gpus: queue.max_gpus(rank),
+                    shortest_resumable: queue.shortest_resumable(rank),
+                };
                 for &q in queue.sorted_group(rank, self.queued) {
-                    if !self.started[q as usize] {
-                        self.try_allocated(q, &mut group);
+                    if self.started[q as usize] {
+                        continue;
+                    }
+                    let blocked = self.try_allocated(q, &mut group);
+                    if blocked.is_some_and(|(key, f)| self.blocks_the_rest(&rest, key, &f)) {
+                        break;
                     }
                 }
             }
@@ -595,19 +612,21 @@ impl Pass<'_> {
             && self.pool.lane_reach() < self.headroom
     }
 
-    fn try_allocated(&mut self, q: u32, group: &mut Group) {
+    /// Tries to start allocated workload `q`. When a single-host request is left waiting
+    /// because of a failure on record or its own failed search, that failure and its key.
+    fn try_allocated(&mut self, q: u32, group: &mut Group) -> Option<(QueueKey, Failure)> {
         let w = self.queued[q as usize];
         let key = QueueKey::fair_share(&w, group.rank);
         let gang = w.gpus > self.pool.node_size;
         if !gang && !w.is_debug() && self.watch != Some(w.id) && self.headroom_holds_the_rest() {
             self.note_group(group);
-            return;
+            return None;
         }
         if gang {
             let holds = self.pool.held.iter().any(|h| h.live && h.workload == w.id);
             if holds || self.attempts < self.max_reservations {
                 self.try_reserving(q, key, group, holds);
-                return;
+                return None;
             }
         }
         let known = self
@@ -654,7 +673,7 @@ impl Pass<'_> {
         {
             self.nodes = nodes;
             self.held_back(&w, group);
-            return;
+            return None;
         }
         let choice = if hopeless {
             // A failure on record rules this request out, and no host loosened since it (else
@@ -680,14 +699,15 @@ impl Pass<'_> {
                     only: searched,
                 });
                 self.held_back(&w, group);
-                return;
+                return None;
             }
             Ok(choice) => {
                 self.start(q, group.rank, choice, &group.victims.eligible, None);
-                return;
+                return None;
             }
             Err(found) => found,
         };
+        let mut blocked = known.filter(|_| hopeless);
         if let Some((reach, everywhere)) = found {
             // A single-host search of only the loosened hosts learned nothing about the others,
             // which the covering failure still rules out from its own `from` on.
@@ -704,10 +724,32 @@ impl Pass<'_> {
                 reach: if gang { reach } else { 0 },
             };
             self.failures.record(group.rank, failure, &group.bits);
+            blocked = Some(failure);
         }
         // Once per group is enough: noting it again would OR the same leaves into `wake_for`.
         self.note_group(group);
         self.explain_blocked(&w, key, group);
+        blocked.filter(|f| !f.gang).map(|f| (key, f))
+    }
+
+    /// Whether every workload of the group after the one at `key`, left waiting by failure `f`
+    /// (on record for the group), would be left waiting without a search, as the pass would find
+    /// one by one: none is a gang, each asks for at least `f.from` GPUs, no host got easier
+    /// since `f`, and none may use a reserved host, being behind its holder in the queue and
+    /// either not resumable or with a minimum runtime that ends after the reservation's time.
+    /// Then the group's turn is over without reading the rest of it.
+    fn blocks_the_rest(&self, rest: &RestOfGroup, key: QueueKey, f: &Failure) -> bool {
+        self.shortcuts == Shortcuts::On
+            && self.watch.is_none()
+            && rest.max_gpus <= self.pool.node_size
+            && rest.min_gpus >= f.from
+            && !self.pool.loosened_after(f.at)
+            && self
+                .pool
+                .held
+                .iter()
+                .filter(|h| h.live)
+                .all(|h| h.key < key && self.now.saturating_add(rest.shortest_resumable) > h.at)
     }
 
     fn explain_blocked(&mut self, w: &WorkloadSpec, key: QueueKey, group: &Group) {

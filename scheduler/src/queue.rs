@@ -95,6 +95,8 @@ pub(crate) struct Queue {
     debug: Vec<u32>,
     /// How many of each bucket are debug workloads.
     debug_count: Vec<u32>,
+    /// The shortest minimum runtime among each bucket's resumable work (`Time::MAX` if none).
+    shortest_resumable: Vec<Time>,
     /// Scratch for sorting a bucket: each member's order within it, and its queue index.
     keyed: Vec<((i64, Time, WorkloadId), u32)>,
 }
@@ -108,11 +110,16 @@ impl Queue {
         let mut max_gpus = vec![0; ranks];
         let mut debug = Vec::new();
         let mut debug_count = vec![0; ranks];
+        let mut shortest_resumable = vec![Time::MAX; ranks];
         let mut members: Vec<(u32, u32)> = Vec::new();
         for (i, w) in queued.iter().enumerate() {
             if w.is_allocated() {
                 let rank = standings.leaf_rank(w.leaf);
                 start[rank as usize + 1] += 1;
+                if w.resumable {
+                    let shortest = &mut shortest_resumable[rank as usize];
+                    *shortest = (*shortest).min(w.min_runtime);
+                }
                 min_gpus[rank as usize] = min_gpus[rank as usize].min(w.gpus);
                 max_gpus[rank as usize] = max_gpus[rank as usize].max(w.gpus);
                 if w.is_debug() {
@@ -139,6 +146,7 @@ impl Queue {
             sorted: vec![false; ranks],
             debug,
             debug_count,
+            shortest_resumable,
             keyed: Vec::new(),
         }
     }
@@ -158,15 +166,20 @@ impl Queue {
             sorted: vec![true; ranks],
             debug: Vec::new(),
             debug_count: Vec::with_capacity(ranks),
+            shortest_resumable: Vec::with_capacity(ranks),
             keyed: Vec::new(),
         };
         queue.start.push(0);
         for &leaf in standings.leaves() {
             let (mut min, mut max) = (u32::MAX, 0);
+            let mut shortest = Time::MAX;
             for q in lineup.allocated(leaf) {
                 let w = &queued[q as usize];
                 min = min.min(w.gpus);
                 max = max.max(w.gpus);
+                if w.resumable {
+                    shortest = shortest.min(w.min_runtime);
+                }
                 if w.is_debug() {
                     queue.debug.push(q);
                 }
@@ -176,6 +189,7 @@ impl Queue {
             queue.min_gpus.push(min);
             queue.max_gpus.push(max);
             queue.debug_count.push(lineup.debug_count(leaf));
+            queue.shortest_resumable.push(shortest);
         }
         queue
     }
@@ -195,6 +209,7 @@ impl Queue {
             (&built.min_gpus, &built.max_gpus)
         );
         assert_eq!(self.debug_count, built.debug_count);
+        assert_eq!(self.shortest_resumable, built.shortest_resumable);
         let mut debug = self.debug.clone();
         debug.sort_unstable();
         assert_eq!(debug, built.debug);
@@ -223,6 +238,11 @@ impl Queue {
 
     pub(crate) fn max_gpus(&self, rank: usize) -> u32 {
         self.max_gpus[rank]
+    }
+
+    /// The shortest minimum runtime among a bucket's resumable work (`Time::MAX` if none).
+    pub(crate) fn shortest_resumable(&self, rank: usize) -> Time {
+        self.shortest_resumable[rank]
     }
 
     /// Members of a bucket in queue order.
