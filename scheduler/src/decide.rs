@@ -138,7 +138,7 @@ pub(crate) fn fair_share_with(
     pass.wake_at(drain_wake);
     let mut queue = match pass.lineup {
         Some(lineup) => {
-            let queue = Queue::from_lineup(lineup, state.queued, &standings);
+            let queue = Queue::from_lineup(lineup, &standings);
             #[cfg(debug_assertions)]
             queue.assert_as_built(state.queued, &standings);
             queue

@@ -9,6 +9,8 @@
 //! walked from its head instead of picked in batches from the whole queue. The order is the one
 //! [`QueueKey::fair_share`] gives (the tests hold the decisions to those of a pass without it).
 
+use std::collections::BTreeMap;
+
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::pool::FreeFit;
 use crate::ranking::Standings;
@@ -35,8 +37,52 @@ struct Leaf {
     /// By class, in order: queue indices (ordered by their workload's key in the mirror, then
     /// index; four bytes each, so that inserting and removing move little).
     lists: [Vec<u32>; 3],
-    /// Of its allocated work, how many are debug work.
-    debug: u32,
+    /// Of its allocated work: the debug work, by queue index.
+    debug: Vec<u32>,
+    /// Of its allocated work: how many ask for each size, and how many of the resumable ones have
+    /// each minimum runtime.
+    sizes: BTreeMap<u32, u32>,
+    resumable_min_runtimes: BTreeMap<Time, u32>,
+}
+
+impl Leaf {
+    /// Counts allocated workload `w` (at index `q`) in (`by` 1) or out (-1) of the summaries.
+    fn count(&mut self, q: u32, w: &WorkloadSpec, by: i32) {
+        if !w.is_allocated() {
+            return;
+        }
+        tally(&mut self.sizes, w.gpus, by);
+        if w.resumable {
+            tally(&mut self.resumable_min_runtimes, w.min_runtime, by);
+        }
+        if w.is_debug() {
+            match (self.debug.binary_search(&q), by > 0) {
+                (Err(at), true) => self.debug.insert(at, q),
+                (Ok(at), false) => {
+                    self.debug.remove(at);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn tally<K: Ord + Copy>(counts: &mut BTreeMap<K, u32>, key: K, by: i32) {
+    let n = counts.entry(key).or_insert(0);
+    *n = n.wrapping_add_signed(by);
+    if *n == 0 {
+        counts.remove(&key);
+    }
+}
+
+/// What a pass reads of a leaf's allocated work as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Summary {
+    /// The fewest and most GPUs asked for (`u32::MAX` and 0 if none).
+    pub min_gpus: u32,
+    pub max_gpus: u32,
+    /// The shortest minimum runtime of its resumable work (`Time::MAX` if none).
+    pub shortest_resumable: Time,
 }
 
 #[derive(Debug, Default)]
@@ -110,7 +156,7 @@ impl Lineup {
     fn add(&mut self, q: u32, w: &WorkloadSpec) {
         let leaf = &mut self.leaves[w.leaf.index()];
         leaf.lists[class(w)].push(q);
-        leaf.debug += u32::from(w.is_debug());
+        leaf.count(q, w, 1);
     }
 
     /// Lists `q`, whose entry in the mirror is `w` already.
@@ -120,7 +166,7 @@ impl Lineup {
         let list = &mut leaf.lists[class(w)];
         let at = list.partition_point(|&e| (key(&mirror[e as usize]), e) < (key(w), q));
         list.insert(at, q);
-        leaf.debug += u32::from(w.is_debug());
+        leaf.count(q, w, 1);
     }
 
     /// Takes `q` off its list, while its entry in the mirror is still `w`.
@@ -131,7 +177,7 @@ impl Lineup {
         if let Ok(at) = list.binary_search_by(|&e| (key(&mirror[e as usize]), e).cmp(&(key(w), q)))
         {
             list.remove(at);
-            leaf.debug -= u32::from(w.is_debug());
+            leaf.count(q, w, -1);
         }
     }
 
@@ -140,9 +186,24 @@ impl Lineup {
         self.leaves[leaf.index()].lists[0].iter().copied()
     }
 
-    /// How many of `leaf`'s allocated workloads are debug work.
-    pub(crate) fn debug_count(&self, leaf: BudgetId) -> u32 {
-        self.leaves[leaf.index()].debug
+    /// `leaf`'s allocated debug work, by queue index.
+    pub(crate) fn debug(&self, leaf: BudgetId) -> &[u32] {
+        &self.leaves[leaf.index()].debug
+    }
+
+    /// `leaf`'s allocated work as a whole.
+    pub(crate) fn summary(&self, leaf: BudgetId) -> Summary {
+        let leaf = &self.leaves[leaf.index()];
+        Summary {
+            min_gpus: leaf.sizes.keys().next().copied().unwrap_or(u32::MAX),
+            max_gpus: leaf.sizes.keys().next_back().copied().unwrap_or(0),
+            shortest_resumable: leaf
+                .resumable_min_runtimes
+                .keys()
+                .next()
+                .copied()
+                .unwrap_or(Time::MAX),
+        }
     }
 
     /// Free work from its head in queue order (see [`crate::queue::FreeQueue`]).

@@ -152,11 +152,7 @@ impl Queue {
     }
 
     /// The same buckets read from the lineup kept between passes, each already in order.
-    pub(crate) fn from_lineup(
-        lineup: &Lineup,
-        queued: &[WorkloadSpec],
-        standings: &Standings,
-    ) -> Queue {
+    pub(crate) fn from_lineup(lineup: &Lineup, standings: &Standings) -> Queue {
         let ranks = standings.leaf_count();
         let mut queue = Queue {
             order: Vec::new(),
@@ -170,26 +166,18 @@ impl Queue {
             keyed: Vec::new(),
         };
         queue.start.push(0);
+        // The lineup keeps each leaf's sizes, debug work and shortest resumable minimum
+        // runtime: no workload's spec is read here.
         for &leaf in standings.leaves() {
-            let (mut min, mut max) = (u32::MAX, 0);
-            let mut shortest = Time::MAX;
-            for q in lineup.allocated(leaf) {
-                let w = &queued[q as usize];
-                min = min.min(w.gpus);
-                max = max.max(w.gpus);
-                if w.resumable {
-                    shortest = shortest.min(w.min_runtime);
-                }
-                if w.is_debug() {
-                    queue.debug.push(q);
-                }
-                queue.order.push(q);
-            }
+            queue.order.extend(lineup.allocated(leaf));
             queue.start.push(queue.order.len() as u32);
-            queue.min_gpus.push(min);
-            queue.max_gpus.push(max);
-            queue.debug_count.push(lineup.debug_count(leaf));
-            queue.shortest_resumable.push(shortest);
+            let summary = lineup.summary(leaf);
+            queue.min_gpus.push(summary.min_gpus);
+            queue.max_gpus.push(summary.max_gpus);
+            queue.shortest_resumable.push(summary.shortest_resumable);
+            let debug = lineup.debug(leaf);
+            queue.debug.extend_from_slice(debug);
+            queue.debug_count.push(debug.len() as u32);
         }
         queue
     }
