@@ -187,10 +187,9 @@ impl Victims {
     }
 }
 
-/// What the scan knows of a group's allocated work as a whole (see `Pass::blocks_the_rest`).
+/// What the scan knows of a group's allocated work as a whole (see `Pass::singles_wait`).
 struct RestOfGroup {
     min_gpus: u32,
-    max_gpus: u32,
     /// The shortest minimum runtime among its resumable work (`Time::MAX` if none).
     shortest_resumable: Time,
 }
@@ -337,23 +336,94 @@ impl Pass<'_> {
                 }
                 let rest = RestOfGroup {
                     min_gpus,
-                    max_gpus: queue.max_gpus(rank),
                     shortest_resumable: queue.shortest_resumable(rank),
                 };
-                for &q in queue.sorted_group(rank, self.queued) {
-                    if self.started[q as usize] {
-                        continue;
-                    }
-                    let blocked = self.try_allocated(q, &mut group);
-                    if blocked.is_some_and(|(key, f)| self.blocks_the_rest(&rest, key, &f)) {
-                        break;
-                    }
-                }
+                queue.sorted_group(rank, self.queued);
+                self.scan_group(queue.group(rank), &rest, &mut group);
             }
             if !self.leftover_after_block {
                 break;
             }
         }
+    }
+
+    /// A group's work in queue order. Once single-host work is left waiting by a failure on
+    /// record that rules out the rest of the group's single-host work too (`singles_wait`), only
+    /// its gangs are taken until something changes that, when the rest is taken again from there.
+    fn scan_group(&mut self, members: &[u32], rest: &RestOfGroup, group: &mut Group) {
+        let rank = group.rank;
+        let key_of =
+            |queued: &[WorkloadSpec], q: u32| QueueKey::fair_share(&queued[q as usize], rank);
+        let mut gangs: Option<Vec<u32>> = None;
+        let mut i = 0;
+        while let Some(&q) = members.get(i) {
+            i += 1;
+            if self.started[q as usize] {
+                continue;
+            }
+            let Some((key, failure)) = self.try_allocated(q, group) else {
+                continue;
+            };
+            if !self.singles_wait(rest, key, group, Some(&failure)) {
+                continue;
+            }
+            let node_size = self.pool.node_size;
+            let queued = self.queued;
+            let gangs = gangs.get_or_insert_with(|| {
+                members
+                    .iter()
+                    .copied()
+                    .filter(|&g| queued[g as usize].gpus > node_size)
+                    .collect()
+            });
+            let from = gangs.partition_point(|&g| key_of(queued, g) <= key);
+            let mut resume = None;
+            for &g in &gangs[from..] {
+                if self.started[g as usize] {
+                    continue;
+                }
+                self.try_allocated(g, group);
+                let key = key_of(queued, g);
+                if !self.singles_wait(rest, key, group, None) {
+                    resume = Some(key);
+                    break;
+                }
+            }
+            match resume {
+                Some(key) => i = members.partition_point(|&m| key_of(queued, m) <= key),
+                None => break,
+            }
+        }
+    }
+
+    /// Whether every single-host workload of the group after `key` would be left waiting without
+    /// a search, as the pass would find one by one: a failure on record for the group rules out
+    /// requests as small as its smallest, no host got easier since, and none of them may use a
+    /// reserved host, being behind its holder in the queue and either not resumable or with a
+    /// minimum runtime that ends after the reservation's time.
+    /// `failure`, if given, is on record and was what left the workload at `key` waiting.
+    fn singles_wait(
+        &self,
+        rest: &RestOfGroup,
+        key: QueueKey,
+        group: &Group,
+        failure: Option<&Failure>,
+    ) -> bool {
+        let covering = || match failure {
+            Some(f) if f.from <= rest.min_gpus => Some(*f),
+            _ => self
+                .failures
+                .latest_covering(group.rank, &group.bits, false, rest.min_gpus),
+        };
+        self.shortcuts == Shortcuts::On
+            && self.watch.is_none()
+            && self
+                .pool
+                .held
+                .iter()
+                .filter(|h| h.live)
+                .all(|h| h.key <= key && self.now.saturating_add(rest.shortest_resumable) > h.at)
+            && covering().is_some_and(|f| !self.pool.loosened_after(f.at))
     }
 
     /// The gangs of a group none of whose work can start by fair share alone, in queue order,
@@ -612,8 +682,8 @@ impl Pass<'_> {
             && self.pool.lane_reach() < self.headroom
     }
 
-    /// Tries to start allocated workload `q`. When a single-host request is left waiting
-    /// because of a failure on record or its own failed search, that failure and its key.
+    /// Tries to start allocated workload `q`. Its key and the failure when it is a single-host
+    /// request left waiting by a failure on record or by its own failed search.
     fn try_allocated(&mut self, q: u32, group: &mut Group) -> Option<(QueueKey, Failure)> {
         let w = self.queued[q as usize];
         let key = QueueKey::fair_share(&w, group.rank);
@@ -730,26 +800,6 @@ impl Pass<'_> {
         self.note_group(group);
         self.explain_blocked(&w, key, group);
         blocked.filter(|f| !f.gang).map(|f| (key, f))
-    }
-
-    /// Whether every workload of the group after the one at `key`, left waiting by failure `f`
-    /// (on record for the group), would be left waiting without a search, as the pass would find
-    /// one by one: none is a gang, each asks for at least `f.from` GPUs, no host got easier
-    /// since `f`, and none may use a reserved host, being behind its holder in the queue and
-    /// either not resumable or with a minimum runtime that ends after the reservation's time.
-    /// Then the group's turn is over without reading the rest of it.
-    fn blocks_the_rest(&self, rest: &RestOfGroup, key: QueueKey, f: &Failure) -> bool {
-        self.shortcuts == Shortcuts::On
-            && self.watch.is_none()
-            && rest.max_gpus <= self.pool.node_size
-            && rest.min_gpus >= f.from
-            && !self.pool.loosened_after(f.at)
-            && self
-                .pool
-                .held
-                .iter()
-                .filter(|h| h.live)
-                .all(|h| h.key < key && self.now.saturating_add(rest.shortest_resumable) > h.at)
     }
 
     fn explain_blocked(&mut self, w: &WorkloadSpec, key: QueueKey, group: &Group) {
