@@ -361,10 +361,10 @@ impl Pass<'_> {
             if self.started[q as usize] {
                 continue;
             }
-            let Some((key, failure)) = self.try_allocated(q, group) else {
+            let Some((key, recorded)) = self.try_allocated(q, group) else {
                 continue;
             };
-            if !self.singles_wait(rest, key, group, Some(&failure)) {
+            if !self.singles_wait(rest, key, group, recorded.as_ref(), true) {
                 continue;
             }
             let node_size = self.pool.node_size;
@@ -384,7 +384,7 @@ impl Pass<'_> {
                 }
                 self.try_allocated(g, group);
                 let key = key_of(queued, g);
-                if !self.singles_wait(rest, key, group, None) {
+                if !self.singles_wait(rest, key, group, recorded.as_ref(), false) {
                     resume = Some(key);
                     break;
                 }
@@ -398,32 +398,42 @@ impl Pass<'_> {
 
     /// Whether every single-host workload of the group after `key` would be left waiting without
     /// a search, as the pass would find one by one: a failure on record for the group rules out
-    /// requests as small as its smallest, no host got easier since, and none of them may use a
-    /// reserved host, being behind its holder in the queue and either not resumable or with a
-    /// minimum runtime that ends after the reservation's time.
+    /// requests as small as its smallest, no host got easier since, and no reserved host is worth
+    /// a search for any of them. A reserved host is not when each of them is behind its holder in
+    /// the queue and either not resumable or with a minimum runtime that ends after the
+    /// reservation's time; or when the failure they all find on record (`recorded`, the one the
+    /// workload at `key` just recorded, while nothing newer covers them) could use it as well.
+    /// `fresh`: `recorded` was recorded just now, so it is the newest.
     /// `failure`, if given, is on record and was what left the workload at `key` waiting.
     fn singles_wait(
         &self,
         rest: &RestOfGroup,
         key: QueueKey,
         group: &Group,
-        failure: Option<&Failure>,
+        recorded: Option<&Failure>,
+        fresh: bool,
     ) -> bool {
-        let covering = || match failure {
-            Some(f) if f.from <= rest.min_gpus => Some(*f),
+        if self.shortcuts != Shortcuts::On || self.watch.is_some() {
+            return false;
+        }
+        let latest = match recorded {
+            Some(f) if fresh && f.from <= rest.min_gpus => Some(*f),
             _ => self
                 .failures
                 .latest_covering(group.rank, &group.bits, false, rest.min_gpus),
         };
-        self.shortcuts == Shortcuts::On
-            && self.watch.is_none()
-            && self
-                .pool
-                .held
-                .iter()
-                .filter(|h| h.live)
-                .all(|h| h.key <= key && self.now.saturating_add(rest.shortest_resumable) > h.at)
-            && covering().is_some_and(|f| !self.pool.loosened_after(f.at))
+        let Some(latest) = latest else {
+            return false;
+        };
+        if self.pool.loosened_after(latest.at) {
+            return false;
+        }
+        let all_find_it =
+            recorded.is_some_and(|f| (f.spec.id, f.at) == (latest.spec.id, latest.at));
+        self.pool.held.iter().filter(|h| h.live).all(|h| {
+            (all_find_it && self.may_backfill(h, &latest.spec, latest.key))
+                || (h.key <= key && self.now.saturating_add(rest.shortest_resumable) > h.at)
+        })
     }
 
     /// The gangs of a group none of whose work can start by fair share alone, in queue order,
@@ -682,9 +692,10 @@ impl Pass<'_> {
             && self.pool.lane_reach() < self.headroom
     }
 
-    /// Tries to start allocated workload `q`. Its key and the failure when it is a single-host
-    /// request left waiting by a failure on record or by its own failed search.
-    fn try_allocated(&mut self, q: u32, group: &mut Group) -> Option<(QueueKey, Failure)> {
+    /// Tries to start allocated workload `q`. Its key when it is a single-host request left
+    /// waiting by a failure on record or by its own failed search, with the failure it recorded
+    /// in the second case.
+    fn try_allocated(&mut self, q: u32, group: &mut Group) -> Option<(QueueKey, Option<Failure>)> {
         let w = self.queued[q as usize];
         let key = QueueKey::fair_share(&w, group.rank);
         let gang = w.gpus > self.pool.node_size;
@@ -777,7 +788,12 @@ impl Pass<'_> {
             }
             Err(found) => found,
         };
-        let mut blocked = known.filter(|_| hopeless);
+        if hopeless && !gang {
+            self.note_group(group);
+            self.explain_blocked(&w, key, group);
+            return Some((key, None));
+        }
+        let mut recorded = None;
         if let Some((reach, everywhere)) = found {
             // A single-host search of only the loosened hosts learned nothing about the others,
             // which the covering failure still rules out from its own `from` on.
@@ -794,12 +810,12 @@ impl Pass<'_> {
                 reach: if gang { reach } else { 0 },
             };
             self.failures.record(group.rank, failure, &group.bits);
-            blocked = Some(failure);
+            recorded = Some(failure);
         }
         // Once per group is enough: noting it again would OR the same leaves into `wake_for`.
         self.note_group(group);
         self.explain_blocked(&w, key, group);
-        blocked.filter(|f| !f.gang).map(|f| (key, f))
+        recorded.filter(|_| !gang).map(|f| (key, Some(f)))
     }
 
     fn explain_blocked(&mut self, w: &WorkloadSpec, key: QueueKey, group: &Group) {
