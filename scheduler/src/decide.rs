@@ -361,10 +361,10 @@ impl Pass<'_> {
             if self.started[q as usize] {
                 continue;
             }
-            let Some((key, recorded)) = self.try_allocated(q, group) else {
+            let Some(key) = self.try_allocated(q, group) else {
                 continue;
             };
-            if !self.singles_wait(rest, key, group, recorded.as_ref(), true) {
+            if !self.singles_wait(rest, key, group) {
                 continue;
             }
             let node_size = self.pool.node_size;
@@ -384,7 +384,7 @@ impl Pass<'_> {
                 }
                 self.try_allocated(g, group);
                 let key = key_of(queued, g);
-                if !self.singles_wait(rest, key, group, recorded.as_ref(), false) {
+                if !self.singles_wait(rest, key, group) {
                     resume = Some(key);
                     break;
                 }
@@ -401,35 +401,31 @@ impl Pass<'_> {
     /// requests as small as its smallest, no host got easier since, and no reserved host is worth
     /// a search for any of them. A reserved host is not when each of them is behind its holder in
     /// the queue and either not resumable or with a minimum runtime that ends after the
-    /// reservation's time; or when the failure they all find on record (`recorded`, the one the
-    /// workload at `key` just recorded, while nothing newer covers them) could use it as well.
-    /// `fresh`: `recorded` was recorded just now, so it is the newest.
-    /// `failure`, if given, is on record and was what left the workload at `key` waiting.
-    fn singles_wait(
-        &self,
-        rest: &RestOfGroup,
-        key: QueueKey,
-        group: &Group,
-        recorded: Option<&Failure>,
-        fresh: bool,
-    ) -> bool {
+    /// reservation's time; or when the failure they all find on record could use it as well (the
+    /// newest single-host failure, when it covers them all: each request finds the newest that
+    /// covers it).
+    fn singles_wait(&self, rest: &RestOfGroup, key: QueueKey, group: &Group) -> bool {
         if self.shortcuts != Shortcuts::On || self.watch.is_some() {
             return false;
         }
-        let latest = match recorded {
-            Some(f) if fresh && f.from <= rest.min_gpus => Some(*f),
-            _ => self
-                .failures
-                .latest_covering(group.rank, &group.bits, false, rest.min_gpus),
+        let lookup = |gpus| {
+            self.failures
+                .latest_covering(group.rank, &group.bits, false, gpus)
         };
-        let Some(latest) = latest else {
+        let Some(newest) = lookup(u32::MAX) else {
             return false;
+        };
+        let (latest, all_find_it) = if newest.from <= rest.min_gpus {
+            (newest, true)
+        } else {
+            match lookup(rest.min_gpus) {
+                Some(latest) => (latest, false),
+                None => return false,
+            }
         };
         if self.pool.loosened_after(latest.at) {
             return false;
         }
-        let all_find_it =
-            recorded.is_some_and(|f| (f.spec.id, f.at) == (latest.spec.id, latest.at));
         self.pool.held.iter().filter(|h| h.live).all(|h| {
             (all_find_it && self.may_backfill(h, &latest.spec, latest.key))
                 || (h.key <= key && self.now.saturating_add(rest.shortest_resumable) > h.at)
@@ -693,9 +689,8 @@ impl Pass<'_> {
     }
 
     /// Tries to start allocated workload `q`. Its key when it is a single-host request left
-    /// waiting by a failure on record or by its own failed search, with the failure it recorded
-    /// in the second case.
-    fn try_allocated(&mut self, q: u32, group: &mut Group) -> Option<(QueueKey, Option<Failure>)> {
+    /// waiting by a failure on record or by its own failed search.
+    fn try_allocated(&mut self, q: u32, group: &mut Group) -> Option<QueueKey> {
         let w = self.queued[q as usize];
         let key = QueueKey::fair_share(&w, group.rank);
         let gang = w.gpus > self.pool.node_size;
@@ -791,9 +786,9 @@ impl Pass<'_> {
         if hopeless && !gang {
             self.note_group(group);
             self.explain_blocked(&w, key, group);
-            return Some((key, None));
+            return Some(key);
         }
-        let mut recorded = None;
+        let mut recorded = false;
         if let Some((reach, everywhere)) = found {
             // A single-host search of only the loosened hosts learned nothing about the others,
             // which the covering failure still rules out from its own `from` on.
@@ -810,12 +805,12 @@ impl Pass<'_> {
                 reach: if gang { reach } else { 0 },
             };
             self.failures.record(group.rank, failure, &group.bits);
-            recorded = Some(failure);
+            recorded = true;
         }
         // Once per group is enough: noting it again would OR the same leaves into `wake_for`.
         self.note_group(group);
         self.explain_blocked(&w, key, group);
-        recorded.filter(|_| !gang).map(|f| (key, Some(f)))
+        (recorded && !gang).then_some(key)
     }
 
     fn explain_blocked(&mut self, w: &WorkloadSpec, key: QueueKey, group: &Group) {
