@@ -23,6 +23,10 @@ pub fn NodesPage() -> impl IntoView {
     let live = use_live_updates();
     let act = ServerAction::<SetNodeState>::new();
     let register = ServerAction::<RegisterNode>::new();
+    // The action's error is made here, not in the form below: the action's result reloads
+    // the list and replaces it, and the replaced form may still be told of the new value as
+    // it goes, when a signal made in it would be gone (see the workload page).
+    let register_error = Signal::derive(move || register.value().get().and_then(Result::err));
     let remove = ServerAction::<RemoveNode>::new();
     let nodes = Resource::new(
         move || {
@@ -64,7 +68,7 @@ pub fn NodesPage() -> impl IntoView {
                         <div class="node-grid">
                             {list.into_iter().map(|node| view! { <NodeCard node admin act remove /> }).collect_view()}
                         </div>
-                        {admin.then(|| view! { <RegisterNodeForm register /> })}
+                        {admin.then(|| view! { <RegisterNodeForm register error=register_error /> })}
                     }.into_any(),
                     Err(error) => view! { <p class="form-error" role="alert">{error.to_string()}</p> }.into_any(),
                 }
@@ -238,8 +242,11 @@ fn NodeCard(
 }
 
 #[component]
-fn RegisterNodeForm(register: ServerAction<RegisterNode>) -> impl IntoView {
-    let error = Signal::derive(move || register.value().get().and_then(Result::err));
+fn RegisterNodeForm(
+    register: ServerAction<RegisterNode>,
+    /// The action's error (made by the page, which outlives this form).
+    error: Signal<Option<crate::error::AppError>>,
+) -> impl IntoView {
     let registered = move || register.value().get().and_then(Result::ok);
     view! {
         <section class="card">

@@ -34,6 +34,10 @@ const MONTHS: [&str; 12] = [
 #[component]
 pub fn SettingsPage() -> impl IntoView {
     let update = ServerAction::<UpdateSettings>::new();
+    // The action's error is made here, not in the form below: the action's result reloads
+    // the settings and replaces it, and the replaced form may still be told of the new value as
+    // it goes, when a signal made in it would be gone (see the workload page).
+    let update_error = Signal::derive(move || update.value().get().and_then(Result::err));
     let set = ServerAction::<SetWebhook>::new();
     // A saved webhook adds a line to the history (a refused one keeps what was typed).
     let saved = RwSignal::new(0u32);
@@ -60,7 +64,7 @@ pub fn SettingsPage() -> impl IntoView {
                     Ok(view) => {
                         let admin = view.can_edit;
                         view! {
-                            <SettingsForm view update />
+                            <SettingsForm view update error=update_error />
                             {admin.then(|| view! {
                                 <Transition fallback=|| ()>
                                     {move || Suspend::new(async move {
@@ -78,8 +82,12 @@ pub fn SettingsPage() -> impl IntoView {
 }
 
 #[component]
-fn SettingsForm(view: SettingsView, update: ServerAction<UpdateSettings>) -> impl IntoView {
-    let error = Signal::derive(move || update.value().get().and_then(Result::err));
+fn SettingsForm(
+    view: SettingsView,
+    update: ServerAction<UpdateSettings>,
+    /// The action's error (made by the page, which outlives this form).
+    error: Signal<Option<crate::error::AppError>>,
+) -> impl IntoView {
     let saved = move || matches!(update.value().get(), Some(Ok(_)));
     let disabled = !view.can_edit;
     let field = move |(id, error_id): (&'static str, &'static str),

@@ -15,6 +15,12 @@ pub fn UsersPage() -> impl IntoView {
     let create = ServerAction::<CreateUser>::new();
     let toggle = ServerAction::<SetUserDisabled>::new();
     let role = ServerAction::<SetUserRole>::new();
+    // The actions' errors are made here, not in the forms below: an action's result reloads
+    // the list and replaces them, and a replaced form may still be told of the new value as
+    // it goes, when a signal made in it would be gone (see the workload page).
+    let create_error = Signal::derive(move || create.value().get().and_then(Result::err));
+    let toggle_error = Signal::derive(move || toggle.value().get().and_then(Result::err));
+    let role_error = Signal::derive(move || role.value().get().and_then(Result::err));
     let users = Resource::new(
         move || {
             (
@@ -37,8 +43,8 @@ pub fn UsersPage() -> impl IntoView {
                 match users.await {
                     Ok(list) => view! {
                         <div class="columns">
-                            <UserTable users=list toggle role me />
-                            <CreateUserForm create />
+                            <UserTable users=list toggle role toggle_error role_error me />
+                            <CreateUserForm create error=create_error />
                         </div>
                     }.into_any(),
                     Err(AppError::Forbidden(message)) => view! {
@@ -61,14 +67,15 @@ fn UserTable(
     users: Vec<UserSummary>,
     toggle: ServerAction<SetUserDisabled>,
     role: ServerAction<SetUserRole>,
+    /// The actions' errors (made by the page, which outlives this table).
+    toggle_error: Signal<Option<AppError>>,
+    role_error: Signal<Option<AppError>>,
     me: Option<i64>,
 ) -> impl IntoView {
-    let error = Signal::derive(move || toggle.value().get().and_then(Result::err));
-    let role_error = Signal::derive(move || role.value().get().and_then(Result::err));
     view! {
         <section class="card grow">
             <h2>"Accounts"</h2>
-            <FormError error />
+            <FormError error=toggle_error />
             <FormError error=role_error />
             <div class="table-scroll">
             <table class="table">
@@ -143,9 +150,12 @@ fn UserRow(
 }
 
 #[component]
-fn CreateUserForm(create: ServerAction<CreateUser>) -> impl IntoView {
+fn CreateUserForm(
+    create: ServerAction<CreateUser>,
+    /// The action's error (made by the page, which outlives this form).
+    error: Signal<Option<AppError>>,
+) -> impl IntoView {
     let form = NodeRef::<html::Form>::new();
-    let error = Signal::derive(move || create.value().get().and_then(Result::err));
     let created = move || create.value().get().and_then(Result::ok);
     // Clear the form once the server accepted it, so the next user starts from empty fields.
     Effect::new(move |_| {

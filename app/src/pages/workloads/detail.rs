@@ -34,6 +34,10 @@ pub fn WorkloadPage() -> impl IntoView {
     };
     let live = use_live_updates();
     let cancel = ServerAction::<CancelWorkload>::new();
+    // Made here, not in `Detail`: a cancel reloads the workload and replaces `Detail`, and the
+    // old one's error banner may still be told of the action's new value as it goes. A signal
+    // made in `Detail` would be gone by then (reading it panicked in the browser test once).
+    let cancel_error = Signal::derive(move || cancel.value().get().and_then(Result::err));
     let detail = Resource::new(
         move || (id(), live.get(), cancel.version().get()),
         |(id, _, _)| get_workload_detail(id),
@@ -44,7 +48,9 @@ pub fn WorkloadPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 let several_clusters = clusters.await.len() > 1;
                 match detail.await {
-                    Ok(detail) => view! { <Detail detail cancel several_clusters /> }.into_any(),
+                    Ok(detail) => {
+                        view! { <Detail detail cancel cancel_error several_clusters /> }.into_any()
+                    }
                     Err(error) => view! {
                         <Title text="Workload" />
                         <section class="card narrow"><h1>"Workload"</h1><p role="alert">{error.to_string()}</p></section>
@@ -59,13 +65,14 @@ pub fn WorkloadPage() -> impl IntoView {
 fn Detail(
     detail: WorkloadDetail,
     cancel: ServerAction<CancelWorkload>,
+    /// The cancel action's error, if its last try failed.
+    cancel_error: Signal<Option<crate::error::AppError>>,
     /// Whether the lab has more than one cluster: then every workload names its own, `default`
     /// included.
     several_clusters: bool,
 ) -> impl IntoView {
     let w = detail.workload.clone();
     let now = now_s();
-    let error = Signal::derive(move || cancel.value().get().and_then(Result::err));
     let last_stop = detail
         .events
         .iter()
@@ -169,7 +176,7 @@ fn Detail(
                 })}
             </div>
         </div>
-        <FormError error />
+        <FormError error=cancel_error />
         {detail.leaving.clone().map(|l| {
             let why = match l.state {
                 crate::nodes::NodeHealth::Unhealthy => "failed its health check",
