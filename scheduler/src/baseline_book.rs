@@ -94,15 +94,7 @@ impl BaselineBook {
             return;
         }
         let (old, new) = (self.queue.len(), queued.len());
-        let mut touched: Vec<u32> = changes
-            .queued
-            .iter()
-            .copied()
-            .filter(|&q| (q as usize) < old.min(new))
-            .chain(old.min(new) as u32..old.max(new) as u32)
-            .collect();
-        touched.sort_unstable();
-        touched.dedup();
+        let mut touched = changes.queued_touched(old, new);
         // Out first, then in: a workload that moved is touched at both places.
         touched.retain(|&q| {
             let Some(&was) = self.queue.get(q as usize) else {

@@ -103,21 +103,7 @@ impl<'a> LazyOrder<'a> {
         queued: &'a [WorkloadSpec],
         mut turn: impl FnMut(&WorkloadSpec) -> Turn,
     ) -> Self {
-        let mut order = LazyOrder {
-            queued,
-            first: Vec::new(),
-            taken: 0,
-            fewest_from: Vec::new(),
-            waiting: Vec::new(),
-            source: Source::Scan {
-                turns: Vec::with_capacity(queued.len()),
-                moved: Vec::new(),
-            },
-            by_size: Vec::new(),
-            size_index: Vec::new(),
-            last: None,
-            batch: BATCH,
-        };
+        let mut order = LazyOrder::empty(queued);
         let mut turns = Vec::with_capacity(queued.len());
         for (q, w) in queued.iter().enumerate() {
             let t = turn(w);
@@ -148,21 +134,7 @@ impl<'a> LazyOrder<'a> {
         book: &'a BaselineBook,
         mut turn: impl FnMut(&WorkloadSpec) -> Turn,
     ) -> Self {
-        let mut order = LazyOrder {
-            queued,
-            first: Vec::new(),
-            taken: 0,
-            fewest_from: Vec::new(),
-            waiting: Vec::new(),
-            source: Source::Scan {
-                turns: Vec::new(),
-                moved: Vec::new(),
-            },
-            by_size: Vec::new(),
-            size_index: Vec::new(),
-            last: None,
-            batch: BATCH,
-        };
+        let mut order = LazyOrder::empty(queued);
         let mut turns = Vec::new();
         for (c, class, q) in book.classes() {
             let t = turn(&queued[q as usize]);
@@ -188,6 +160,25 @@ impl<'a> LazyOrder<'a> {
         order.first.sort_unstable();
         order.count_fewest();
         order
+    }
+
+    /// Nothing taken yet, nothing to take; the caller fills it in and sets its source.
+    fn empty(queued: &'a [WorkloadSpec]) -> Self {
+        LazyOrder {
+            queued,
+            first: Vec::new(),
+            taken: 0,
+            fewest_from: Vec::new(),
+            waiting: Vec::new(),
+            source: Source::Scan {
+                turns: Vec::new(),
+                moved: Vec::new(),
+            },
+            by_size: Vec::new(),
+            size_index: Vec::new(),
+            last: None,
+            batch: BATCH,
+        }
     }
 
     fn count_fewest(&mut self) {

@@ -783,12 +783,8 @@ impl Pass<'_> {
             }
             Err(found) => found,
         };
-        if hopeless && !gang {
-            self.note_group(group);
-            self.explain_blocked(&w, key, group);
-            return Some(key);
-        }
-        let mut recorded = false;
+        // Ruled out by a failure on record, or by its own search (recorded below).
+        let ruled_out = hopeless || found.is_some();
         if let Some((reach, everywhere)) = found {
             // A single-host search of only the loosened hosts learned nothing about the others,
             // which the covering failure still rules out from its own `from` on.
@@ -805,12 +801,11 @@ impl Pass<'_> {
                 reach: if gang { reach } else { 0 },
             };
             self.failures.record(group.rank, failure, &group.bits);
-            recorded = true;
         }
         // Once per group is enough: noting it again would OR the same leaves into `wake_for`.
         self.note_group(group);
         self.explain_blocked(&w, key, group);
-        (recorded && !gang).then_some(key)
+        (ruled_out && !gang).then_some(key)
     }
 
     fn explain_blocked(&mut self, w: &WorkloadSpec, key: QueueKey, group: &Group) {

@@ -119,15 +119,7 @@ impl Lineup {
             return;
         }
         let (old, new) = (self.mirror.len(), queued.len());
-        let mut touched: Vec<u32> = changes
-            .queued
-            .iter()
-            .copied()
-            .filter(|&q| (q as usize) < old.min(new))
-            .chain(old.min(new) as u32..old.max(new) as u32)
-            .collect();
-        touched.sort_unstable();
-        touched.dedup();
+        let touched = changes.queued_touched(old, new);
         for &q in &touched {
             let i = q as usize;
             if i < old && (i >= new || self.mirror[i] != queued[i]) {

@@ -225,15 +225,7 @@ impl Pool {
             return false;
         }
         let (old, new) = (self.runs.len(), state.running.len());
-        let mut touched: Vec<u32> = changes
-            .running
-            .iter()
-            .copied()
-            .filter(|&i| (i as usize) < old.min(new))
-            .chain((old.min(new) as u32)..(old.max(new) as u32))
-            .collect();
-        touched.sort_unstable();
-        touched.dedup();
+        let touched = changes.running_touched(old, new);
         for &i in touched.iter().take_while(|&&i| (i as usize) < old) {
             self.remove_run(i);
         }

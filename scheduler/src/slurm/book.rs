@@ -232,16 +232,9 @@ impl Book {
                 count(&mut sizes, job, -1);
             }
             self.queue.truncate(new);
-            let mut touched: Vec<u32> = changes
-                .queued
-                .iter()
-                .copied()
-                .filter(|&q| (q as usize) < old.min(new))
-                .chain(old.min(new) as u32..new as u32)
-                .collect();
-            touched.sort_unstable();
-            touched.dedup();
-            for q in touched {
+            // Entries past the new length were counted out above.
+            let touched = changes.queued_touched(old, new);
+            for q in touched.into_iter().take_while(|&q| (q as usize) < new) {
                 let (q, w) = (q as usize, &queued[q as usize]);
                 if let Some(j) = self.queue.get(q) {
                     if j.is(w) {
