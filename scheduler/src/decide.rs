@@ -23,6 +23,7 @@ use crate::ranking::Standings;
 use crate::reasons::{
     Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection, Reservation,
 };
+use crate::ruled_out::{Verdict, Verdicts};
 use crate::snapshot::{Changes, ClusterState, WorkloadSpec, DEBUG_MAX_GPUS};
 use crate::tree::BudgetTree;
 
@@ -206,6 +207,8 @@ struct Group {
     noted: bool,
     /// The latest request of the group held back by the headroom.
     held_back: Option<HeldBack>,
+    /// Which of its single-host requests the failures on record rule out, by size.
+    verdicts: Verdicts,
 }
 
 /// A request that found a placement but was held back by the fast lane's headroom, and what its
@@ -289,6 +292,7 @@ impl Pass<'_> {
                     reach: None,
                     noted: false,
                     held_back: None,
+                    verdicts: Verdicts::default(),
                 };
                 let min_gpus = queue.min_gpus(rank);
                 // Nothing of this group can start now; only its gangs may still reserve (and,
@@ -361,6 +365,11 @@ impl Pass<'_> {
             if self.started[q as usize] {
                 continue;
             }
+            if self.ruled_out(q, group) {
+                // As `try_allocated` would find it, without a search: it only notes the group.
+                self.note_group(group);
+                continue;
+            }
             let Some(key) = self.try_allocated(q, group) else {
                 continue;
             };
@@ -430,6 +439,53 @@ impl Pass<'_> {
             (all_find_it && self.may_backfill(h, &latest.spec, latest.key))
                 || (h.key <= key && self.now.saturating_add(rest.shortest_resumable) > h.at)
         })
+    }
+
+    /// Whether single-host workload `q` is one `try_allocated` would find hopeless: a failure on
+    /// record rules it out, with no host easier since and no reserved host open to it that was
+    /// closed to the failure (see `ruled_out`).
+    fn ruled_out(&self, q: u32, group: &mut Group) -> bool {
+        let w = &self.queued[q as usize];
+        if self.shortcuts != Shortcuts::On
+            || w.gpus > self.pool.node_size
+            || self.watch == Some(w.id)
+        {
+            return false;
+        }
+        debug_assert!(
+            !self.pool.held.iter().any(|h| h.live && h.workload == w.id),
+            "only gangs reserve"
+        );
+        let key = QueueKey::fair_share(w, group.rank);
+        let at = (self.pool.changes, self.failures.recorded());
+        let verdict = group.verdicts.get(at, key, w.gpus, || {
+            let Some(f) = self
+                .failures
+                .latest_covering(group.rank, &group.bits, false, w.gpus)
+            else {
+                return (Verdict::Search, None);
+            };
+            if self.pool.loosened_after(f.at) {
+                return (Verdict::Search, None);
+            }
+            let mut unless_by = None;
+            let mut until: Option<QueueKey> = None;
+            for h in self.pool.held.iter().filter(|h| h.live) {
+                if self.may_backfill(h, &f.spec, f.key) {
+                    continue;
+                }
+                if key < h.key {
+                    until = Some(until.map_or(h.key, |u| u.min(h.key)));
+                } else {
+                    unless_by = Some(unless_by.map_or(h.at, |by: Time| by.max(h.at)));
+                }
+            }
+            match until {
+                Some(_) => (Verdict::Search, until),
+                None => (Verdict::RuledOut { unless_by }, None),
+            }
+        });
+        verdict.rules_out(w.resumable, w.min_runtime, self.now)
     }
 
     /// The gangs of a group none of whose work can start by fair share alone, in queue order,

@@ -87,6 +87,7 @@ mod projection;
 mod queue;
 mod ranking;
 mod reasons;
+mod ruled_out;
 mod settle;
 pub mod sim;
 mod slurm;

@@ -37,6 +37,8 @@ const RECENT: usize = 4;
 pub(crate) struct Failures {
     by_rank: Vec<Vec<Failure>>,
     recent: Vec<(Failure, Rc<[u64]>)>,
+    /// How many have been recorded: what a lookup finds changes only when this does.
+    recorded: u64,
 }
 
 impl Failures {
@@ -44,7 +46,12 @@ impl Failures {
         Failures {
             by_rank: vec![Vec::new(); ranks],
             recent: Vec::new(),
+            recorded: 0,
         }
+    }
+
+    pub(crate) fn recorded(&self) -> u64 {
+        self.recorded
     }
 
     /// The newest failure that covers a request of `gpus` from the leaf at `rank`, whose preemptible
@@ -70,6 +77,7 @@ impl Failures {
     }
 
     pub(crate) fn record(&mut self, rank: u32, failure: Failure, eligible: &Rc<[u64]>) {
+        self.recorded += 1;
         let mine = &mut self.by_rank[rank as usize];
         if mine.len() == PER_LEAF {
             mine.remove(0);

@@ -249,3 +249,78 @@ fn single_host_work_after_a_gang_that_left_gpus_idle_is_looked_at_again() {
     let started: Vec<WorkloadId> = starts(&decision).iter().map(|s| s.0).collect();
     assert_eq!(started, [gang, later, first]);
 }
+
+#[test]
+fn resumable_work_that_ends_before_a_reservation_starts_there_after_work_that_cannot_resume_waited()
+{
+    // Host 0 is idle; b's protected work fills host 1 until 3 h and host 2 until 4 h. a's gang
+    // (first in a's queue) cannot start and reserves hosts 0 and 1 for 3 h. Behind it, a's
+    // 1-GPU request that cannot resume finds nothing open to it; one that can resume and is
+    // protected for 10 minutes may use host 0 until then; one protected for 3 hours may not.
+    let config = Config {
+        headroom_gpus: 0,
+        ..Config::default()
+    };
+    let mut w = World::with_config(TWO_TEAMS, 3, 8, config);
+    w.now = HOUR;
+    let all = [0, 1, 2, 3, 4, 5, 6, 7];
+    w.running("b", 3 * HOUR, 0, 1, &all);
+    w.running("b", 4 * HOUR, 0, 2, &all);
+    let mut gang = w.spec("a", 16, HOUR);
+    gang.priority = 1;
+    let gang = w.submit_spec(gang);
+    let mut fragile = w.spec("a", 1, HOUR);
+    fragile.resumable = false;
+    let fragile = w.submit_spec(fragile);
+    let long = w.submit("a", 1, 3 * HOUR);
+    let short = w.submit("a", 1, 10 * 60);
+    let decision = decides_as_without_shortcuts(&w);
+    let started: Vec<WorkloadId> = starts(&decision).iter().map(|s| s.0).collect();
+    assert_eq!(started, [short]);
+    assert_eq!(starts(&decision)[0].1.parts[0].node, NodeId(0));
+    for id in [gang, fragile, long] {
+        assert!(!started.contains(&id), "{id:?}");
+    }
+}
+
+#[test]
+fn single_host_work_ruled_out_by_a_failure_is_searched_again_once_a_gang_left_gpus_idle() {
+    // As in the case above: b's resumable run (hosts 0, 1 and five GPUs of host 2) is out of its
+    // protection, host 2 has 3 idle GPUs and host 3 a free sweep on 2 GPUs beside b's protected
+    // work. a's first 4-GPU request fails; its second is ruled out by that failure; a's 2-GPU
+    // request (last) keeps the single-host work read one by one. The gang then takes b's run and
+    // leaves host 2 idle: the 4-GPU request after it must be searched again, and starts there
+    // before the 2-GPU one, and before the rescan gets to the first two.
+    let config = Config {
+        headroom_gpus: 0,
+        ..Config::default()
+    };
+    let mut w = World::with_config(TWO_TEAMS, 4, 8, config);
+    w.now = HOUR;
+    let all = [0, 1, 2, 3, 4, 5, 6, 7];
+    let spec = w.spec("b", 21, 600);
+    w.place(
+        spec,
+        HOUR - 1_200,
+        &[(0, &all), (1, &all), (2, &[0, 1, 2, 3, 4])],
+    );
+    free_work(&mut w, "b", HOUR - 600, 3, &[0, 1]);
+    w.running("b", HOUR, HOUR - 60, 3, &[2, 3, 4, 5, 6, 7]);
+    let mut ask = |gpus, priority| {
+        let mut spec = w.spec("a", gpus, HOUR);
+        spec.priority = priority;
+        w.submit_spec(spec)
+    };
+    let first = ask(4, 5);
+    let second = ask(4, 4);
+    let gang = ask(16, 3);
+    let later = ask(4, 2);
+    let small = ask(2, 1);
+    let decision = decides_as_without_shortcuts(&w);
+    let started: Vec<WorkloadId> = starts(&decision).iter().map(|s| s.0).collect();
+    // The first two wait: after `later` and `small`, host 2 has 2 idle GPUs left.
+    assert_eq!(started, [gang, later, small]);
+    for id in [first, second] {
+        assert!(!started.contains(&id), "{id:?}");
+    }
+}
