@@ -23,7 +23,7 @@ use crate::ranking::Standings;
 use crate::reasons::{
     Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection, Reservation,
 };
-use crate::ruled_out::{Verdict, Verdicts};
+use crate::ruled_out::{SameBackfill, Verdict, Verdicts};
 use crate::snapshot::{Changes, ClusterState, WorkloadSpec, DEBUG_MAX_GPUS};
 use crate::tree::BudgetTree;
 
@@ -223,6 +223,10 @@ struct HeldBack {
     backfill: u64,
     /// The hosts it searched, if not all.
     only: Option<Vec<usize>>,
+    /// The failures on record then: a later request of its size finds the same one.
+    recorded: u64,
+    /// Which later requests have the same reservations open to them, told without a walk.
+    same_backfill: SameBackfill,
 }
 
 struct Pass<'a> {
@@ -365,9 +369,7 @@ impl Pass<'_> {
             if self.started[q as usize] {
                 continue;
             }
-            if self.ruled_out(q, group) {
-                // As `try_allocated` would find it, without a search: it only notes the group.
-                self.note_group(group);
+            if self.settled_without_a_try(q, group) {
                 continue;
             }
             let Some(key) = self.try_allocated(q, group) else {
@@ -441,22 +443,49 @@ impl Pass<'_> {
         })
     }
 
-    /// Whether single-host workload `q` is one `try_allocated` would find hopeless: a failure on
-    /// record rules it out, with no host easier since and no reserved host open to it that was
-    /// closed to the failure (see `ruled_out`).
-    fn ruled_out(&self, q: u32, group: &mut Group) -> bool {
-        let w = &self.queued[q as usize];
+    /// Leaves single-host workload `q` waiting as `try_allocated` would, without its lookups,
+    /// where that is known already: the headroom holds the rest back; a failure on record rules
+    /// it out (see `ruled_out`); or it is of the size of the group's request the headroom held
+    /// back last, with the same hosts open to it, and the pool as it was then (see [`HeldBack`]).
+    fn settled_without_a_try(&mut self, q: u32, group: &mut Group) -> bool {
+        let w = self.queued[q as usize];
         if self.shortcuts != Shortcuts::On
             || w.gpus > self.pool.node_size
             || self.watch == Some(w.id)
         {
             return false;
         }
+        if !w.is_debug() && self.headroom_holds_the_rest() {
+            self.note_group(group);
+            return true;
+        }
+        let key = QueueKey::fair_share(&w, group.rank);
+        if self.ruled_out(&w, key, group) {
+            self.note_group(group);
+            return true;
+        }
+        let held_back_alike = |h: &HeldBack| {
+            h.at == self.pool.changes
+                && h.gpus == w.gpus
+                && h.recorded == self.failures.recorded()
+                && h.same_backfill
+                    .holds(key, w.resumable, w.min_runtime, self.now)
+        };
+        if !w.is_debug() && group.held_back.as_ref().is_some_and(held_back_alike) {
+            self.held_back(&w, group);
+            return true;
+        }
+        false
+    }
+
+    /// Whether single-host workload `w` is one `try_allocated` would find hopeless: a failure on
+    /// record rules it out, with no host easier since and no reserved host open to it that was
+    /// closed to the failure (see `ruled_out`).
+    fn ruled_out(&self, w: &WorkloadSpec, key: QueueKey, group: &mut Group) -> bool {
         debug_assert!(
             !self.pool.held.iter().any(|h| h.live && h.workload == w.id),
             "only gangs reserve"
         );
-        let key = QueueKey::fair_share(w, group.rank);
         let at = (self.pool.changes, self.failures.recorded());
         let verdict = group.verdicts.get(at, key, w.gpus, || {
             let Some(f) = self
@@ -829,6 +858,15 @@ impl Pass<'_> {
                     gpus: w.gpus,
                     backfill,
                     only: searched,
+                    recorded: self.failures.recorded(),
+                    same_backfill: SameBackfill::of(
+                        self.pool
+                            .held
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, h)| h.live)
+                            .map(|(i, h)| (h.key, h.at, backfill & 1 << i != 0)),
+                    ),
                 });
                 self.held_back(&w, group);
                 return None;

@@ -75,6 +75,61 @@ impl Verdicts {
     }
 }
 
+/// Which later requests have the same reserved hosts open to them as one held back by the headroom,
+/// which could use those of a set `B`: requests behind every holder in the queue (so that none
+/// may use a reservation by its place) that cannot resume when `B` is empty, or that can resume
+/// with a minimum runtime ending by every reservation of `B` and after every other one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SameBackfill {
+    /// The last holder in the queue, if any reservation is live.
+    behind: Option<QueueKey>,
+    empty: bool,
+    /// For resumable work: the minimum runtime ends after the first and by the second.
+    ends: Option<(Time, Time)>,
+}
+
+impl SameBackfill {
+    /// From the live reservations: each holder's key, its time, and whether it is in `B`.
+    pub(crate) fn of(live: impl Iterator<Item = (QueueKey, Time, bool)>) -> SameBackfill {
+        let mut behind = None;
+        let (mut after, mut by) = (Time::MIN, Time::MAX);
+        let mut empty = true;
+        for (key, at, open) in live {
+            behind = behind.max(Some(key));
+            if open {
+                empty = false;
+                by = by.min(at);
+            } else {
+                after = after.max(at);
+            }
+        }
+        SameBackfill {
+            behind,
+            empty,
+            ends: (after < by).then_some((after, by)),
+        }
+    }
+
+    /// Whether a request at `key` that can resume (or not) with `min_runtime` may use exactly
+    /// the reservations of `B` at `now`.
+    pub(crate) fn holds(
+        self,
+        key: QueueKey,
+        resumable: bool,
+        min_runtime: Time,
+        now: Time,
+    ) -> bool {
+        if self.behind.is_some_and(|last| key < last) {
+            return false;
+        }
+        if !resumable {
+            return self.empty;
+        }
+        self.ends
+            .is_some_and(|(after, by)| (after + 1..=by).contains(&(now + min_runtime)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +145,50 @@ mod tests {
         let closed = Verdict::RuledOut { unless_by: None };
         assert!(closed.rules_out(true, 0, 40));
         assert!(!Verdict::Search.rules_out(false, 0, 40));
+    }
+
+    fn key(id: u64) -> QueueKey {
+        QueueKey::fair_share(
+            &crate::snapshot::WorkloadSpec {
+                id: crate::ids::WorkloadId(id),
+                leaf: crate::ids::BudgetId(0),
+                gpus: 1,
+                min_runtime: 0,
+                resumable: true,
+                priority: 0,
+                submitted_at: 0,
+                time_limit: None,
+            },
+            0,
+        )
+    }
+
+    #[test]
+    fn the_same_reservations_are_open_to_work_behind_their_holders_ending_in_the_same_span() {
+        // Reservations at 100 (open to the held-back request) and 50 (closed to it).
+        let same = SameBackfill::of([(key(1), 100, true), (key(2), 50, false)].into_iter());
+        let now = 10;
+        // Ends after 50 and by 100: exactly the first one is open to it.
+        assert!(same.holds(key(3), true, 41, now));
+        assert!(same.holds(key(3), true, 90, now));
+        assert!(!same.holds(key(3), true, 40, now));
+        assert!(!same.holds(key(3), true, 91, now));
+        // Work that cannot resume may use neither; ahead of a holder, it may use that one.
+        assert!(!same.holds(key(3), false, 60, now));
+        assert!(!same.holds(key(0), true, 60, now));
+    }
+
+    #[test]
+    fn work_that_cannot_resume_matches_a_request_no_reservation_was_open_to() {
+        let closed = SameBackfill::of([(key(1), 100, false)].into_iter());
+        assert!(closed.holds(key(3), false, 0, 10));
+        assert!(closed.holds(key(3), true, 91, 10));
+        assert!(!closed.holds(key(3), true, 90, 10));
+        // Open ones that no single minimum runtime could select together with a closed one.
+        let none = SameBackfill::of([(key(1), 50, true), (key(2), 100, false)].into_iter());
+        assert!((0..200).all(|min| !none.holds(key(3), true, min, 10)));
+        // No reservation: every request behind nothing has the same (none) open.
+        let free = SameBackfill::of(std::iter::empty());
+        assert!(free.holds(key(0), false, 0, 10) && free.holds(key(0), true, 5, 10));
     }
 }

@@ -324,3 +324,37 @@ fn single_host_work_ruled_out_by_a_failure_is_searched_again_once_a_gang_left_gp
         assert!(!started.contains(&id), "{id:?}");
     }
 }
+
+#[test]
+fn work_of_a_size_the_headroom_held_back_is_searched_again_once_a_start_widened_the_lanes_reach() {
+    // Lane room and headroom 3 GPUs; hosts 11 and 12 have 1 and 2 idle GPUs (the lane's reach:
+    // 3), and host 12 b's unprotected work that cannot resume on its other 6; b is over its share,
+    // past the (kill) margin.
+    let mut w = lane_nearly_full(TWO_TEAMS, 7);
+    let mut fragile = w.spec("b", 6, HOUR);
+    fragile.resumable = false;
+    let fragile = w.place(fragile, -2 * HOUR, &[(12, &[2, 3, 4, 5, 6, 7])]);
+    w.history("b", 5_000.0);
+    let config = Config {
+        kill_margin: 0.0,
+        ..*w.engine.config()
+    };
+    w.engine.set_config(config);
+    let mut ask = |gpus, min_runtime, priority| {
+        let mut spec = w.spec("a", gpus, min_runtime);
+        spec.priority = priority;
+        w.submit_spec(spec)
+    };
+    // a's first 1-GPU request is held back (3 < 3 + 1). Its 4-GPU debug work, too large for the
+    // lane's room, takes host 12 from b's work and leaves 4 idle GPUs there (reach 5): a's next
+    // 1-GPU request starts, before the rescan starts the first.
+    let first = ask(1, HOUR, 3);
+    let debug = ask(4, 10 * 60, 2);
+    let second = ask(1, HOUR, 1);
+    let decision = decides_as_without_shortcuts(&w);
+    assert_eq!(preempted(&decision), [fragile]);
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [debug, second, first]
+    );
+}
