@@ -21,6 +21,7 @@ use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::queue::QueueKey;
 use crate::snapshot::{Changes, WorkloadSpec, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 
+use super::classes::{Class, ClassCursor, Classes, Keyed, Member};
 use super::priority::Priorities;
 
 /// Ids below this are looked up in a vector, others in a map.
@@ -29,7 +30,7 @@ const NONE: u32 = u32::MAX;
 
 /// What the order reads of a queued job: its id and what its priority depends on. The rest of
 /// its spec (resumable, time limit, user priority) is read from the queue when it is walked.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Job {
     pub id: WorkloadId,
     pub submitted_at: Time,
@@ -75,12 +76,14 @@ impl Job {
     }
 }
 
-/// The queue in order, normal and debug jobs in one lane, scavenger work in the other (a pass
-/// skips scavenger work in bulk while no GPUs are idle for it).
+/// The queue in order, normal and debug jobs in one lane, scavenger work in the other, kept by
+/// class (see [`super::classes`]; a pass skips scavenger work in bulk while no GPUs are idle for
+/// it).
 #[derive(Clone, Default)]
 pub struct Book {
     calc: Option<Calc>,
-    lanes: [Lane; 2],
+    normal: Lane,
+    scavenger: Classes,
     slots: Vec<Slot>,
     dense: Vec<u32>,
     sparse: HashMap<WorkloadId, u32>,
@@ -104,7 +107,7 @@ struct Lane {
     fresh: Vec<Entry>,
 }
 
-/// The normal lane and the scavenger lane.
+/// The normal lane and the scavenger lane, as a cursor reads them.
 const NORMAL: usize = 0;
 const SCAVENGER: usize = 1;
 
@@ -160,14 +163,6 @@ fn count(sizes: &mut [BTreeMap<u32, u32>; 2], job: &Job, by: i32) {
     }
 }
 
-fn lane_of(j: &Job) -> usize {
-    if j.is_scavenger() {
-        SCAVENGER
-    } else {
-        NORMAL
-    }
-}
-
 impl Book {
     /// Brings the book up to the queue `queued` at `now`, recalculating if a period began. Only
     /// the places in the queue that changed since the last update are looked at closely; with
@@ -219,7 +214,7 @@ impl Book {
 
     /// The queue part of [`Book::update`], then the recalculation if `due`.
     fn follow(&mut self, queued: &[WorkloadSpec], changes: Option<&Changes<'_>>, due: bool) {
-        let mut added = [false; 2];
+        let mut added = false;
         let follows = changes.filter(|c| {
             self.synced
                 .is_some_and(|synced| c.pass == synced.wrapping_add(1))
@@ -228,19 +223,22 @@ impl Book {
         if let Some(changes) = follows {
             let (old, new) = (self.queue.len(), queued.len());
             let mut sizes = self.sizes.take().unwrap_or_else(|| self.count_sizes());
-            for job in &self.queue[new.min(old)..] {
-                count(&mut sizes, job, -1);
+            for q in new.min(old)..old {
+                let job = self.queue[q];
+                count(&mut sizes, &job, -1);
+                self.leave(q, job);
             }
             self.queue.truncate(new);
             // Entries past the new length were counted out above.
             let touched = changes.queued_touched(old, new);
             for q in touched.into_iter().take_while(|&q| (q as usize) < new) {
                 let (q, w) = (q as usize, &queued[q as usize]);
-                if let Some(j) = self.queue.get(q) {
+                if let Some(&j) = self.queue.get(q) {
                     if j.is(w) {
                         continue;
                     }
-                    count(&mut sizes, j, -1);
+                    count(&mut sizes, &j, -1);
+                    self.leave(q, j);
                 }
                 count(&mut sizes, &Job::of(w), 1);
                 self.take(q, w, &mut added);
@@ -263,6 +261,7 @@ impl Book {
                 }
                 self.take(q, w, &mut added);
             }
+            self.prune_scavengers();
             self.smallest = if smallest == u32::MAX { 0 } else { smallest };
             self.smallest_scavenger = if smallest_scavenger == u32::MAX {
                 0
@@ -274,16 +273,14 @@ impl Book {
             self.recalculate();
             return;
         }
-        for (lane, added) in self.lanes.iter_mut().zip(added) {
-            if added {
-                // A few new entries after sorted ones: the stable sort merges them.
-                lane.fresh.sort_by_key(|e| e.key);
-            }
+        if added {
+            // A few new entries after sorted ones: the stable sort merges them.
+            self.normal.fresh.sort_by_key(|e| e.key);
         }
     }
 
     /// Takes `w`, at queue index `q`, whose entry there changed.
-    fn take(&mut self, q: usize, w: &WorkloadSpec, added: &mut [bool; 2]) {
+    fn take(&mut self, q: usize, w: &WorkloadSpec, added: &mut bool) {
         let job = Job::of(w);
         if q < self.queue.len() {
             self.queue[q] = job;
@@ -297,15 +294,64 @@ impl Book {
                 slot.q = q as u32;
                 return;
             }
+            // The same id asking for something else: its old class entry goes.
+            let (old, generation) = (slot.job, slot.generation);
+            if old.is_scavenger() && slot.listed {
+                self.scavenger.remove(&old, generation);
+            }
         }
         let slot = self.place(job, found, q as u32);
         let generation = self.slots[slot as usize].generation;
-        let lane = lane_of(&job);
-        added[lane] = true;
-        self.lanes[lane].fresh.push(Entry {
+        if job.is_scavenger() {
+            let member = Member {
+                submitted_at: job.submitted_at,
+                id: job.id,
+                slot,
+                generation,
+            };
+            self.scavenger.insert(job.leaf, job.gpus, member);
+            return;
+        }
+        *added = true;
+        self.normal.fresh.push(Entry {
             key: job.key(self.priorities()),
             slot,
             generation,
+        });
+    }
+
+    /// The job that was at queue index `q` is there no longer: if it was scavenger work and is not
+    /// queued elsewhere now, its class entry goes (one that comes back gets a new one).
+    fn leave(&mut self, q: usize, job: Job) {
+        if !job.is_scavenger() {
+            return;
+        }
+        let found = self.lookup(job.id);
+        if found == NONE {
+            return;
+        }
+        let slot = &mut self.slots[found as usize];
+        if slot.q as usize == q && slot.job == job && slot.listed {
+            slot.listed = false;
+            let generation = slot.generation;
+            self.scavenger.remove(&job, generation);
+        }
+    }
+
+    /// Drops the class entries of scavenger work no longer queued (after the queue was compared
+    /// whole, which does not say what left).
+    fn prune_scavengers(&mut self) {
+        let (slots, queue) = (&mut self.slots, &self.queue);
+        self.scavenger.retain(|m| {
+            let slot = &mut slots[m.slot as usize];
+            let queued = slot.generation == m.generation
+                && queue
+                    .get(slot.q as usize)
+                    .is_some_and(|j| j.id == slot.job.id);
+            if !queued && slot.generation == m.generation {
+                slot.listed = false;
+            }
+            queued.then_some((m.slot, m.generation))
         });
     }
 
@@ -322,72 +368,87 @@ impl Book {
         &self.calc.as_ref().expect("calculated").priorities
     }
 
-    /// New priorities for every queued job. Each lane is rebuilt in its old order and sorted
-    /// stably: priorities move little in a period, so the sort finds long runs already in order.
+    /// New priorities for every queued normal and debug job: their lane is rebuilt in its old
+    /// order and sorted stably (priorities move little in a period, so the sort finds long runs
+    /// already in order). Scavenger work's classes keep their order whatever the priorities.
     /// Slots of jobs gone are dropped once they outnumber the queued ones.
     fn recalculate(&mut self) {
         if self.slots.len() > 2 * self.queue.len() + 1024 {
             self.compact();
         }
         let mut listed = Vec::new();
-        for l in 0..2 {
-            let mut cursor = LaneCursor::default();
-            let mut sorted =
-                Vec::with_capacity(self.lanes[l].sorted.len() + self.lanes[l].fresh.len());
-            while let Some((_, _, slot)) = cursor.next(self, &self.lanes[l], &|_| true) {
-                listed.push(slot);
-                let s = &self.slots[slot as usize];
-                sorted.push(Entry {
-                    key: s.job.key(self.priorities()),
-                    slot,
-                    generation: s.generation,
-                });
-            }
-            sorted.sort_by_key(|e| e.key);
-            self.lanes[l].sorted = sorted;
-            self.lanes[l].fresh.clear();
+        let mut cursor = LaneCursor::default();
+        let lane = &self.normal;
+        let mut sorted = Vec::with_capacity(lane.sorted.len() + lane.fresh.len());
+        while let Some((_, _, slot)) = cursor.next(self, lane, &|_| true) {
+            listed.push(slot);
+            let s = &self.slots[slot as usize];
+            sorted.push(Entry {
+                key: s.job.key(self.priorities()),
+                slot,
+                generation: s.generation,
+            });
         }
-        self.slots.iter_mut().for_each(|s| s.listed = false);
+        sorted.sort_by_key(|e| e.key);
+        self.normal.sorted = sorted;
+        self.normal.fresh.clear();
+        // A normal job's entry is dropped when it is not queued at a calculation; scavenger work
+        // keeps its entry in its class.
+        self.slots
+            .iter_mut()
+            .filter(|s| !s.job.is_scavenger())
+            .for_each(|s| s.listed = false);
         for slot in listed {
             self.slots[slot as usize].listed = true;
         }
     }
 
-    /// Keeps the slots of queued jobs only (their entries are rebuilt by the caller).
+    /// Keeps the slots of queued jobs only, and their entries.
     fn compact(&mut self) {
         let slots = std::mem::take(&mut self.slots);
         for s in &slots {
             self.forget(s.job.id);
         }
-        let mut lanes: [Lane; 2] = Default::default();
-        for (l, lane) in self.lanes.iter().enumerate() {
-            let alive = |e: &&Entry| {
-                let s = &slots[e.slot as usize];
-                s.generation == e.generation
-                    && self
-                        .queue
-                        .get(s.q as usize)
-                        .is_some_and(|j| j.id == s.job.id)
-            };
-            lanes[l].sorted = lane.sorted.iter().filter(alive).copied().collect();
-            lanes[l].fresh = lane.fresh.iter().filter(alive).copied().collect();
-        }
-        for lane in &mut lanes {
-            for e in lane.sorted.iter_mut().chain(lane.fresh.iter_mut()) {
-                let old = &slots[e.slot as usize];
-                let slot = self.slots.len() as u32;
-                self.slots.push(Slot {
-                    job: old.job,
+        let alive = |slot: u32, generation: u32| {
+            let s = &slots[slot as usize];
+            s.generation == generation
+                && self
+                    .queue
+                    .get(s.q as usize)
+                    .is_some_and(|j| j.id == s.job.id)
+        };
+        let mut kept: Vec<u32> = Vec::new();
+        let mut renumber = |slot: u32| {
+            kept.push(slot);
+            (kept.len() - 1) as u32
+        };
+        let mut normal = Lane::default();
+        for (from, to) in [
+            (&self.normal.sorted, &mut normal.sorted),
+            (&self.normal.fresh, &mut normal.fresh),
+        ] {
+            for e in from.iter().filter(|e| alive(e.slot, e.generation)) {
+                to.push(Entry {
+                    slot: renumber(e.slot),
                     generation: 0,
-                    q: old.q,
-                    listed: true,
+                    ..*e
                 });
-                self.remember(old.job.id, slot);
-                e.slot = slot;
-                e.generation = 0;
             }
         }
-        self.lanes = lanes;
+        self.scavenger
+            .retain(|m| alive(m.slot, m.generation).then(|| (renumber(m.slot), 0)));
+        self.normal = normal;
+        for old in kept {
+            let old = &slots[old as usize];
+            let slot = self.slots.len() as u32;
+            self.slots.push(Slot {
+                job: old.job,
+                generation: 0,
+                q: old.q,
+                listed: true,
+            });
+            self.remember(old.job.id, slot);
+        }
     }
 
     fn lookup(&self, id: WorkloadId) -> u32 {
@@ -442,8 +503,13 @@ impl Book {
     }
 
     fn queued_index(&self, e: &Entry) -> Option<u32> {
-        let slot = &self.slots[e.slot as usize];
-        (slot.generation == e.generation
+        self.queued_in(e.slot, e.generation)
+    }
+
+    /// The queue index of the job an entry of `slot` and `generation` is for, if still queued.
+    fn queued_in(&self, slot: u32, generation: u32) -> Option<u32> {
+        let slot = &self.slots[slot as usize];
+        (slot.generation == generation
             && self
                 .queue
                 .get(slot.q as usize)
@@ -464,7 +530,7 @@ impl Book {
     /// Whether `could` accepts some queued normal job (given its queue index).
     pub(crate) fn any_normal(&self, could: &impl Fn(u32) -> bool) -> bool {
         LaneCursor::default()
-            .next(self, &self.lanes[NORMAL], could)
+            .next(self, &self.normal, could)
             .is_some()
     }
 
@@ -472,6 +538,27 @@ impl Book {
     pub(crate) fn in_order(&self) -> Vec<(QueueKey, u32)> {
         let mut cursor = Cursor::default();
         std::iter::from_fn(|| cursor.next(self, &|_| true)).collect()
+    }
+}
+
+impl Keyed for Book {
+    fn classes(&self) -> &Classes {
+        &self.scavenger
+    }
+
+    fn key(&self, class: &Class, member: &Member) -> QueueKey {
+        let job = Job {
+            id: member.id,
+            submitted_at: member.submitted_at,
+            min_runtime: 0,
+            leaf: class.leaf,
+            gpus: class.gpus,
+        };
+        job.key(self.priorities())
+    }
+
+    fn queued_at(&self, member: &Member) -> Option<u32> {
+        self.queued_in(member.slot, member.generation)
     }
 }
 
@@ -516,23 +603,13 @@ impl LaneCursor {
             }
         }
     }
-
-    /// Moves past every entry ordered before `key`.
-    fn skip_before(&mut self, lane: &Lane, key: QueueKey) {
-        self.sorted += lane.sorted[self.sorted..].partition_point(|e| e.key < key);
-        self.fresh += lane.fresh[self.fresh..].partition_point(|e| e.key < key);
-    }
-
-    fn skip_all(&mut self, lane: &Lane) {
-        self.sorted = lane.sorted.len();
-        self.fresh = lane.fresh.len();
-    }
 }
 
 /// A place in the book's order: both lanes merged, each lane's next job looked up once.
 #[derive(Default)]
 pub(crate) struct Cursor {
-    lanes: [LaneCursor; 2],
+    normal: LaneCursor,
+    scavenger: ClassCursor,
     /// Each lane's next job (key, queue index), once looked up.
     heads: [Option<(QueueKey, u32)>; 2],
     looked: [bool; 2],
@@ -546,9 +623,13 @@ impl Cursor {
         keep: &impl Fn(u32) -> bool,
     ) -> Option<(QueueKey, u32)> {
         if !self.looked[lane] {
-            self.heads[lane] = self.lanes[lane]
-                .next(book, &book.lanes[lane], keep)
-                .map(|(key, q, _)| (key, q));
+            self.heads[lane] = if lane == NORMAL {
+                self.normal
+                    .next(book, &book.normal, keep)
+                    .map(|(key, q, _)| (key, q))
+            } else {
+                self.scavenger.next(book, keep)
+            };
             self.looked[lane] = true;
         }
         self.heads[lane]
@@ -564,7 +645,8 @@ impl Cursor {
     }
 
     /// As [`Cursor::next`]; with `skip_scavengers`, the scavenger work ordered before the next
-    /// normal job (all of it, if none is left) is passed over unseen.
+    /// normal job (all of it, if none is left) is passed over unseen. `keep` must judge
+    /// scavenger work by its leaf and size alone: a class it refuses once is passed over whole.
     pub(crate) fn next_skipping(
         &mut self,
         book: &Book,
@@ -573,16 +655,15 @@ impl Cursor {
     ) -> Option<(QueueKey, u32)> {
         let normal = self.head(book, NORMAL, keep);
         if skip_scavengers {
-            let lane = &book.lanes[SCAVENGER];
             match (self.looked[SCAVENGER], self.heads[SCAVENGER], normal) {
                 // The looked-up head comes after the next normal job: nothing to skip.
                 (true, Some((s, _)), Some((n, _))) if s > n => {}
                 (_, _, Some((n, _))) => {
-                    self.lanes[SCAVENGER].skip_before(lane, n);
+                    self.scavenger.skip_before(book, n);
                     self.looked[SCAVENGER] = false;
                 }
                 (_, _, None) => {
-                    self.lanes[SCAVENGER].skip_all(lane);
+                    self.scavenger.skip_all();
                     self.looked[SCAVENGER] = false;
                 }
             }

@@ -28,6 +28,7 @@
 //! never stopped at its limit here: limits only shape the backfill plan.
 
 mod book;
+mod classes;
 mod priority;
 
 use crate::cluster::Health;
