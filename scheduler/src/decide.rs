@@ -14,7 +14,7 @@ use crate::engine::{Config, Engine};
 use crate::explain::{blocked_reason, WaitReason};
 use crate::health::drain_hosts;
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
-use crate::lineup::Lineup;
+use crate::lineup::{Brief, Lineup};
 use crate::memo::{bits_of, Failure, Failures};
 use crate::placement::{Choice, Rules, IDLE_ONLY};
 use crate::pool::{Held, Pool, Run};
@@ -97,8 +97,17 @@ pub(crate) fn fair_share_with(
         .min(engine.config().headroom_gpus)
         .min(headroom_cap as u32);
     let lineup = changes.map(|changes| engine.lineup(state.queued, changes));
+    let briefs: Vec<Brief>;
+    let briefs = match &lineup {
+        Some(lineup) => lineup.briefs(),
+        None => {
+            briefs = state.queued.iter().map(Brief::of).collect();
+            &briefs
+        }
+    };
     let mut pass = Pass {
         lineup: lineup.as_deref(),
+        briefs,
         headroom,
         held_by_headroom: false,
         reserve_cap: (engine.config().max_reserved_fraction * f64::from(schedulable)).floor()
@@ -269,6 +278,8 @@ struct Pass<'a> {
     shortcuts: Shortcuts,
     /// Fair share's queue kept between passes, for a driver that names its changes.
     lineup: Option<&'a Lineup>,
+    /// The queue's briefs, by queue index.
+    briefs: &'a [Brief],
 }
 
 impl Pass<'_> {
@@ -369,7 +380,7 @@ impl Pass<'_> {
             if self.started[q as usize] {
                 continue;
             }
-            if self.settled_without_a_try(q, group) {
+            if self.settled_without_a_try(q, &self.briefs[q as usize], group) {
                 continue;
             }
             let Some(key) = self.try_allocated(q, group) else {
@@ -447,20 +458,24 @@ impl Pass<'_> {
     /// where that is known already: the headroom holds the rest back; a failure on record rules
     /// it out (see `ruled_out`); or it is of the size of the group's request the headroom held
     /// back last, with the same hosts open to it, and the pool as it was then (see [`HeldBack`]).
-    fn settled_without_a_try(&mut self, q: u32, group: &mut Group) -> bool {
-        let w = self.queued[q as usize];
+    ///
+    /// Reads the workload's brief (`w`), and its spec only where its place in the queue matters.
+    fn settled_without_a_try(&mut self, q: u32, w: &Brief, group: &mut Group) -> bool {
         if self.shortcuts != Shortcuts::On
             || w.gpus > self.pool.node_size
-            || self.watch == Some(w.id)
+            || self
+                .watch
+                .is_some_and(|id| self.queued[q as usize].id == id)
         {
             return false;
         }
-        if !w.is_debug() && self.headroom_holds_the_rest() {
+        if !w.debug && self.headroom_holds_the_rest() {
             self.note_group(group);
             return true;
         }
-        let key = QueueKey::fair_share(&w, group.rank);
-        if self.ruled_out(&w, key, group) {
+        let rank = group.rank;
+        let key = || QueueKey::fair_share(&self.queued[q as usize], rank);
+        if self.ruled_out(q, w, &key, group) {
             self.note_group(group);
             return true;
         }
@@ -469,10 +484,11 @@ impl Pass<'_> {
                 && h.gpus == w.gpus
                 && h.recorded == self.failures.recorded()
                 && h.same_backfill
-                    .holds(key, w.resumable, w.min_runtime, self.now)
+                    .holds(&key, w.resumable, w.min_runtime, self.now)
         };
-        if !w.is_debug() && group.held_back.as_ref().is_some_and(held_back_alike) {
-            self.held_back(&w, group);
+        if !w.debug && group.held_back.as_ref().is_some_and(held_back_alike) {
+            let id = self.queued[q as usize].id;
+            self.held_back(id, group);
             return true;
         }
         false
@@ -481,13 +497,17 @@ impl Pass<'_> {
     /// Whether single-host workload `w` is one `try_allocated` would find hopeless: a failure on
     /// record rules it out, with no host easier since and no reserved host open to it that was
     /// closed to the failure (see `ruled_out`).
-    fn ruled_out(&self, w: &WorkloadSpec, key: QueueKey, group: &mut Group) -> bool {
+    fn ruled_out(&self, q: u32, w: &Brief, key: &impl Fn() -> QueueKey, group: &mut Group) -> bool {
         debug_assert!(
-            !self.pool.held.iter().any(|h| h.live && h.workload == w.id),
+            !self
+                .pool
+                .held
+                .iter()
+                .any(|h| h.live && h.workload == self.queued[q as usize].id),
             "only gangs reserve"
         );
         let at = (self.pool.changes, self.failures.recorded());
-        let verdict = group.verdicts.get(at, key, w.gpus, || {
+        let verdict = group.verdicts.get(at, key, w.gpus, |key| {
             let Some(f) = self
                 .failures
                 .latest_covering(group.rank, &group.bits, false, w.gpus)
@@ -751,11 +771,11 @@ impl Pass<'_> {
         self.pool.lane_reach() < self.headroom + taken
     }
 
-    /// Notes that `w` could start but for the headroom.
-    fn held_back(&mut self, w: &WorkloadSpec, group: &mut Group) {
+    /// Notes that workload `id` could start but for the headroom.
+    fn held_back(&mut self, id: WorkloadId, group: &mut Group) {
         self.held_by_headroom = true;
         self.note_group(group);
-        if self.watch == Some(w.id) {
+        if self.watch == Some(id) {
             self.watched = Some(WaitReason::Headroom {
                 kept_gpus: self.headroom,
             });
@@ -833,7 +853,7 @@ impl Pass<'_> {
             && group.held_back.as_ref().is_some_and(same_as_held_back)
         {
             self.nodes = nodes;
-            self.held_back(&w, group);
+            self.held_back(w.id, group);
             return None;
         }
         let choice = if hopeless {
@@ -868,7 +888,7 @@ impl Pass<'_> {
                             .map(|(i, h)| (h.key, h.at, backfill & 1 << i != 0)),
                     ),
                 });
-                self.held_back(&w, group);
+                self.held_back(w.id, group);
                 return None;
             }
             Ok(choice) => {

@@ -16,6 +16,27 @@ use crate::pool::FreeFit;
 use crate::ranking::Standings;
 use crate::snapshot::{Changes, WorkloadSpec};
 
+/// What a pass reads of a waiting workload before its spec: the spec's own fields, a quarter of
+/// its size, so that a long queue's settled work is told from a list that stays in cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Brief {
+    pub gpus: u32,
+    pub resumable: bool,
+    pub debug: bool,
+    pub min_runtime: Time,
+}
+
+impl Brief {
+    pub(crate) fn of(w: &WorkloadSpec) -> Brief {
+        Brief {
+            gpus: w.gpus,
+            resumable: w.resumable,
+            debug: w.is_debug(),
+            min_runtime: w.min_runtime,
+        }
+    }
+}
+
 /// Order within a leaf and class: priority (higher first), submit time, id.
 type Key = (i64, Time, WorkloadId);
 
@@ -91,6 +112,8 @@ pub(crate) struct Lineup {
     synced: Option<u64>,
     /// The queue as last seen.
     mirror: Vec<WorkloadSpec>,
+    /// Its briefs, by queue index.
+    briefs: Vec<Brief>,
     /// By leaf (budget node index).
     leaves: Vec<Leaf>,
 }
@@ -111,6 +134,7 @@ impl Lineup {
                 self.add(q as u32, w);
             }
             self.mirror.extend_from_slice(queued);
+            self.briefs = queued.iter().map(Brief::of).collect();
             for leaf in &mut self.leaves {
                 for list in &mut leaf.lists {
                     list.sort_unstable_by_key(|&q| (key(&queued[q as usize]), q));
@@ -128,6 +152,7 @@ impl Lineup {
             }
         }
         self.mirror.truncate(new);
+        self.briefs.truncate(new);
         for &q in &touched {
             let i = q as usize;
             if i >= new {
@@ -138,8 +163,10 @@ impl Lineup {
                     continue;
                 }
                 self.mirror[i] = queued[i];
+                self.briefs[i] = Brief::of(&queued[i]);
             } else {
                 self.mirror.push(queued[i]);
+                self.briefs.push(Brief::of(&queued[i]));
             }
             self.insert(q, &queued[i]);
         }
@@ -176,6 +203,17 @@ impl Lineup {
     /// The allocated work of `leaf`, in queue order.
     pub(crate) fn allocated(&self, leaf: BudgetId) -> impl Iterator<Item = u32> + '_ {
         self.leaves[leaf.index()].lists[0].iter().copied()
+    }
+
+    /// The queue's briefs, by queue index.
+    pub(crate) fn briefs(&self) -> &[Brief] {
+        debug_assert!(self.briefs.iter().eq(self
+            .mirror
+            .iter()
+            .map(Brief::of)
+            .collect::<Vec<_>>()
+            .iter()));
+        &self.briefs
     }
 
     /// `leaf`'s allocated debug work, by queue index.

@@ -49,16 +49,17 @@ pub(crate) struct Verdicts {
 }
 
 impl Verdicts {
-    /// The verdict for requests of `gpus` at `key`, at pool version and failure count `at`;
-    /// `work_out` gives it with the first reservation holder after `key` that it depends on.
+    /// The verdict for requests of `gpus` at `key` (worked out only when needed), at pool version
+    /// and failure count `at`; `work_out` gives it from the key with the first reservation holder
+    /// after the key that it depends on.
     pub(crate) fn get(
         &mut self,
         at: (u64, u64),
-        key: QueueKey,
+        key: &impl Fn() -> QueueKey,
         gpus: u32,
-        work_out: impl FnOnce() -> (Verdict, Option<QueueKey>),
+        work_out: impl FnOnce(QueueKey) -> (Verdict, Option<QueueKey>),
     ) -> Verdict {
-        if self.at != Some(at) || self.until.is_some_and(|until| key >= until) {
+        if self.at != Some(at) || self.until.is_some_and(|until| key() >= until) {
             self.at = Some(at);
             self.until = None;
             self.by_size.clear();
@@ -66,7 +67,7 @@ impl Verdicts {
         if let Some(&(_, verdict)) = self.by_size.iter().find(|(size, _)| *size == gpus) {
             return verdict;
         }
-        let (verdict, until) = work_out();
+        let (verdict, until) = work_out(key());
         if let Some(until) = until {
             self.until = Some(self.until.map_or(until, |u| u.min(until)));
         }
@@ -110,16 +111,16 @@ impl SameBackfill {
         }
     }
 
-    /// Whether a request at `key` that can resume (or not) with `min_runtime` may use exactly
+    /// Whether a request at `key` (worked out only when needed) that can resume (or not) with `min_runtime` may use exactly
     /// the reservations of `B` at `now`.
     pub(crate) fn holds(
         self,
-        key: QueueKey,
+        key: &impl Fn() -> QueueKey,
         resumable: bool,
         min_runtime: Time,
         now: Time,
     ) -> bool {
-        if self.behind.is_some_and(|last| key < last) {
+        if self.behind.is_some_and(|last| key() < last) {
             return false;
         }
         if !resumable {
@@ -169,26 +170,26 @@ mod tests {
         let same = SameBackfill::of([(key(1), 100, true), (key(2), 50, false)].into_iter());
         let now = 10;
         // Ends after 50 and by 100: exactly the first one is open to it.
-        assert!(same.holds(key(3), true, 41, now));
-        assert!(same.holds(key(3), true, 90, now));
-        assert!(!same.holds(key(3), true, 40, now));
-        assert!(!same.holds(key(3), true, 91, now));
+        assert!(same.holds(&|| key(3), true, 41, now));
+        assert!(same.holds(&|| key(3), true, 90, now));
+        assert!(!same.holds(&|| key(3), true, 40, now));
+        assert!(!same.holds(&|| key(3), true, 91, now));
         // Work that cannot resume may use neither; ahead of a holder, it may use that one.
-        assert!(!same.holds(key(3), false, 60, now));
-        assert!(!same.holds(key(0), true, 60, now));
+        assert!(!same.holds(&|| key(3), false, 60, now));
+        assert!(!same.holds(&|| key(0), true, 60, now));
     }
 
     #[test]
     fn work_that_cannot_resume_matches_a_request_no_reservation_was_open_to() {
         let closed = SameBackfill::of([(key(1), 100, false)].into_iter());
-        assert!(closed.holds(key(3), false, 0, 10));
-        assert!(closed.holds(key(3), true, 91, 10));
-        assert!(!closed.holds(key(3), true, 90, 10));
+        assert!(closed.holds(&|| key(3), false, 0, 10));
+        assert!(closed.holds(&|| key(3), true, 91, 10));
+        assert!(!closed.holds(&|| key(3), true, 90, 10));
         // Open ones that no single minimum runtime could select together with a closed one.
         let none = SameBackfill::of([(key(1), 50, true), (key(2), 100, false)].into_iter());
-        assert!((0..200).all(|min| !none.holds(key(3), true, min, 10)));
+        assert!((0..200).all(|min| !none.holds(&|| key(3), true, min, 10)));
         // No reservation: every request behind nothing has the same (none) open.
         let free = SameBackfill::of(std::iter::empty());
-        assert!(free.holds(key(0), false, 0, 10) && free.holds(key(0), true, 5, 10));
+        assert!(free.holds(&|| key(0), false, 0, 10) && free.holds(&|| key(0), true, 5, 10));
     }
 }
