@@ -219,14 +219,10 @@ fn once_the_lanes_reach_is_short_of_the_headroom_debug_work_is_still_searched() 
     }
 }
 
-#[test]
-fn single_host_work_after_a_gang_that_left_gpus_idle_is_looked_at_again() {
-    // b's resumable run holds hosts 0 and 1 and five GPUs of host 2, out of its protection; the
-    // two teams are level, so a may not take it by fair share. Host 2 has 3 idle GPUs, host 3 a
-    // free sweep on 2 GPUs beside b's protected work: a's first 4-GPU request finds no host with
-    // 4, and the single-host requests after it wait unread. a's gang may take b's run (it is
-    // behind the gang in the queue): it takes hosts 0 and 1 and leaves host 2 idle, where a's
-    // later 4-GPU request fits before the first one is looked at again.
+/// 4 hosts of 8 GPUs, no headroom: b's resumable run, out of its protection, holds hosts 0 and 1
+/// and five GPUs of host 2 (the two teams are level, so a may not take it by fair share); host 2
+/// has 3 idle GPUs, host 3 a free sweep on 2 GPUs beside b's protected work.
+fn a_gang_may_free_host_two() -> World {
     let config = Config {
         headroom_gpus: 0,
         ..Config::default()
@@ -242,6 +238,18 @@ fn single_host_work_after_a_gang_that_left_gpus_idle_is_looked_at_again() {
     );
     free_work(&mut w, "b", HOUR - 600, 3, &[0, 1]);
     w.running("b", HOUR, HOUR - 60, 3, &[2, 3, 4, 5, 6, 7]);
+    w
+}
+
+#[test]
+fn single_host_work_after_a_gang_that_left_gpus_idle_is_looked_at_again() {
+    // b's resumable run holds hosts 0 and 1 and five GPUs of host 2, out of its protection; the
+    // two teams are level, so a may not take it by fair share. Host 2 has 3 idle GPUs, host 3 a
+    // free sweep on 2 GPUs beside b's protected work: a's first 4-GPU request finds no host with
+    // 4, and the single-host requests after it wait unread. a's gang may take b's run (it is
+    // behind the gang in the queue): it takes hosts 0 and 1 and leaves host 2 idle, where a's
+    // later 4-GPU request fits before the first one is looked at again.
+    let mut w = a_gang_may_free_host_two();
     let first = w.submit("a", 4, HOUR);
     let gang = w.submit("a", 16, HOUR);
     let later = w.submit("a", 4, HOUR);
@@ -291,21 +299,7 @@ fn single_host_work_ruled_out_by_a_failure_is_searched_again_once_a_gang_left_gp
     // request (last) keeps the single-host work read one by one. The gang then takes b's run and
     // leaves host 2 idle: the 4-GPU request after it must be searched again, and starts there
     // before the 2-GPU one, and before the rescan gets to the first two.
-    let config = Config {
-        headroom_gpus: 0,
-        ..Config::default()
-    };
-    let mut w = World::with_config(TWO_TEAMS, 4, 8, config);
-    w.now = HOUR;
-    let all = [0, 1, 2, 3, 4, 5, 6, 7];
-    let spec = w.spec("b", 21, 600);
-    w.place(
-        spec,
-        HOUR - 1_200,
-        &[(0, &all), (1, &all), (2, &[0, 1, 2, 3, 4])],
-    );
-    free_work(&mut w, "b", HOUR - 600, 3, &[0, 1]);
-    w.running("b", HOUR, HOUR - 60, 3, &[2, 3, 4, 5, 6, 7]);
+    let mut w = a_gang_may_free_host_two();
     let mut ask = |gpus, priority| {
         let mut spec = w.spec("a", gpus, HOUR);
         spec.priority = priority;
