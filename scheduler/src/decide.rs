@@ -97,17 +97,9 @@ pub(crate) fn fair_share_with(
         .min(engine.config().headroom_gpus)
         .min(headroom_cap as u32);
     let lineup = changes.map(|changes| engine.lineup(state.queued, changes));
-    let briefs: Vec<Brief>;
-    let briefs = match &lineup {
-        Some(lineup) => lineup.briefs(),
-        None => {
-            briefs = state.queued.iter().map(Brief::of).collect();
-            &briefs
-        }
-    };
     let mut pass = Pass {
         lineup: lineup.as_deref(),
-        briefs,
+        briefs: lineup.as_deref().map(Lineup::briefs),
         headroom,
         held_by_headroom: false,
         reserve_cap: (engine.config().max_reserved_fraction * f64::from(schedulable)).floor()
@@ -278,8 +270,8 @@ struct Pass<'a> {
     shortcuts: Shortcuts,
     /// Fair share's queue kept between passes, for a driver that names its changes.
     lineup: Option<&'a Lineup>,
-    /// The queue's briefs, by queue index.
-    briefs: &'a [Brief],
+    /// The lineup's briefs of the queue, by queue index.
+    briefs: Option<&'a [Brief]>,
 }
 
 impl Pass<'_> {
@@ -380,7 +372,7 @@ impl Pass<'_> {
             if self.started[q as usize] {
                 continue;
             }
-            if self.settled_without_a_try(q, &self.briefs[q as usize], group) {
+            if self.settled_without_a_try(q, group) {
                 continue;
             }
             let Some(key) = self.try_allocated(q, group) else {
@@ -459,8 +451,13 @@ impl Pass<'_> {
     /// it out (see `ruled_out`); or it is of the size of the group's request the headroom held
     /// back last, with the same hosts open to it, and the pool as it was then (see [`HeldBack`]).
     ///
-    /// Reads the workload's brief (`w`), and its spec only where its place in the queue matters.
-    fn settled_without_a_try(&mut self, q: u32, w: &Brief, group: &mut Group) -> bool {
+    /// Reads the workload's brief (kept by the lineup, else made from its spec), and its spec only
+    /// where its place in the queue matters.
+    fn settled_without_a_try(&mut self, q: u32, group: &mut Group) -> bool {
+        let w = &match self.briefs {
+            Some(briefs) => briefs[q as usize],
+            None => Brief::of(&self.queued[q as usize]),
+        };
         if self.shortcuts != Shortcuts::On
             || w.gpus > self.pool.node_size
             || self

@@ -170,6 +170,7 @@ impl Lineup {
             }
             self.insert(q, &queued[i]);
         }
+        debug_assert!(self.briefs.iter().copied().eq(queued.iter().map(Brief::of)));
     }
 
     fn add(&mut self, q: u32, w: &WorkloadSpec) {
@@ -207,12 +208,6 @@ impl Lineup {
 
     /// The queue's briefs, by queue index.
     pub(crate) fn briefs(&self) -> &[Brief] {
-        debug_assert!(self.briefs.iter().eq(self
-            .mirror
-            .iter()
-            .map(Brief::of)
-            .collect::<Vec<_>>()
-            .iter()));
         &self.briefs
     }
 

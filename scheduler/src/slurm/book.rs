@@ -21,7 +21,7 @@ use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::queue::QueueKey;
 use crate::snapshot::{Changes, WorkloadSpec, DEBUG_MAX_GPUS, DEBUG_MAX_MIN_RUNTIME};
 
-use super::classes::{Class, ClassCursor, Classes, Keyed, Member};
+use super::classes::{Class, ClassCursor, Classes, Member};
 use super::priority::Priorities;
 
 /// Ids below this are looked up in a vector, others in a map.
@@ -145,6 +145,17 @@ impl std::fmt::Debug for Book {
             .field("slots", &self.slots.len())
             .finish()
     }
+}
+
+/// The queue index of the job an entry of `slot` and `generation` is for, if it is still queued
+/// there: the slot holds that generation and the queue that job at the slot's index.
+fn queued_in(slots: &[Slot], queue: &[Job], slot: u32, generation: u32) -> Option<u32> {
+    let slot = &slots[slot as usize];
+    (slot.generation == generation
+        && queue
+            .get(slot.q as usize)
+            .is_some_and(|j| j.id == slot.job.id))
+    .then_some(slot.q)
 }
 
 /// Counts `job` in (`by` 1) or out (-1) of the sizes asked for.
@@ -343,11 +354,8 @@ impl Book {
     fn prune_scavengers(&mut self) {
         let (slots, queue) = (&mut self.slots, &self.queue);
         self.scavenger.retain(|m| {
+            let queued = queued_in(slots, queue, m.slot, m.generation).is_some();
             let slot = &mut slots[m.slot as usize];
-            let queued = slot.generation == m.generation
-                && queue
-                    .get(slot.q as usize)
-                    .is_some_and(|j| j.id == slot.job.id);
             if !queued && slot.generation == m.generation {
                 slot.listed = false;
             }
@@ -409,14 +417,8 @@ impl Book {
         for s in &slots {
             self.forget(s.job.id);
         }
-        let alive = |slot: u32, generation: u32| {
-            let s = &slots[slot as usize];
-            s.generation == generation
-                && self
-                    .queue
-                    .get(s.q as usize)
-                    .is_some_and(|j| j.id == s.job.id)
-        };
+        let queue = &self.queue;
+        let alive = |slot, generation| queued_in(&slots, queue, slot, generation).is_some();
         let mut kept: Vec<u32> = Vec::new();
         let mut renumber = |slot: u32| {
             kept.push(slot);
@@ -508,13 +510,7 @@ impl Book {
 
     /// The queue index of the job an entry of `slot` and `generation` is for, if still queued.
     fn queued_in(&self, slot: u32, generation: u32) -> Option<u32> {
-        let slot = &self.slots[slot as usize];
-        (slot.generation == generation
-            && self
-                .queue
-                .get(slot.q as usize)
-                .is_some_and(|j| j.id == slot.job.id))
-        .then_some(slot.q)
+        queued_in(&self.slots, &self.queue, slot, generation)
     }
 
     /// The smallest request queued at the last update (0 if none).
@@ -541,12 +537,14 @@ impl Book {
     }
 }
 
-impl Keyed for Book {
-    fn classes(&self) -> &Classes {
+/// What a [`ClassCursor`] reads of the book.
+impl Book {
+    pub(super) fn classes(&self) -> &Classes {
         &self.scavenger
     }
 
-    fn key(&self, class: &Class, member: &Member) -> QueueKey {
+    /// A scavenger job's key, by the last calculation's priorities.
+    pub(super) fn key(&self, class: &Class, member: &Member) -> QueueKey {
         let job = Job {
             id: member.id,
             submitted_at: member.submitted_at,
@@ -557,7 +555,8 @@ impl Keyed for Book {
         job.key(self.priorities())
     }
 
-    fn queued_at(&self, member: &Member) -> Option<u32> {
+    /// The queue index of a class member's job, if it is still queued.
+    pub(super) fn queued_at(&self, member: &Member) -> Option<u32> {
         self.queued_in(member.slot, member.generation)
     }
 }

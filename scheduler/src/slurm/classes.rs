@@ -14,7 +14,7 @@ use std::collections::{BinaryHeap, HashMap};
 use crate::ids::{BudgetId, Time, WorkloadId};
 use crate::queue::QueueKey;
 
-use super::book::Job;
+use super::book::{Book, Job};
 
 /// One job of a class: what orders it there, and its slot in the book.
 #[derive(Clone, Copy, Debug)]
@@ -96,19 +96,12 @@ pub(crate) struct ClassCursor {
     done: bool,
 }
 
-/// What the cursor needs of the book: a member's key, and its queue index if it is still queued.
-pub(crate) trait Keyed {
-    fn classes(&self) -> &Classes;
-    fn key(&self, class: &Class, member: &Member) -> QueueKey;
-    fn queued_at(&self, member: &Member) -> Option<u32>;
-}
-
 impl ClassCursor {
     /// The next queued job whose class `keep` accepts, judged on one of its jobs (given its queue
     /// index): a class refused is not read again by this cursor.
     pub(crate) fn next(
         &mut self,
-        book: &impl Keyed,
+        book: &Book,
         keep: &impl Fn(u32) -> bool,
     ) -> Option<(QueueKey, u32)> {
         if self.done {
@@ -142,7 +135,7 @@ impl ClassCursor {
     }
 
     /// Moves past every job ordered before `key`.
-    pub(crate) fn skip_before(&mut self, book: &impl Keyed, key: QueueKey) {
+    pub(crate) fn skip_before(&mut self, book: &Book, key: QueueKey) {
         let Some(heap) = &mut self.heap else {
             self.floor = self.floor.max(Some(key));
             return;
@@ -166,12 +159,7 @@ impl ClassCursor {
 
 /// The first member of `class` from `from` on whose key is at least `floor`: keys rise along a
 /// class, so a binary search.
-fn first_at_or_after(
-    book: &impl Keyed,
-    class: &Class,
-    from: usize,
-    floor: Option<QueueKey>,
-) -> usize {
+fn first_at_or_after(book: &Book, class: &Class, from: usize, floor: Option<QueueKey>) -> usize {
     match floor {
         None => from,
         Some(floor) => from + class.members[from..].partition_point(|m| book.key(class, m) < floor),
@@ -180,7 +168,7 @@ fn first_at_or_after(
 
 /// Class `c`'s member at `pos` as a heap entry, if there is one.
 fn head(
-    book: &impl Keyed,
+    book: &Book,
     classes: &Classes,
     c: usize,
     pos: usize,
