@@ -63,7 +63,7 @@ pub(crate) fn fair_share_with(
         now,
         ranks,
         |leaf| standings.leaf_rank(leaf),
-        |r, now| !r.spec.is_allocated() || !r.is_protected(now),
+        |r| Some(r.protected_until.unwrap_or(Time::MIN)),
         changes,
     );
     // The fast lane's room: its cap on the schedulable GPUs, less what debug work holds already.

@@ -211,11 +211,11 @@ impl Engine {
         now: Time,
         ranks: usize,
         rank_of: impl Fn(BudgetId) -> u32,
-        may_be_victim: fn(&Run, Time) -> bool,
+        victim_from: fn(&Run) -> Option<Time>,
         changes: Option<&Changes<'_>>,
     ) -> Pool {
         match changes {
-            None => Pool::new(state, now, ranks, rank_of, may_be_victim),
+            None => Pool::new(state, now, ranks, rank_of, victim_from),
             Some(changes) => self.kept().pool_for(
                 self.config.policy,
                 state,
@@ -224,7 +224,7 @@ impl Engine {
                 Build {
                     ranks,
                     rank_of,
-                    may_be_victim,
+                    victim_from,
                 },
             ),
         }

@@ -105,15 +105,14 @@ impl Pool {
                 most = most.max(idle);
                 continue;
             };
-            // The host's bounds (see `VictimBound`): too few GPUs even if every possible victim
-            // were preempted, or no way to beat the best choice so far.
-            let bound = self.victim_bound(node);
-            let at_most = free.union(bound.gpus).count();
+            // The host's bounds: too few GPUs even if every possible victim were preempted, or no
+            // way to beat the best choice so far.
+            let at_most = free.union(self.victim_gpus(node)).count();
             if at_most < gpus {
                 most = most.max(at_most);
                 continue;
             }
-            if let (Some(b), Some(c)) = (&best, bound.cheapest) {
+            if let (Some(b), Some(c)) = (&best, self.cheapest_victim(node)) {
                 if c > b.0 {
                     continue;
                 }
@@ -192,13 +191,23 @@ impl Pool {
     {
         let mut hosts: Vec<(Cost, usize)> = Vec::new();
         let mut reachable = 0;
-        for (node, slot) in self.slots.iter().enumerate() {
+        let everywhere = 0..self.slots.len();
+        let mut gang_hosts = self.gang_hosts();
+        // Preempting, only hosts whose every GPU is idle or held by a possible victim can serve.
+        let nodes: &mut dyn Iterator<Item = usize> = match rules.victim {
+            Some(_) => &mut gang_hosts,
+            None => &mut everywhere.clone(),
+        };
+        for node in nodes {
+            let slot = &self.slots[node];
             if !slot.schedulable() || self.usable(node, rules.may_backfill) != slot.all {
                 continue;
             }
+            // A host with a run no one may preempt is out without reading its runs.
+            let open = || slot.free.union(self.victim_gpus(node)) == slot.all;
             let cost = if slot.free == slot.all {
                 Some(Cost::ZERO)
-            } else if let Some(victim_ok) = rules.victim {
+            } else if let Some(victim_ok) = rules.victim.filter(|_| open()) {
                 self.slot_runs(node)
                     .iter()
                     .try_fold(Cost::ZERO, |sum, &(run, _)| {

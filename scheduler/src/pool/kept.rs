@@ -70,7 +70,7 @@ struct Idle {
 pub(crate) struct Build<F> {
     pub ranks: usize,
     pub rank_of: F,
-    pub may_be_victim: fn(&Run, Time) -> bool,
+    pub victim_from: fn(&Run) -> Option<Time>,
 }
 
 impl Idle {
@@ -123,7 +123,7 @@ impl Kept {
         let Build {
             ranks,
             rank_of,
-            may_be_victim,
+            victim_from,
         } = build;
         let kept = self.pool.take().filter(|&(_, pass, kept_policy)| {
             kept_policy == policy && changes.pass == pass.wrapping_add(1)
@@ -133,11 +133,11 @@ impl Kept {
                 pool.refresh(now, ranks, &rank_of);
                 pool.checkpoint();
                 #[cfg(debug_assertions)]
-                pool.assert_as_new(&Pool::new(state, now, ranks, &rank_of, may_be_victim));
+                pool.assert_as_new(&Pool::new(state, now, ranks, &rank_of, victim_from));
                 return pool;
             }
         }
-        let mut pool = Pool::new(state, now, ranks, rank_of, may_be_victim);
+        let mut pool = Pool::new(state, now, ranks, rank_of, victim_from);
         pool.base = Some(Base {
             slots: Vec::new(),
             changed: Vec::new(),
@@ -338,8 +338,9 @@ impl Pool {
             self.count_run(i, 1);
         }
         for slot in &mut self.slots {
-            slot.victims.set(None);
+            slot.cheapest_victim.set(None);
         }
+        self.gang_hosts.take();
         self.changes = 0;
         self.requeued_allocated = false;
         self.requeued_free = None;
@@ -367,6 +368,12 @@ impl Pool {
                 "host {n}"
             );
             assert_eq!(self.slot_runs(n), new.slot_runs(n), "host {n}'s runs");
+            // What was kept of the possible victims from earlier passes.
+            assert_eq!(
+                self.victim_gpus(n),
+                new.victim_gpus(n),
+                "host {n}'s victims"
+            );
         }
         assert_eq!(
             (self.idle_hist, self.idle_total, self.whole_idle_gpus),

@@ -1,7 +1,7 @@
 //! The working state of one decision pass: which GPUs are idle, who holds the rest, what is
 //! reserved, and counters that let the pass skip hopeless work without searching.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 
 mod kept;
 
@@ -105,8 +105,11 @@ pub(crate) struct Slot {
     pub reservation: Option<u32>,
     pub reserved: GpuSet,
     /// What preempting here could gain at most, once a search has asked (see
-    /// [`Pool::victim_bound`]).
-    victims: Cell<Option<VictimBound>>,
+    /// [`Pool::victim_gpus`]). Kept from pass to pass until the host changes.
+    victim_gpus: Cell<Option<VictimGpus>>,
+    /// The cost of the cheapest run that may be preempted here, once a search has asked in this
+    /// pass (see [`Pool::cheapest_victim`]).
+    cheapest_victim: Cell<Option<Option<Cost>>>,
     /// Where this host's runs start in [`Pool::slot_runs`]' flat list, and how many there are.
     runs_at: u32,
     runs_len: u32,
@@ -118,16 +121,17 @@ impl Slot {
     }
 }
 
-/// Bounds on preempting on one host, from the runs the policy might let anyone preempt in this
-/// pass (`may_be_victim` of [`Pool::new`]) when a search first looked: the GPUs they hold there,
-/// and the cost of the cheapest. From then on starts only add runs no one may preempt and releases
-/// only remove victims, so these stay a superset of the GPUs and a lower bound on the cost of
-/// preempting there, whoever preempts: a search can skip a host they rule out without looking at
-/// its runs.
+/// The GPUs held on one host by the runs the policy might let anyone preempt (`victim_from` of
+/// [`Pool::new`]), as of when a search first looked, and until when that holds: the moment the
+/// next run there may be preempted. A pass's starts only add runs no one may preempt and its
+/// releases only remove victims, so within the pass these stay a superset of what preempting there
+/// could gain, whoever preempts: a search can skip a host they rule out without looking at its
+/// runs. Every change of the host's runs drops them, so between passes they stay exact until
+/// `until`, and a host's runs are read again only when it changed or a protection ended there.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct VictimBound {
-    pub gpus: GpuSet,
-    pub cheapest: Option<Cost>,
+struct VictimGpus {
+    gpus: GpuSet,
+    until: Time,
 }
 
 /// Which request sizes fit on idle GPUs at one moment (as [`Pool::idle_could_fit`]).
@@ -196,6 +200,11 @@ pub(crate) struct Pool {
     idle_hist: [u32; 65],
     /// Schedulable hosts with an idle GPU, a bit each: searches on idle GPUs alone look only there.
     idle_hosts: Vec<u64>,
+    /// Schedulable hosts whose every GPU is idle or held by a run someone may preempt, a bit each,
+    /// as of the first gang search that preempts in this pass: the only hosts such a search can
+    /// use. The pass's starts and releases only take hosts out (see [`VictimGpus`]), so the bits
+    /// stay a superset of those hosts for the rest of the pass.
+    gang_hosts: OnceCell<Vec<u64>>,
     pub idle_total: u32,
     pub whole_idle_gpus: u32,
     /// As `idle_hist` and `whole_idle_gpus`, counting only GPUs no reservation holds: what work
@@ -210,7 +219,7 @@ pub(crate) struct Pool {
     pub unprotected_resumable_gpus: u32,
     /// Live GPUs the baseline may preempt (not `baseline_protected`) on schedulable hosts.
     pub baseline_preemptible_gpus: u32,
-    may_be_victim: fn(&Run, Time) -> bool,
+    victim_from: fn(&Run) -> Option<Time>,
     /// Bumped by every change, so callers can cache what they learned about the pool.
     pub changes: u64,
     /// GPUs held by debug work when the pass began (the fast lane's share in use).
@@ -228,15 +237,30 @@ pub(crate) struct Pool {
     base: Option<kept::Base>,
 }
 
+/// The indices of the set bits of `words`, lowest first.
+fn ones(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(w, &bits)| {
+        let mut bits = bits;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                w * 64 + b
+            })
+        })
+    })
+}
+
 impl Pool {
-    /// The pool for a pass at `now`. `may_be_victim` must say yes, at `now`, to every run any
-    /// search of the pass may preempt (and may say yes to more).
+    /// The pool for a pass at `now`. `victim_from` says from when on a run may be preempted by
+    /// any search of the policy (`None`: never); it must be at or before `now` for every run any
+    /// search of the pass may preempt (and may be for more), and depend on the run alone.
     pub(crate) fn new(
         state: &ClusterState<'_>,
         now: Time,
         ranks: usize,
         rank_of: impl Fn(BudgetId) -> u32,
-        may_be_victim: fn(&Run, Time) -> bool,
+        victim_from: fn(&Run) -> Option<Time>,
     ) -> Pool {
         // Size every vector once: a pass runs at every event, so regrowth would dominate.
         let mut per_node = vec![0usize; state.nodes.len()];
@@ -266,7 +290,8 @@ impl Pool {
                         reserved: GpuSet::EMPTY,
                         runs_at,
                         runs_len: 0,
-                        victims: Cell::new(None),
+                        victim_gpus: Cell::new(None),
+                        cheapest_victim: Cell::new(None),
                     }
                 })
                 .collect(),
@@ -277,6 +302,7 @@ impl Pool {
             node_size: state.nodes.iter().map(|n| n.gpus).max().unwrap_or(0),
             idle_hist: [0; 65],
             idle_hosts: vec![0; state.nodes.len().div_ceil(64)],
+            gang_hosts: OnceCell::new(),
             idle_total: 0,
             whole_idle_gpus: 0,
             open_hist: [0; 65],
@@ -285,7 +311,7 @@ impl Pool {
             unprotected_by_rank: vec![0; ranks.max(1)],
             unprotected_resumable_gpus: 0,
             baseline_preemptible_gpus: 0,
-            may_be_victim,
+            victim_from,
             changes: 0,
             debug_gpus: 0,
             requeued_allocated: false,
@@ -363,26 +389,57 @@ impl Pool {
             .sum()
     }
 
-    /// The bounds on preempting on host `node` (see [`VictimBound`]), worked out the first time a
-    /// search asks: a pass that preempts nowhere never pays for them.
-    pub(crate) fn victim_bound(&self, node: usize) -> VictimBound {
-        let slot = &self.slots[node];
-        if let Some(bound) = slot.victims.get() {
-            return bound;
+    /// A superset of the GPUs preempting on host `node` could gain, whoever preempts (see
+    /// [`VictimGpus`]): worked out when a search first asks after the host changed or a protection
+    /// there ended, so a pass that preempts nowhere never pays for it.
+    #[inline]
+    pub(crate) fn victim_gpus(&self, node: usize) -> GpuSet {
+        match self.slots[node].victim_gpus.get() {
+            Some(known) if self.now < known.until => known.gpus,
+            _ => self.find_victim_gpus(node),
         }
-        let mut bound = VictimBound {
+    }
+
+    #[inline(never)]
+    fn find_victim_gpus(&self, node: usize) -> GpuSet {
+        let slot = &self.slots[node];
+        let mut known = VictimGpus {
             gpus: GpuSet::EMPTY,
-            cheapest: None,
+            until: Time::MAX,
         };
         for &(run, held) in self.slot_runs(node) {
             let r = &self.runs[run as usize];
-            if r.alive && !r.fresh && (self.may_be_victim)(r, self.now) {
-                bound.gpus = bound.gpus.union(held);
-                bound.cheapest = Some(bound.cheapest.map_or(r.cost, |c| c.min(r.cost)));
+            if !r.alive || r.fresh {
+                continue;
+            }
+            match (self.victim_from)(r) {
+                Some(from) if from <= self.now => known.gpus = known.gpus.union(held),
+                Some(from) => known.until = known.until.min(from),
+                None => {}
             }
         }
-        slot.victims.set(Some(bound));
-        bound
+        slot.victim_gpus.set(Some(known));
+        known.gpus
+    }
+
+    /// A lower bound on the cost of preempting anything on host `node` in this pass, whoever
+    /// preempts (`None`: nothing there may be): the cost of the cheapest run that may be, as of
+    /// when a search first asked in this pass. Starts only add runs no one may preempt and
+    /// releases only remove victims, so it stays a lower bound for the rest of the pass.
+    pub(crate) fn cheapest_victim(&self, node: usize) -> Option<Cost> {
+        let slot = &self.slots[node];
+        if let Some(cheapest) = slot.cheapest_victim.get() {
+            return cheapest;
+        }
+        let cheapest = self
+            .slot_runs(node)
+            .iter()
+            .map(|&(run, _)| &self.runs[run as usize])
+            .filter(|r| r.alive && !r.fresh && (self.victim_from)(r).is_some_and(|t| t <= self.now))
+            .map(|r| r.cost)
+            .min();
+        slot.cheapest_victim.set(Some(cheapest));
+        cheapest
     }
 
     /// Live and finished runs touching host `node`, with the GPUs they hold there, by workload id
@@ -404,6 +461,7 @@ impl Pool {
             if let Some(base) = &mut self.base {
                 base.touched(node);
             }
+            self.slots[node].victim_gpus.set(None);
         }
         let slot = &self.slots[node];
         if !slot.schedulable() {
@@ -456,16 +514,21 @@ impl Pool {
 
     /// Schedulable hosts with an idle GPU, ascending.
     pub(crate) fn hosts_with_idle(&self) -> impl Iterator<Item = usize> + '_ {
-        self.idle_hosts.iter().enumerate().flat_map(|(w, &bits)| {
-            let mut bits = bits;
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let b = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    w * 64 + b
-                })
-            })
-        })
+        ones(&self.idle_hosts)
+    }
+
+    /// A superset of the hosts a gang search that preempts can use (see `gang_hosts`).
+    pub(crate) fn gang_hosts(&self) -> impl Iterator<Item = usize> + '_ {
+        let bits = self.gang_hosts.get_or_init(|| {
+            let mut bits = vec![0u64; self.slots.len().div_ceil(64)];
+            for (node, slot) in self.slots.iter().enumerate() {
+                if slot.schedulable() && slot.free.union(self.victim_gpus(node)) == slot.all {
+                    bits[node / 64] |= 1 << (node % 64);
+                }
+            }
+            bits
+        });
+        ones(bits)
     }
 
     /// The most idle GPUs on any schedulable host.
