@@ -7,6 +7,7 @@
 //! far as the idle GPUs last (see `queue::FreeQueue`). A blocked allocated workload near the head
 //! reserves the GPUs it could have earliest (DESIGN §4.8).
 
+use std::cmp::Ordering;
 use std::rc::Rc;
 
 use crate::cluster::{GpuSet, NodeGpus};
@@ -17,7 +18,7 @@ use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::lineup::{Brief, Lineup};
 use crate::memo::{bits_of, Failure, Failures};
 use crate::placement::{Choice, Rules, IDLE_ONLY};
-use crate::pool::{Held, Pool, Run};
+use crate::pool::{tail_of, Blockers, Held, Pool, Run};
 use crate::queue::{FreeOrder, FreeQueue, Queue, QueueKey};
 use crate::ranking::Standings;
 use crate::reasons::{
@@ -180,6 +181,30 @@ impl Victims {
             &self.kill
         };
         by_rank[r.rank as usize]
+    }
+
+    /// `try_reserving`'s `eventually` for `gang` of this leaf, of rank `rank`, as the leaves whose
+    /// work it may never take: work that cannot resume, unless it may be killed; resumable work,
+    /// unless it may be preempted or is behind the gang in the queue (work of a later rank, or of
+    /// its own leaf and behind it there).
+    fn blockers(&self, gang: &WorkloadSpec, rank: u32, standings: &Standings) -> Blockers {
+        let mut blockers = Blockers::default();
+        for (r, &leaf) in standings.leaves().iter().enumerate() {
+            let Some(bit) = Blockers::bit(leaf) else {
+                continue;
+            };
+            if !self.kill[r] {
+                blockers.final_leaves |= bit;
+            }
+            if !self.eligible[r] {
+                match (r as u32).cmp(&rank) {
+                    Ordering::Less => blockers.resumable_leaves |= bit,
+                    Ordering::Equal => blockers.own = Some((bit, tail_of(gang))),
+                    Ordering::Greater => {}
+                }
+            }
+        }
+        blockers
     }
 
     /// Both sets as one bit set, to compare with other leaves' (see `memo`).
@@ -978,9 +1003,10 @@ impl Pass<'_> {
                 let more: u32 = parts.iter().map(|p| p.gpus.count()).sum();
                 reserved == 0 || reserved + more <= self.reserve_cap
             };
+            let blockers = victims.blockers(&w, group.rank, self.standings);
             if let Some((at, parts)) = self
                 .pool
-                .earliest(w.gpus, &eventually)
+                .earliest(w.gpus, &blockers, &eventually)
                 .filter(|(at, parts)| *at > now && within(parts))
             {
                 self.pool.reserve(w.id, key, at, parts);

@@ -3,7 +3,7 @@
 
 use crate::cluster::{GpuSet, NodeGpus, Placement};
 use crate::ids::Time;
-use crate::pool::{Cost, Held, Pool, Run};
+use crate::pool::{Blockers, Cost, Held, Pool, Run};
 
 /// A way to place a workload: its GPUs and whom to preempt for them.
 #[derive(Clone, Debug)]
@@ -258,6 +258,8 @@ impl Pool {
 
     /// The earliest moment `gpus` could start on hosts no one has reserved, if every live run
     /// `eventually` says yes to were preempted as soon as its protection ends. `None` if never.
+    /// For a gang, `blockers` says the same as `eventually`, as the leaves whose work it says no
+    /// to, so that a host is judged by who holds it rather than run by run.
     ///
     /// On one host, a request takes the GPUs that come free first, lowest index first among those
     /// freed at the same moment. GPUs are grouped by that moment (idle ones now, each run's when
@@ -265,11 +267,26 @@ impl Pool {
     pub(crate) fn earliest(
         &self,
         gpus: u32,
+        blockers: &Blockers,
         eventually: &impl Fn(&Run) -> bool,
     ) -> Option<(Time, Vec<NodeGpus>)> {
         let now = self.now;
-        self.earliest_by(gpus, &|r: &Run| {
-            eventually(r).then(|| r.protected_until.unwrap_or(now))
+        let free_at = |r: &Run| eventually(r).then(|| r.protected_until.unwrap_or(now));
+        if gpus <= self.node_size {
+            return self.earliest_single(gpus, &free_at);
+        }
+        // Who holds each host says it, but where only the runs can tell.
+        self.earliest_gang(gpus, |node| {
+            let by_holders = self.ready_by_holders(node, blockers);
+            #[cfg(debug_assertions)]
+            if let Some(ready) = by_holders {
+                assert_eq!(
+                    ready,
+                    self.ready_at(node, &free_at),
+                    "host {node}'s holders"
+                );
+            }
+            by_holders.unwrap_or_else(|| self.ready_at(node, &free_at))
         })
     }
 
@@ -283,29 +300,44 @@ impl Pool {
         if gpus <= self.node_size {
             return self.earliest_single(gpus, free_at);
         }
-        // A gang takes whole hosts: each is ready when its last run's GPUs come free.
+        self.earliest_gang(gpus, |node| self.ready_at(node, free_at))
+    }
+
+    /// When host `node` would be wholly free: when its last run's GPUs come free (`None`: never).
+    fn ready_at(&self, node: usize, free_at: &impl Fn(&Run) -> Option<Time>) -> Option<Time> {
+        let mut at = self.now;
+        for &(run, held) in self.slot_runs(node) {
+            let r = &self.runs[run as usize];
+            if !r.alive {
+                continue;
+            }
+            match free_at(r) {
+                Some(t) => {
+                    if !held.is_empty() {
+                        at = at.max(t);
+                    }
+                }
+                None if held.is_empty() => {}
+                None => return None,
+            }
+        }
+        Some(at)
+    }
+
+    /// A gang takes whole hosts unreserved: each is ready when `ready` says.
+    fn earliest_gang(
+        &self,
+        gpus: u32,
+        ready: impl Fn(usize) -> Option<Time>,
+    ) -> Option<(Time, Vec<NodeGpus>)> {
         let mut hosts: Vec<(Time, usize, GpuSet)> = Vec::with_capacity(self.slots.len());
-        'hosts: for (node, slot) in self.slots.iter().enumerate() {
+        for (node, slot) in self.slots.iter().enumerate() {
             if !slot.schedulable() || slot.reservation.is_some() {
                 continue;
             }
-            let mut at = self.now;
-            for &(run, held) in self.slot_runs(node) {
-                let r = &self.runs[run as usize];
-                if !r.alive {
-                    continue;
-                }
-                match free_at(r) {
-                    Some(t) => {
-                        if !held.is_empty() {
-                            at = at.max(t);
-                        }
-                    }
-                    None if held.is_empty() => {}
-                    None => continue 'hosts,
-                }
+            if let Some(at) = ready(node) {
+                hosts.push((at, node, slot.all));
             }
-            hosts.push((at, node, slot.all));
         }
         #[cfg(debug_assertions)]
         let sorted = Pool::earliest_sorted(hosts.clone(), gpus);

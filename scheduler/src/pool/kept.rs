@@ -205,6 +205,8 @@ impl Pool {
         self.parts.truncate(base.parts);
         for &node in &base.changed {
             self.slots[node as usize].clone_from(&base.slots[node as usize]);
+            // What was learned of its holders may count the pass's own starts.
+            self.holders[node as usize].take();
         }
         base.changed.clear();
         base.idle.restore(self);
@@ -374,6 +376,7 @@ impl Pool {
                 new.victim_gpus(n),
                 "host {n}'s victims"
             );
+            assert_eq!(self.holders(n), new.holders(n), "host {n}'s holders");
         }
         assert_eq!(
             (self.idle_hist, self.idle_total, self.whole_idle_gpus),

@@ -3,8 +3,11 @@
 
 use std::cell::{Cell, OnceCell};
 
+mod holders;
 mod kept;
 
+pub(crate) use holders::{tail_of, Blockers};
+use holders::{Firsts, Holders};
 pub(crate) use kept::{Build, Kept};
 
 use crate::cluster::{GpuSet, Health, NodeGpus, Placement};
@@ -205,6 +208,12 @@ pub(crate) struct Pool {
     /// use. The pass's starts and releases only take hosts out (see [`VictimGpus`]), so the bits
     /// stay a superset of those hosts for the rest of the pass.
     gang_hosts: OnceCell<Vec<u64>>,
+    /// Who holds GPUs on each host, once a search has asked (see [`Holders`]); kept from pass to
+    /// pass until the host changes. Apart from the hosts, which a kept pool copies and puts back
+    /// after a pass: a host the pass changed is read again.
+    holders: Vec<OnceCell<Holders>>,
+    /// More of who holds each host, set with `holders`.
+    firsts: Vec<Cell<Firsts>>,
     pub idle_total: u32,
     pub whole_idle_gpus: u32,
     /// As `idle_hist` and `whole_idle_gpus`, counting only GPUs no reservation holds: what work
@@ -303,6 +312,8 @@ impl Pool {
             idle_hist: [0; 65],
             idle_hosts: vec![0; state.nodes.len().div_ceil(64)],
             gang_hosts: OnceCell::new(),
+            holders: vec![OnceCell::new(); state.nodes.len()],
+            firsts: vec![Cell::new([None; 3]); state.nodes.len()],
             idle_total: 0,
             whole_idle_gpus: 0,
             open_hist: [0; 65],
@@ -461,7 +472,6 @@ impl Pool {
             if let Some(base) = &mut self.base {
                 base.touched(node);
             }
-            self.slots[node].victim_gpus.set(None);
         }
         let slot = &self.slots[node];
         if !slot.schedulable() {
@@ -618,8 +628,11 @@ impl Pool {
         }
     }
 
-    /// Marks `gpus` of host `node` idle or taken, keeping the counters.
+    /// Marks `gpus` of host `node` idle or taken, keeping the counters: the one way its runs
+    /// change (what was learned of them goes).
     fn set_idle(&mut self, node: usize, gpus: GpuSet, idle: bool) {
+        self.slots[node].victim_gpus.set(None);
+        self.holders[node].take();
         self.count_idle(node, -1);
         let slot = &mut self.slots[node];
         slot.free = if idle {
