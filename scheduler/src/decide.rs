@@ -968,7 +968,17 @@ impl Pass<'_> {
                     || (r.spec.resumable && QueueKey::fair_share(&r.spec, r.rank) > key))
         };
         let victim = |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && behind(r));
-        let mut choice = self.find_idle_then_preempting(&w, key, &victim);
+        // What it could have now and in time, from who holds the hosts (`eventually` as the leaves
+        // whose work it never takes) wherever that tells: a search now only if enough is ready.
+        let eventually = |r: &Run| !r.spec.is_allocated() || behind(r);
+        let blockers = victims.blockers(&w, group.rank, self.standings);
+        let outlook = self.pool.gang_outlook(&blockers, &eventually);
+        let mut choice = if outlook.reach_now >= w.gpus {
+            self.find_idle_then_preempting(&w, key, &victim)
+        } else {
+            debug_assert!(self.find_idle_then_preempting(&w, key, &victim).is_none());
+            None
+        };
         if choice.as_ref().is_some_and(|c| self.takes_headroom(&w, c)) {
             // Held back by the headroom, a gang still reserves: its hosts come to it in time.
             choice = None;
@@ -991,7 +1001,6 @@ impl Pass<'_> {
         }
         if !holds {
             self.attempts += 1;
-            let eventually = |r: &Run| !r.spec.is_allocated() || behind(r);
             let reserved: u32 = self
                 .pool
                 .held
@@ -1003,10 +1012,8 @@ impl Pass<'_> {
                 let more: u32 = parts.iter().map(|p| p.gpus.count()).sum();
                 reserved == 0 || reserved + more <= self.reserve_cap
             };
-            let blockers = victims.blockers(&w, group.rank, self.standings);
-            if let Some((at, parts)) = self
-                .pool
-                .earliest(w.gpus, &blockers, &eventually)
+            if let Some((at, parts)) = outlook
+                .earliest(w.gpus)
                 .filter(|(at, parts)| *at > now && within(parts))
             {
                 self.pool.reserve(w.id, key, at, parts);

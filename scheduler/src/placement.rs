@@ -12,6 +12,21 @@ pub(crate) struct Choice {
     pub victims: Vec<u32>,
 }
 
+/// What a reserving gang could have (see [`Pool::gang_outlook`]).
+pub(crate) struct GangOutlook {
+    /// The hosts no one has reserved that it could have whole, each with when.
+    hosts: Vec<(Time, usize, GpuSet)>,
+    /// At most how many GPUs it could take now by preempting.
+    pub reach_now: u32,
+}
+
+impl GangOutlook {
+    /// The earliest moment `gpus` could start on those hosts, and which. `None` if never.
+    pub(crate) fn earliest(self, gpus: u32) -> Option<(Time, Vec<NodeGpus>)> {
+        Pool::earliest_whole_hosts(self.hosts, gpus)
+    }
+}
+
 /// The rules one search runs under.
 ///
 /// Generic over the two rules, so that a search's calls to them (once per host and per run) are
@@ -256,27 +271,26 @@ impl Pool {
         Ok(Choice { placement, victims })
     }
 
-    /// The earliest moment `gpus` could start on hosts no one has reserved, if every live run
-    /// `eventually` says yes to were preempted as soon as its protection ends. `None` if never.
-    /// For a gang, `blockers` says the same as `eventually`, as the leaves whose work it says no
-    /// to, so that a host is judged by who holds it rather than run by run.
-    ///
-    /// On one host, a request takes the GPUs that come free first, lowest index first among those
-    /// freed at the same moment. GPUs are grouped by that moment (idle ones now, each run's when
-    /// its protection ends), so a host costs a sort of its few distinct moments, not of its GPUs.
-    pub(crate) fn earliest(
+    /// What a gang that reserves (DESIGN §4.8) could have, if every live run `eventually` says
+    /// yes to were preempted as soon as its protection ends: each host no one has reserved that
+    /// it could have whole, with when; and at most how many GPUs it could take now. `blockers`
+    /// says the same as `eventually`, as the leaves whose work it says no to, so that a host is
+    /// judged by who holds it rather than run by run wherever that tells.
+    pub(crate) fn gang_outlook(
         &self,
-        gpus: u32,
         blockers: &Blockers,
         eventually: &impl Fn(&Run) -> bool,
-    ) -> Option<(Time, Vec<NodeGpus>)> {
+    ) -> GangOutlook {
         let now = self.now;
         let free_at = |r: &Run| eventually(r).then(|| r.protected_until.unwrap_or(now));
-        if gpus <= self.node_size {
-            return self.earliest_single(gpus, &free_at);
-        }
-        // Who holds each host says it, but where only the runs can tell.
-        self.earliest_gang(gpus, |node| {
+        let mut outlook = GangOutlook {
+            hosts: Vec::with_capacity(self.slots.len()),
+            reach_now: 0,
+        };
+        for (node, slot) in self.slots.iter().enumerate() {
+            if !slot.schedulable() {
+                continue;
+            }
             let by_holders = self.ready_by_holders(node, blockers);
             #[cfg(debug_assertions)]
             if let Some(ready) = by_holders {
@@ -286,12 +300,25 @@ impl Pool {
                     "host {node}'s holders"
                 );
             }
-            by_holders.unwrap_or_else(|| self.ready_at(node, &free_at))
-        })
+            let ready = by_holders.unwrap_or_else(|| self.ready_at(node, &free_at));
+            // Ready now: its runs may all be preempted now (a reserved host too, by work that
+            // may use it).
+            if ready == Some(now) {
+                outlook.reach_now += slot.size;
+            }
+            if let Some(at) = ready.filter(|_| slot.reservation.is_none()) {
+                outlook.hosts.push((at, node, slot.all));
+            }
+        }
+        outlook
     }
 
-    /// As [`Pool::earliest`], with each run's GPUs free from the moment `free_at` gives (`None`:
-    /// never; a moment past is now).
+    /// The earliest moment `gpus` could start on hosts no one has reserved, with each run's GPUs
+    /// free from the moment `free_at` gives (`None`: never; a moment past is now).
+    ///
+    /// On one host, a request takes the GPUs that come free first, lowest index first among those
+    /// freed at the same moment. GPUs are grouped by that moment (idle ones now, each run's when
+    /// its protection ends), so a host costs a sort of its few distinct moments, not of its GPUs.
     pub(crate) fn earliest_by(
         &self,
         gpus: u32,
@@ -339,6 +366,14 @@ impl Pool {
                 hosts.push((at, node, slot.all));
             }
         }
+        Pool::earliest_whole_hosts(hosts, gpus)
+    }
+
+    /// The earliest moment `gpus` could start on whole hosts, each ready at its moment.
+    fn earliest_whole_hosts(
+        mut hosts: Vec<(Time, usize, GpuSet)>,
+        gpus: u32,
+    ) -> Option<(Time, Vec<NodeGpus>)> {
         #[cfg(debug_assertions)]
         let sorted = Pool::earliest_sorted(hosts.clone(), gpus);
         if let Some(found) = Pool::earliest_uniform(&mut hosts, gpus) {
