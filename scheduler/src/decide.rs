@@ -56,7 +56,7 @@ pub(crate) fn fair_share_with(
     shortcuts: Shortcuts,
     changes: Option<&Changes<'_>>,
 ) -> (Decision, Option<WaitReason>) {
-    let standings = engine.standings(now);
+    let standings = engine.pass_standings(now);
     let ranks = standings.leaf_count();
     // Allocated work preempts unallocated work, and allocated work out of its protection.
     let pool = engine.pool_for_pass(
@@ -153,6 +153,7 @@ pub(crate) fn fair_share_with(
     pass.scan_unallocated();
     let (decision, watched, pool) = pass.finish();
     engine.keep_pool(pool, changes);
+    engine.keep_standings(standings);
     (decision, watched)
 }
 

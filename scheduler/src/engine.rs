@@ -145,6 +145,8 @@ pub struct Engine {
     kept: Mutex<Kept>,
     /// Fair share's queue kept for such a driver.
     lineup: Mutex<Lineup>,
+    /// The standings of the last fair-share pass, whose lists the next one reuses.
+    standings: Mutex<Standings>,
 }
 
 impl Clone for Engine {
@@ -157,6 +159,7 @@ impl Clone for Engine {
             baseline_book: Mutex::default(),
             kept: Mutex::default(),
             lineup: Mutex::default(),
+            standings: Mutex::default(),
         }
     }
 }
@@ -172,6 +175,7 @@ impl Engine {
             baseline_book: Mutex::default(),
             kept: Mutex::default(),
             lineup: Mutex::default(),
+            standings: Mutex::default(),
         }
     }
 
@@ -277,6 +281,23 @@ impl Engine {
     /// Every node's usage, allocation and ratio at `now`, and the Fair-Tree order of leaves.
     pub fn standings(&self, now: Time) -> Standings {
         Standings::compute_with(&self.tree, &self.ledger, now, self.config.recent)
+    }
+
+    /// [`Engine::standings`] for a pass, in the lists of the last pass's standings (handed back
+    /// with [`Engine::keep_standings`]): worked out at every event, they are not allocated anew.
+    pub(crate) fn pass_standings(&self, now: Time) -> Standings {
+        let mut standings = std::mem::take(&mut *self.kept_standings());
+        standings.recompute(&self.tree, &self.ledger, now, self.config.recent);
+        standings
+    }
+
+    /// Keeps a pass's standings for the next pass to reuse.
+    pub(crate) fn keep_standings(&self, standings: Standings) {
+        *self.kept_standings() = standings;
+    }
+
+    fn kept_standings(&self) -> MutexGuard<'_, Standings> {
+        self.standings.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// One decision pass. Deterministic: the same engine, snapshot and time give the same decision,

@@ -152,9 +152,23 @@ impl Ledger {
 
     /// [`Ledger::allocated_all`] over a window no longer than the ledger's.
     pub fn allocated_all_within(&self, tree: &BudgetTree, now: Time, window: Time) -> Vec<f64> {
+        let mut out = Vec::new();
+        self.allocated_all_into(tree, now, window, &mut out);
+        out
+    }
+
+    /// [`Ledger::allocated_all_within`] into `out`, reusing its allocation.
+    pub(crate) fn allocated_all_into(
+        &self,
+        tree: &BudgetTree,
+        now: Time,
+        window: Time,
+        out: &mut Vec<f64>,
+    ) {
         let start = now - window.min(self.config.window);
         let versions = tree.versions();
-        let mut out = vec![0.0; tree.len()];
+        out.clear();
+        out.resize(tree.len(), 0.0);
         for (i, version) in versions.iter().enumerate() {
             let from = version.effective_from.max(start);
             let to = versions
@@ -168,7 +182,6 @@ impl Ledger {
                 *slot += fraction * gpu_seconds;
             }
         }
-        out
     }
 
     fn for_path_decayed(&mut self, leaf: BudgetId, mut apply: impl FnMut(&mut Decayed)) {

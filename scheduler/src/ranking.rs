@@ -13,7 +13,7 @@ use crate::ledger::Ledger;
 use crate::tree::BudgetTree;
 
 /// Every node's usage, allocation and ratio at one moment, and the leaves in Fair-Tree order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Standings {
     pub(crate) at: Time,
     usage: Vec<f64>,
@@ -35,6 +35,11 @@ pub struct Standings {
     paths: Vec<BudgetId>,
     /// Where each leaf rank's path starts in `paths`; its end is the next one's start.
     path_at: Vec<u32>,
+    /// Room kept for working them out again: the recent window's allocations, the path walked,
+    /// and the children being ordered at each level of the walk.
+    scratch: Vec<f64>,
+    path: Vec<BudgetId>,
+    kids: Vec<BudgetId>,
 }
 
 /// Where two leaves' paths part, and each side's ratio there.
@@ -80,67 +85,78 @@ impl Standings {
         now: Time,
         recent: Recent,
     ) -> Standings {
-        let allocated = ledger.allocated_all(tree, now);
-        let usage: Vec<f64> = tree.ids().map(|id| ledger.usage(id, now)).collect();
+        let mut standings = Standings::default();
+        standings.recompute(tree, ledger, now, recent);
+        standings
+    }
+
+    /// [`Standings::compute_with`] in place, reusing these standings' lists: a pass works them
+    /// out at every event.
+    pub(crate) fn recompute(
+        &mut self,
+        tree: &BudgetTree,
+        ledger: &Ledger,
+        now: Time,
+        recent: Recent,
+    ) {
+        self.at = now;
+        ledger.allocated_all_into(tree, now, Time::MAX, &mut self.allocated);
+        self.usage.clear();
+        self.usage
+            .extend(tree.ids().map(|id| ledger.usage(id, now)));
         let funded = tree.version_at(now);
-        let ratio: Vec<f64> = tree
-            .ids()
-            .map(|id| {
-                ratio(
-                    usage[id.index()],
-                    allocated[id.index()],
+        let (usage, allocated) = (&self.usage, &self.allocated);
+        self.ratio.clear();
+        self.ratio.extend(tree.ids().map(|id| {
+            ratio(
+                usage[id.index()],
+                allocated[id.index()],
+                funded.fraction(id),
+            )
+        }));
+        let weight = recent.weight.clamp(0.0, 1.0);
+        if weight > 0.0 && recent.window > 0 {
+            let allocated_recent = &mut self.scratch;
+            ledger.allocated_all_into(tree, now, recent.window, allocated_recent);
+            self.recent.clear();
+            self.recent.extend(tree.ids().map(|id| {
+                self::ratio(
+                    ledger.usage_within(id, now, recent.window),
+                    allocated_recent[id.index()],
                     funded.fraction(id),
                 )
-            })
-            .collect();
-        let weight = recent.weight.clamp(0.0, 1.0);
-        let (recent_ratio, rank_ratio) = if weight > 0.0 && recent.window > 0 {
-            let allocated_recent = ledger.allocated_all_within(tree, now, recent.window);
-            let recent_ratio: Vec<f64> = tree
-                .ids()
-                .map(|id| {
-                    self::ratio(
-                        ledger.usage_within(id, now, recent.window),
-                        allocated_recent[id.index()],
-                        funded.fraction(id),
-                    )
-                })
-                .collect();
-            let rank_ratio = ratio
-                .iter()
-                .zip(&recent_ratio)
-                .map(|(&week, &recent)| {
+            }));
+            self.rank_ratio.clear();
+            self.rank_ratio
+                .extend(self.ratio.iter().zip(&self.recent).map(|(&week, &recent)| {
                     if week.is_finite() && recent.is_finite() {
                         (1.0 - weight) * week + weight * recent
                     } else {
                         week
                     }
-                })
-                .collect();
-            (recent_ratio, rank_ratio)
+                }));
         } else {
-            (ratio.clone(), ratio.clone())
-        };
+            self.recent.clone_from(&self.ratio);
+            self.rank_ratio.clone_from(&self.ratio);
+        }
         let n = tree.len();
-        let mut standings = Standings {
-            at: now,
-            usage,
-            allocated,
-            ratio,
-            recent: recent_ratio,
-            rank_ratio,
-            sibling_rank: vec![0; n],
-            sibling_count: vec![1; n],
-            rank_range: vec![(0, 0); n],
-            leaves: Vec::new(),
-            leaf_rank: vec![u32::MAX; n],
-            paths: Vec::with_capacity(2 * n),
-            path_at: Vec::with_capacity(n + 1),
+        let refill = |v: &mut Vec<u32>, value: u32| {
+            v.clear();
+            v.resize(n, value);
         };
-        standings.path_at.push(0);
-        let mut path = Vec::new();
-        standings.rank_subtree(tree, BudgetId::ROOT, now, &mut path);
-        standings
+        refill(&mut self.sibling_rank, 0);
+        refill(&mut self.sibling_count, 1);
+        refill(&mut self.leaf_rank, u32::MAX);
+        self.rank_range.clear();
+        self.rank_range.resize(n, (0, 0));
+        self.leaves.clear();
+        self.paths.clear();
+        self.path_at.clear();
+        self.path_at.push(0);
+        let mut path = std::mem::take(&mut self.path);
+        path.clear();
+        self.rank_subtree(tree, BudgetId::ROOT, now, &mut path);
+        self.path = path;
     }
 
     fn rank_subtree(
@@ -158,20 +174,26 @@ impl Standings {
             self.path_at.push(self.paths.len() as u32);
         } else {
             let shares = tree.version_at(now);
-            let mut kids = tree.children(node).to_vec();
-            kids.sort_by(|&a, &b| {
-                self.rank_ratio[a.index()]
-                    .total_cmp(&self.rank_ratio[b.index()])
+            // The children in order, on a stack shared by every level of the walk.
+            let from = self.kids.len();
+            self.kids.extend_from_slice(tree.children(node));
+            let rank_ratio = &self.rank_ratio;
+            self.kids[from..].sort_by(|&a, &b| {
+                rank_ratio[a.index()]
+                    .total_cmp(&rank_ratio[b.index()])
                     .then_with(|| shares.share(b).total_cmp(&shares.share(a)))
                     .then_with(|| tree.name(a).cmp(tree.name(b)))
             });
-            for (i, &kid) in kids.iter().enumerate() {
+            let count = self.kids.len() - from;
+            for i in 0..count {
+                let kid = self.kids[from + i];
                 self.sibling_rank[kid.index()] = i as u32;
-                self.sibling_count[kid.index()] = kids.len() as u32;
+                self.sibling_count[kid.index()] = count as u32;
                 path.push(kid);
                 self.rank_subtree(tree, kid, now, path);
                 path.pop();
             }
+            self.kids.truncate(from);
         }
         self.rank_range[node.index()] = (lo, self.leaves.len() as u32);
     }
@@ -322,6 +344,44 @@ mod tests {
         let order: Vec<&str> = s.leaves().iter().map(|&l| tree.path(l)).collect();
         assert_eq!(order, ["a/a2", "a/a1", "b/b1", "b/b2"]);
         assert!(s.ratio(id("b/b1")) < s.ratio(id("a/a1")));
+    }
+
+    #[test]
+    fn standings_worked_out_again_in_place_read_as_ones_worked_out_afresh() {
+        let (tree, mut ledger) = setup();
+        let id = |p: &str| tree.find(p).unwrap();
+        let recent = Recent {
+            window: 2 * HOUR,
+            weight: 0.15,
+        };
+        ledger.charge(id("a/a1"), -DAY, 0, 20_000_000.0);
+        let mut kept = Standings::compute_with(&tree, &ledger, 0, recent);
+        // Later, with the order changed: b2 used the most since.
+        ledger.charge(id("b/b2"), 0, HOUR, 90_000_000.0);
+        ledger.charge(id("a/a2"), 0, HOUR, 1_000_000.0);
+        kept.recompute(&tree, &ledger, HOUR, recent);
+        let fresh = Standings::compute_with(&tree, &ledger, HOUR, recent);
+        assert_eq!(kept.at(), fresh.at());
+        assert_eq!(kept.leaves(), fresh.leaves());
+        assert_ne!(kept.leaves()[3], id("a/a1"), "the order changed");
+        for node in tree.ids() {
+            assert_eq!(kept.usage(node), fresh.usage(node));
+            assert_eq!(kept.allocated(node), fresh.allocated(node));
+            assert_eq!(kept.ratio(node), fresh.ratio(node));
+            assert_eq!(kept.recent_ratio(node), fresh.recent_ratio(node));
+            assert_eq!(kept.rank_ratio(node), fresh.rank_ratio(node));
+            assert_eq!(kept.leaf_rank(node), fresh.leaf_rank(node));
+            if node != BudgetId::ROOT {
+                assert_eq!(kept.sibling_rank(node), fresh.sibling_rank(node));
+            }
+        }
+        for &leaf in fresh.leaves() {
+            assert_eq!(kept.path(leaf), fresh.path(leaf));
+            assert_eq!(
+                kept.preemptible_by(leaf, 0.1, &tree),
+                fresh.preemptible_by(leaf, 0.1, &tree)
+            );
+        }
     }
 
     #[test]
