@@ -234,6 +234,18 @@ impl Engine {
         }
     }
 
+    /// The pool for a pass of a peer (the priority baseline, the SLURM peer): no leaf ranks, and
+    /// only work not `baseline_protected` may ever be preempted.
+    pub(crate) fn peer_pool_for_pass(
+        &self,
+        state: &ClusterState<'_>,
+        now: Time,
+        changes: Option<&Changes<'_>>,
+    ) -> Pool {
+        let victim_from = |r: &Run| (!r.baseline_protected).then_some(Time::MIN);
+        self.pool_for_pass(state, now, 1, |_| 0, victim_from, changes)
+    }
+
     /// Keeps the pass's pool for the driver's next pass, if it names its changes.
     pub(crate) fn keep_pool(&self, pool: Pool, changes: Option<&Changes<'_>>) {
         if let Some(changes) = changes {

@@ -53,14 +53,7 @@ pub(crate) fn baseline_walk(
     changes: Option<&Changes<'_>>,
 ) -> (Decision, Option<WaitReason>) {
     let party = parties(engine, now);
-    let mut pool = engine.pool_for_pass(
-        state,
-        now,
-        1,
-        |_| 0,
-        |r| (!r.baseline_protected).then_some(Time::MIN),
-        changes,
-    );
+    let mut pool = engine.peer_pool_for_pass(state, now, changes);
     let mut actions = Vec::new();
     if state.nodes.iter().any(|n| n.health != Health::Healthy) {
         drain_hosts(

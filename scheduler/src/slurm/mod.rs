@@ -136,14 +136,7 @@ pub(crate) fn walk(
     let party = parties(engine, now);
     // Running normal and debug jobs are `baseline_protected` (started with `UntilDone`):
     // only scavenger work is ever preempted.
-    let mut pool = engine.pool_for_pass(
-        state,
-        now,
-        1,
-        |_| 0,
-        |r| (!r.baseline_protected).then_some(Time::MIN),
-        changes,
-    );
+    let mut pool = engine.peer_pool_for_pass(state, now, changes);
     let mut actions = Vec::new();
     if state.nodes.iter().any(|n| n.health != Health::Healthy) {
         drain_hosts(
