@@ -98,7 +98,7 @@ pub struct Config {
     /// waiting for its first protection to end (README).
     pub headroom_max_fraction: f64,
     /// The recent window blended into the ratio siblings are ordered by (not the one preemption
-    /// compares): see [`crate::ranking`]. `Recent::OFF` orders by the week's ratio alone.
+    /// compares): see the `ranking` module. `Recent::OFF` orders by the week's ratio alone.
     pub recent: Recent,
     /// The SLURM peer's weights and limits (read only under [`Policy::Slurm`]).
     pub slurm: SlurmConfig,

@@ -31,7 +31,7 @@ pub struct PathStep {
     pub allocated: f64,
     pub ratio: f64,
     /// The same ratio over the engine's recent window; siblings are ordered by the two blended
-    /// (see [`crate::ranking`]).
+    /// (see the `ranking` module).
     pub recent_ratio: f64,
     /// 1-based position among its siblings, and how many there are.
     pub sibling_rank: u32,

@@ -1,11 +1,13 @@
 //! Who holds a host's GPUs, summed up for a gang that reserves (DESIGN §4.8): which leaves' work,
 //! whether it can resume, and when the last protection there ends.
 //!
-//! A reserving gang's search ([`Pool::earliest`]) asks of every host when the gang could have all
-//! of it: never if some work there is of a leaf it may never take, else when the last protection
-//! there ends. Read run by run, that is most of what a pass reserving for gangs does, and a host's
-//! work rarely changes from one pass to the next. The summary is kept from pass to pass until the
-//! host changes, and the gang's rule is said once per search as bits of leaves ([`Blockers`]).
+//! A reserving gang ([`Pool::gang_outlook`]) asks of every host when it could have all of it:
+//! never if some work there is of a leaf it may never take, else when the last protection there
+//! ends (now, if it has ended). Read run by run, that is most of what a pass reserving for gangs
+//! does, and a host's work rarely changes from one pass to the next. The summary is kept from pass
+//! to pass until the host's runs change, and the gang's rule is said once per search as bits of
+//! leaves ([`Blockers`]). A tree of more than 64 nodes leaves the work of leaves past bit 63 to be
+//! read run by run.
 
 use super::Pool;
 use crate::ids::{BudgetId, Time, WorkloadId};
