@@ -158,6 +158,37 @@ fn backfill_uses_reserved_gpus_only_when_it_will_be_preemptible_in_time() {
     );
 }
 
+/// A reserving gang judges a host by who holds it, in bits of the tree's nodes up to 64; past
+/// them it reads the host's runs. Either way its own team's work that cannot resume keeps it off
+/// that host for good, and other teams' work only until its protection ends.
+#[test]
+fn a_gang_of_a_team_past_the_64th_node_of_the_tree_reserves_around_its_own_final_work() {
+    // Teams x and y come after 70 quiet ones, whichever way the tree numbers its nodes.
+    let names: Vec<String> = (0..70).map(|i| format!("q{i:02}")).collect();
+    let mut shares: Vec<(&str, f64)> = names.iter().map(|n| (n.as_str(), 0.01)).collect();
+    shares.extend([("x", 1.0), ("y", 1.0)]);
+    let small: &[(&str, f64)] = &[("x", 1.0), ("y", 1.0)];
+    for shares in [small, &shares[..]] {
+        let mut w = World::new(shares, 3, 8);
+        assert_eq!(w.leaf("x").0 >= 64, shares.len() > 64);
+        w.history("y", 400.0);
+        let mut own = w.spec("x", 1, HOUR);
+        own.resumable = false;
+        w.place(own, 0, &[(0, &[0])]);
+        w.running("y", 2 * HOUR, 0, 1, &[0, 1, 2, 3, 4, 5, 6, 7]);
+        w.running("y", 3 * HOUR, 0, 2, &[0, 1, 2, 3, 4, 5, 6, 7]);
+        // Host 0 is out of its protection first, but never the gang's.
+        let gang = w.submit("x", 16, HOUR);
+        let decision = w.decide();
+        let held: Vec<(WorkloadId, Time, Vec<NodeId>)> = decision
+            .reservations
+            .iter()
+            .map(|r| (r.workload, r.at, r.gpus.iter().map(|p| p.node).collect()))
+            .collect();
+        assert_eq!(held, [(gang, 3 * HOUR, vec![NodeId(1), NodeId(2)])]);
+    }
+}
+
 #[test]
 fn free_work_that_may_not_backfill_finds_the_idle_gpus_no_reservation_holds() {
     // a's gang reserves hosts 0 and 1 (free from 2 h); host 0's two idle GPUs are reserved, host
