@@ -18,8 +18,8 @@ use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::lineup::{Brief, Lineup};
 use crate::memo::{bits_of, Failure, Failures};
 use crate::placement::{Choice, Rules, IDLE_ONLY};
-use crate::pool::{tail_of, Blockers, Held, Pool, Run};
-use crate::queue::{FreeOrder, FreeQueue, Queue, QueueKey};
+use crate::pool::{Blockers, Held, Pool, Run};
+use crate::queue::{leaf_order, FreeOrder, FreeQueue, Queue, QueueKey};
 use crate::ranking::Standings;
 use crate::reasons::{
     Action, AfterStop, Decision, Party, PreemptReason, PreemptRule, Protection, Reservation,
@@ -200,7 +200,7 @@ impl Victims {
             if !self.eligible[r] {
                 match (r as u32).cmp(&rank) {
                     Ordering::Less => blockers.resumable_leaves |= bit,
-                    Ordering::Equal => blockers.own = Some((bit, tail_of(gang))),
+                    Ordering::Equal => blockers.own = Some((bit, leaf_order(gang))),
                     Ordering::Greater => {}
                 }
             }

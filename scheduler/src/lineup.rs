@@ -11,8 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::ids::{BudgetId, Time, WorkloadId};
+use crate::ids::{BudgetId, Time};
 use crate::pool::FreeFit;
+use crate::queue::leaf_order;
 use crate::ranking::Standings;
 use crate::snapshot::{Changes, WorkloadSpec};
 
@@ -35,13 +36,6 @@ impl Brief {
             min_runtime: w.min_runtime,
         }
     }
-}
-
-/// Order within a leaf and class: priority (higher first), submit time, id.
-type Key = (i64, Time, WorkloadId);
-
-fn key(w: &WorkloadSpec) -> Key {
-    (-i64::from(w.priority), w.submitted_at, w.id)
 }
 
 /// Allocated work, free work that can resume, free work that cannot (the order of classes).
@@ -137,7 +131,7 @@ impl Lineup {
             self.briefs = queued.iter().map(Brief::of).collect();
             for leaf in &mut self.leaves {
                 for list in &mut leaf.lists {
-                    list.sort_unstable_by_key(|&q| (key(&queued[q as usize]), q));
+                    list.sort_unstable_by_key(|&q| (leaf_order(&queued[q as usize]), q));
                 }
             }
             return;
@@ -184,7 +178,8 @@ impl Lineup {
         let mirror = &self.mirror;
         let leaf = &mut self.leaves[w.leaf.index()];
         let list = &mut leaf.lists[class(w)];
-        let at = list.partition_point(|&e| (key(&mirror[e as usize]), e) < (key(w), q));
+        let at =
+            list.partition_point(|&e| (leaf_order(&mirror[e as usize]), e) < (leaf_order(w), q));
         list.insert(at, q);
         leaf.count(q, w, 1);
     }
@@ -194,7 +189,8 @@ impl Lineup {
         let mirror = &self.mirror;
         let leaf = &mut self.leaves[w.leaf.index()];
         let list = &mut leaf.lists[class(w)];
-        if let Ok(at) = list.binary_search_by(|&e| (key(&mirror[e as usize]), e).cmp(&(key(w), q)))
+        if let Ok(at) = list
+            .binary_search_by(|&e| (leaf_order(&mirror[e as usize]), e).cmp(&(leaf_order(w), q)))
         {
             list.remove(at);
             leaf.count(q, w, -1);

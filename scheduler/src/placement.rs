@@ -219,10 +219,9 @@ impl Pool {
                 continue;
             }
             // A host with a run no one may preempt is out without reading its runs.
-            let open = || slot.free.union(self.victim_gpus(node)) == slot.all;
             let cost = if slot.free == slot.all {
                 Some(Cost::ZERO)
-            } else if let Some(victim_ok) = rules.victim.filter(|_| open()) {
+            } else if let Some(victim_ok) = rules.victim.filter(|_| self.gang_may_take(node)) {
                 self.slot_runs(node)
                     .iter()
                     .try_fold(Cost::ZERO, |sum, &(run, _)| {

@@ -11,6 +11,14 @@ use crate::pool::FreeFit;
 use crate::ranking::Standings;
 use crate::snapshot::WorkloadSpec;
 
+/// Where work stands among its leaf's work of the same class (the fields of [`QueueKey`] after
+/// the class and the leaf's rank): higher priority first, then earlier submitted, then lower id.
+pub(crate) type LeafOrder = (i64, Time, WorkloadId);
+
+pub(crate) fn leaf_order(w: &WorkloadSpec) -> LeafOrder {
+    (-i64::from(w.priority), w.submitted_at, w.id)
+}
+
 /// A workload's place in queue order: smaller is earlier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct QueueKey {
@@ -240,11 +248,11 @@ impl Queue {
             // Within a bucket the class and rank are the same: the order is priority, then
             // submit time, then id. Keys are made once, not at every comparison.
             self.keyed.clear();
-            self.keyed
-                .extend(self.order[range.clone()].iter().map(|&q| {
-                    let w = &queued[q as usize];
-                    ((-i64::from(w.priority), w.submitted_at, w.id), q)
-                }));
+            self.keyed.extend(
+                self.order[range.clone()]
+                    .iter()
+                    .map(|&q| (leaf_order(&queued[q as usize]), q)),
+            );
             self.keyed.sort_unstable();
             for (slot, &(_, q)) in self.order[range.clone()].iter_mut().zip(&self.keyed) {
                 *slot = q;

@@ -100,7 +100,7 @@ impl Standings {
         recent: Recent,
     ) {
         self.at = now;
-        ledger.allocated_all_into(tree, now, Time::MAX, &mut self.allocated);
+        ledger.allocated_all_into(tree, now, ledger.config().window, &mut self.allocated);
         self.usage.clear();
         self.usage
             .extend(tree.ids().map(|id| ledger.usage(id, now)));

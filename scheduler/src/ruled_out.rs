@@ -111,8 +111,8 @@ impl SameBackfill {
         }
     }
 
-    /// Whether a request at `key` (worked out only when needed) that can resume (or not) with `min_runtime` may use exactly
-    /// the reservations of `B` at `now`.
+    /// Whether a request at `key` (worked out only when needed) that can resume (or not) with
+    /// `min_runtime` may use exactly the reservations of `B` at `now`.
     pub(crate) fn holds(
         self,
         key: &impl Fn() -> QueueKey,

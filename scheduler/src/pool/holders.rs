@@ -10,8 +10,8 @@
 //! read run by run.
 
 use super::Pool;
-use crate::ids::{BudgetId, Time, WorkloadId};
-use crate::snapshot::WorkloadSpec;
+use crate::ids::{BudgetId, Time};
+use crate::queue::{leaf_order, LeafOrder};
 
 /// Who holds GPUs on one host, as of when a search first asked since the host last changed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,17 +30,7 @@ pub(crate) struct Holders {
 /// For the first few leaves with resumable work on a host (by the order their runs are listed),
 /// that leaf's bit and its first such work there in queue order. Kept apart from [`Holders`], so
 /// that a search reads the hosts' holders from one short list.
-pub(crate) type Firsts = [Option<(u64, Tail)>; 3];
-
-/// Where work stands in the queue among its leaf's work (the fields of [`QueueKey`] after the
-/// leaf's rank): higher priority first, then earlier submitted, then lower id.
-///
-/// [`QueueKey`]: crate::queue::QueueKey
-pub(crate) type Tail = (i64, Time, WorkloadId);
-
-pub(crate) fn tail_of(w: &WorkloadSpec) -> Tail {
-    (-i64::from(w.priority), w.submitted_at, w.id)
-}
+pub(crate) type Firsts = [Option<(u64, LeafOrder)>; 3];
 
 /// The leaves whose allocated work keeps one reserving gang off a host for good, as bits (see
 /// [`Holders`]).
@@ -52,7 +42,7 @@ pub(crate) struct Blockers {
     pub resumable_leaves: u64,
     /// The gang's own leaf and its place in the leaf's queue, if the gang may not take the leaf's
     /// resumable work: then work ahead of it there keeps it off the host, work behind does not.
-    pub own: Option<(u64, Tail)>,
+    pub own: Option<(u64, LeafOrder)>,
 }
 
 impl Blockers {
@@ -127,7 +117,7 @@ impl Pool {
                 continue;
             }
             known.resumable_leaves |= bit;
-            let tail = tail_of(&r.spec);
+            let tail = leaf_order(&r.spec);
             let slot = firsts
                 .iter_mut()
                 .find(|f| f.is_none_or(|(leaf, _)| leaf == bit));

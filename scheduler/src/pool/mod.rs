@@ -6,7 +6,7 @@ use std::cell::{Cell, OnceCell};
 mod holders;
 mod kept;
 
-pub(crate) use holders::{tail_of, Blockers};
+pub(crate) use holders::Blockers;
 use holders::{Firsts, Holders};
 pub(crate) use kept::{Build, Kept};
 
@@ -527,12 +527,19 @@ impl Pool {
         ones(&self.idle_hosts)
     }
 
+    /// Whether every GPU of host `node` is idle or held by a run someone may preempt: a gang
+    /// that preempts can take it whole only then.
+    pub(crate) fn gang_may_take(&self, node: usize) -> bool {
+        let slot = &self.slots[node];
+        slot.free.union(self.victim_gpus(node)) == slot.all
+    }
+
     /// A superset of the hosts a gang search that preempts can use (see `gang_hosts`).
     pub(crate) fn gang_hosts(&self) -> impl Iterator<Item = usize> + '_ {
         let bits = self.gang_hosts.get_or_init(|| {
             let mut bits = vec![0u64; self.slots.len().div_ceil(64)];
             for (node, slot) in self.slots.iter().enumerate() {
-                if slot.schedulable() && slot.free.union(self.victim_gpus(node)) == slot.all {
+                if slot.schedulable() && self.gang_may_take(node) {
                     bits[node / 64] |= 1 << (node % 64);
                 }
             }
