@@ -16,13 +16,20 @@ use scheduler::sim::scenario::{generate, ScenarioConfig};
 use scheduler::sim::{self, summary_table, SimConfig, SimInput};
 use scheduler::Policy;
 
+/// The whole number after flag `name`, or `default` when the flag is not given; anything else
+/// after it ends the bench with a message (a typo must not measure the default instead).
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    let Some(i) = args.iter().position(|a| a == name) else {
+        return default;
+    };
+    match args.get(i + 1).map(|v| v.parse()) {
+        Some(Ok(value)) => value,
+        _ => {
+            eprintln!("{name} takes a whole number");
+            std::process::exit(2);
+        }
+    }
 }
 
 /// The Philly trace's text for `--member philly` (from `../shared`, as the matrix example reads it).
@@ -45,6 +52,10 @@ fn main() {
     let member = std::env::args()
         .position(|a| a == "--member")
         .and_then(|i| std::env::args().nth(i + 1));
+    if member.is_some() && std::env::args().any(|a| a == "--debug-per-day") {
+        eprintln!("--debug-per-day sets the preset month's debug work, not a member's");
+        std::process::exit(2);
+    }
     let started = Instant::now();
     let s = match member.as_deref() {
         None => {
