@@ -98,6 +98,11 @@ pub(crate) fn fair_share_with(
         .min(engine.config().headroom_gpus)
         .min(headroom_cap as u32);
     let lineup = changes.map(|changes| engine.lineup(state.queued, changes));
+    let mut scratch = std::mem::take(&mut *engine.scratch());
+    scratch.started.clear();
+    scratch.started.resize(state.queued.len(), false);
+    scratch.wake_for.clear();
+    scratch.wake_for.resize(ranks, false);
     let mut pass = Pass {
         lineup: lineup.as_deref(),
         briefs: lineup.as_deref().map(Lineup::briefs),
@@ -121,13 +126,14 @@ pub(crate) fn fair_share_with(
         pool,
         actions: Vec::new(),
         wake: None,
-        started: vec![false; state.queued.len()],
-        wake_for: vec![false; ranks],
+        started: scratch.started,
+        wake_for: scratch.wake_for,
         blocked: false,
         leftover_after_block: false,
         attempts: 0,
         failures: Failures::new(ranks),
         nodes: Vec::new(),
+        outlook_hosts: scratch.outlook_hosts,
         watch,
         watched: None,
         shortcuts,
@@ -141,7 +147,7 @@ pub(crate) fn fair_share_with(
     pass.wake_at(drain_wake);
     let mut queue = match pass.lineup {
         Some(lineup) => {
-            let queue = Queue::from_lineup(lineup, &standings);
+            let queue = Queue::from_lineup(scratch.queue, lineup, &standings);
             #[cfg(debug_assertions)]
             queue.assert_as_built(state.queued, &standings);
             queue
@@ -151,7 +157,9 @@ pub(crate) fn fair_share_with(
     pass.scan_lane(queue.debug());
     pass.scan_allocated(&mut queue);
     pass.scan_unallocated();
-    let (decision, watched, pool) = pass.finish();
+    let (decision, watched, pool, mut kept) = pass.finish();
+    kept.queue = queue;
+    *engine.scratch() = kept;
     engine.keep_pool(pool, changes);
     engine.keep_standings(standings);
     (decision, watched)
@@ -278,7 +286,7 @@ struct Pass<'a> {
     max_reservations: usize,
     queued: &'a [WorkloadSpec],
     now: Time,
-    pool: Pool,
+    pool: Box<Pool>,
     actions: Vec<Action>,
     wake: Option<Time>,
     started: Vec<bool>,
@@ -291,6 +299,8 @@ struct Pass<'a> {
     failures: Failures,
     /// Scratch: the hosts a covered request searches.
     nodes: Vec<usize>,
+    /// Scratch: the hosts a reserving gang could have (see `Pool::gang_outlook`).
+    outlook_hosts: Vec<(Time, usize, GpuSet)>,
     watch: Option<WorkloadId>,
     watched: Option<WaitReason>,
     shortcuts: Shortcuts,
@@ -973,7 +983,8 @@ impl Pass<'_> {
         // whose work it never takes) wherever that tells: a search now only if enough is ready.
         let eventually = |r: &Run| !r.spec.is_allocated() || behind(r);
         let blockers = victims.blockers(&w, group.rank, self.standings);
-        let outlook = self.pool.gang_outlook(&blockers, &eventually);
+        let hosts = std::mem::take(&mut self.outlook_hosts);
+        let mut outlook = self.pool.gang_outlook(&blockers, &eventually, hosts);
         let mut choice = if outlook.reach_now >= w.gpus {
             self.find_idle_then_preempting(&w, key, &victim)
         } else {
@@ -986,6 +997,7 @@ impl Pass<'_> {
             self.held_by_headroom = true;
         }
         if let Some(choice) = choice {
+            self.outlook_hosts = outlook.into_hosts();
             self.start(
                 q,
                 group.rank,
@@ -1021,6 +1033,7 @@ impl Pass<'_> {
                 self.wake_at(Some(at));
             }
         }
+        self.outlook_hosts = outlook.into_hosts();
         self.explain_blocked(&w, key, group);
     }
 
@@ -1146,7 +1159,7 @@ impl Pass<'_> {
         self.started[q as usize] = true;
     }
 
-    fn finish(mut self) -> (Decision, Option<WaitReason>, Pool) {
+    fn finish(mut self) -> (Decision, Option<WaitReason>, Box<Pool>, Scratch) {
         // Blocked work waits for protections of leaves it may preempt to end; work held back by
         // the headroom for any resumable work's (it then comes within the lane's reach).
         if self.blocked || self.held_by_headroom {
@@ -1193,7 +1206,29 @@ impl Pass<'_> {
             next_wake: self.wake,
             decide_again: self.pool.decide_again(),
         };
-        (decision, self.watched, self.pool)
+        let scratch = Scratch {
+            queue: Queue::default(),
+            started: self.started,
+            wake_for: self.wake_for,
+            outlook_hosts: self.outlook_hosts,
+        };
+        (decision, self.watched, self.pool, scratch)
+    }
+}
+
+/// A fair-share pass's buffers, which the engine keeps for the next pass rather than allocating
+/// them again at every pass.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    queue: Queue,
+    started: Vec<bool>,
+    wake_for: Vec<bool>,
+    outlook_hosts: Vec<(Time, usize, GpuSet)>,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scratch").finish_non_exhaustive()
     }
 }
 

@@ -147,6 +147,8 @@ pub struct Engine {
     lineup: Mutex<Lineup>,
     /// The standings of the last fair-share pass, whose lists the next one reuses.
     standings: Mutex<Standings>,
+    /// The last fair-share pass's buffers, which the next one reuses.
+    scratch: Mutex<crate::decide::Scratch>,
 }
 
 impl Clone for Engine {
@@ -160,6 +162,7 @@ impl Clone for Engine {
             kept: Mutex::default(),
             lineup: Mutex::default(),
             standings: Mutex::default(),
+            scratch: Mutex::default(),
         }
     }
 }
@@ -176,6 +179,7 @@ impl Engine {
             kept: Mutex::default(),
             lineup: Mutex::default(),
             standings: Mutex::default(),
+            scratch: Mutex::default(),
         }
     }
 
@@ -217,9 +221,9 @@ impl Engine {
         rank_of: impl Fn(BudgetId) -> u32,
         victim_from: fn(&Run) -> Option<Time>,
         changes: Option<&Changes<'_>>,
-    ) -> Pool {
+    ) -> Box<Pool> {
         match changes {
-            None => Pool::new(state, now, ranks, rank_of, victim_from),
+            None => Box::new(Pool::new(state, now, ranks, rank_of, victim_from)),
             Some(changes) => self.kept().pool_for(
                 self.config.policy,
                 state,
@@ -241,13 +245,13 @@ impl Engine {
         state: &ClusterState<'_>,
         now: Time,
         changes: Option<&Changes<'_>>,
-    ) -> Pool {
+    ) -> Box<Pool> {
         let victim_from = |r: &Run| (!r.baseline_protected).then_some(Time::MIN);
         self.pool_for_pass(state, now, 1, |_| 0, victim_from, changes)
     }
 
     /// Keeps the pass's pool for the driver's next pass, if it names its changes.
-    pub(crate) fn keep_pool(&self, pool: Pool, changes: Option<&Changes<'_>>) {
+    pub(crate) fn keep_pool(&self, pool: Box<Pool>, changes: Option<&Changes<'_>>) {
         if let Some(changes) = changes {
             self.kept().keep(pool, self.config.policy, changes);
         }
@@ -262,6 +266,10 @@ impl Engine {
         let mut lineup = self.lineup.lock().unwrap_or_else(|e| e.into_inner());
         lineup.update(queued, changes, self.tree.len());
         lineup
+    }
+
+    pub(crate) fn scratch(&self) -> MutexGuard<'_, crate::decide::Scratch> {
+        self.scratch.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn kept(&self) -> MutexGuard<'_, Kept> {

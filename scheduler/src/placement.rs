@@ -22,8 +22,13 @@ pub(crate) struct GangOutlook {
 
 impl GangOutlook {
     /// The earliest moment `gpus` could start on those hosts, and which. `None` if never.
-    pub(crate) fn earliest(self, gpus: u32) -> Option<(Time, Vec<NodeGpus>)> {
-        Pool::earliest_whole_hosts(self.hosts, gpus)
+    pub(crate) fn earliest(&mut self, gpus: u32) -> Option<(Time, Vec<NodeGpus>)> {
+        Pool::earliest_whole_hosts(&mut self.hosts, gpus)
+    }
+
+    /// Its hosts' buffer, for the next outlook to reuse.
+    pub(crate) fn into_hosts(self) -> Vec<(Time, usize, GpuSet)> {
+        self.hosts
     }
 }
 
@@ -274,16 +279,19 @@ impl Pool {
     /// yes to were preempted as soon as its protection ends: each host no one has reserved that
     /// it could have whole, with when; and at most how many GPUs it could take now. `blockers`
     /// says the same as `eventually`, as the leaves whose work it says no to, so that a host is
-    /// judged by who holds it rather than run by run wherever that tells.
+    /// judged by who holds it rather than run by run wherever that tells. `hosts` is a buffer to
+    /// reuse.
     pub(crate) fn gang_outlook(
         &self,
         blockers: &Blockers,
         eventually: &impl Fn(&Run) -> bool,
+        mut hosts: Vec<(Time, usize, GpuSet)>,
     ) -> GangOutlook {
         let now = self.now;
         let free_at = |r: &Run| eventually(r).then(|| r.protected_until.unwrap_or(now));
+        hosts.clear();
         let mut outlook = GangOutlook {
-            hosts: Vec::with_capacity(self.slots.len()),
+            hosts,
             reach_now: 0,
         };
         for (node, slot) in self.slots.iter().enumerate() {
@@ -365,17 +373,17 @@ impl Pool {
                 hosts.push((at, node, slot.all));
             }
         }
-        Pool::earliest_whole_hosts(hosts, gpus)
+        Pool::earliest_whole_hosts(&mut hosts, gpus)
     }
 
     /// The earliest moment `gpus` could start on whole hosts, each ready at its moment.
     fn earliest_whole_hosts(
-        mut hosts: Vec<(Time, usize, GpuSet)>,
+        hosts: &mut Vec<(Time, usize, GpuSet)>,
         gpus: u32,
     ) -> Option<(Time, Vec<NodeGpus>)> {
         #[cfg(debug_assertions)]
-        let sorted = Pool::earliest_sorted(hosts.clone(), gpus);
-        if let Some(found) = Pool::earliest_uniform(&mut hosts, gpus) {
+        let sorted = Pool::earliest_sorted(&mut hosts.clone(), gpus);
+        if let Some(found) = Pool::earliest_uniform(hosts, gpus) {
             #[cfg(debug_assertions)]
             assert_eq!(found, sorted, "hosts of one size chosen without sorting");
             return found;
@@ -385,7 +393,7 @@ impl Pool {
 
     /// [`Pool::earliest_by`]'s choice of whole hosts, sorting them.
     fn earliest_sorted(
-        mut hosts: Vec<(Time, usize, GpuSet)>,
+        hosts: &mut [(Time, usize, GpuSet)],
         gpus: u32,
     ) -> Option<(Time, Vec<NodeGpus>)> {
         // The earliest moment enough whole hosts are ready...

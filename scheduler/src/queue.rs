@@ -92,6 +92,7 @@ pub fn fair_share_order(queued: &[WorkloadSpec], standings: &Standings) -> Vec<u
 }
 
 /// Allocated work in buckets by leaf rank, each sorted only when the scan reaches it.
+#[derive(Default)]
 pub(crate) struct Queue {
     /// Queue indices grouped by rank.
     order: Vec<u32>,
@@ -160,19 +161,19 @@ impl Queue {
     }
 
     /// The same buckets read from the lineup kept between passes, each already in order.
-    pub(crate) fn from_lineup(lineup: &Lineup, standings: &Standings) -> Queue {
+    /// Reuses `queue`'s buffers (a pass's queue kept for the next: see `decide::Scratch`).
+    pub(crate) fn from_lineup(mut queue: Queue, lineup: &Lineup, standings: &Standings) -> Queue {
         let ranks = standings.leaf_count();
-        let mut queue = Queue {
-            order: Vec::new(),
-            start: Vec::with_capacity(ranks + 1),
-            min_gpus: Vec::with_capacity(ranks),
-            max_gpus: Vec::with_capacity(ranks),
-            sorted: vec![true; ranks],
-            debug: Vec::new(),
-            debug_count: Vec::with_capacity(ranks),
-            shortest_resumable: Vec::with_capacity(ranks),
-            keyed: Vec::new(),
-        };
+        queue.order.clear();
+        queue.start.clear();
+        queue.min_gpus.clear();
+        queue.max_gpus.clear();
+        queue.sorted.clear();
+        queue.sorted.resize(ranks, true);
+        queue.debug.clear();
+        queue.debug_count.clear();
+        queue.shortest_resumable.clear();
+        queue.keyed.clear();
         queue.start.push(0);
         // The lineup keeps each leaf's sizes, debug work and shortest resumable minimum
         // runtime: no workload's spec is read here.

@@ -98,7 +98,7 @@ impl Idle {
 /// The engine's side: the pool kept at a driver's pass.
 #[derive(Default)]
 pub(crate) struct Kept {
-    pool: Option<(Pool, u64, Policy)>,
+    pool: Option<(Box<Pool>, u64, Policy)>,
 }
 
 impl std::fmt::Debug for Kept {
@@ -119,7 +119,7 @@ impl Kept {
         changes: &Changes<'_>,
         now: Time,
         build: Build<F>,
-    ) -> Pool {
+    ) -> Box<Pool> {
         let Build {
             ranks,
             rank_of,
@@ -137,7 +137,7 @@ impl Kept {
                 return pool;
             }
         }
-        let mut pool = Pool::new(state, now, ranks, rank_of, victim_from);
+        let mut pool = Box::new(Pool::new(state, now, ranks, rank_of, victim_from));
         pool.base = Some(Base {
             slots: Vec::new(),
             changed: Vec::new(),
@@ -154,7 +154,7 @@ impl Kept {
     }
 
     /// Takes back what the pass did and keeps the pool for the driver's next pass.
-    pub(crate) fn keep(&mut self, mut pool: Pool, policy: Policy, changes: &Changes<'_>) {
+    pub(crate) fn keep(&mut self, mut pool: Box<Pool>, policy: Policy, changes: &Changes<'_>) {
         if pool.rollback() {
             self.pool = Some((pool, changes.pass, policy));
         }

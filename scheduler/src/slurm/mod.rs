@@ -147,7 +147,7 @@ pub(crate) fn walk(
         );
     }
     let mut watched = None;
-    let finish = |actions, watched: Option<WaitReason>, pool: Pool| {
+    let finish = |actions, watched: Option<WaitReason>, pool: Box<Pool>| {
         let watched = watched.or_else(|| watch.map(|_| WaitReason::idle_only(pool.idle_total)));
         let decision = Decision {
             actions,
