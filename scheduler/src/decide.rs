@@ -16,7 +16,7 @@ use crate::explain::{blocked_reason, WaitReason};
 use crate::health::drain_hosts;
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::lineup::{Brief, Lineup};
-use crate::memo::{bits_of, Failure, Failures};
+use crate::memo::{bits_from, Failure, Failures};
 use crate::placement::{Choice, Rules, IDLE_ONLY};
 use crate::pool::{Blockers, Held, Pool, Run};
 use crate::queue::{leaf_order, FreeOrder, FreeQueue, Queue, QueueKey};
@@ -103,6 +103,7 @@ pub(crate) fn fair_share_with(
     scratch.started.resize(state.queued.len(), false);
     scratch.wake_for.clear();
     scratch.wake_for.resize(ranks, false);
+    scratch.failures.reset(ranks);
     let mut pass = Pass {
         lineup: lineup.as_deref(),
         briefs: lineup.as_deref().map(Lineup::briefs),
@@ -131,7 +132,7 @@ pub(crate) fn fair_share_with(
         blocked: false,
         leftover_after_block: false,
         attempts: 0,
-        failures: Failures::new(ranks),
+        failures: scratch.failures,
         nodes: Vec::new(),
         outlook_hosts: scratch.outlook_hosts,
         watch,
@@ -192,6 +193,14 @@ impl Victims {
         by_rank[r.rank as usize]
     }
 
+    /// Whether a gang of this leaf with queue key `key` may take allocated run `r` once its
+    /// protection ends: fair share lets it, or `r` can resume and is behind it in the queue.
+    fn behind(&self, r: &Run, key: QueueKey) -> bool {
+        r.spec.is_allocated()
+            && (self.may_take(r)
+                || (r.spec.resumable && QueueKey::fair_share(&r.spec, r.rank) > key))
+    }
+
     /// `try_reserving`'s `eventually` for `gang` of this leaf, of rank `rank`, as the leaves whose
     /// work it may never take: work that cannot resume, unless it may be killed; resumable work,
     /// unless it may be preempted or is behind the gang in the queue (work of a later rank, or of
@@ -218,8 +227,11 @@ impl Victims {
 
     /// Both sets as one bit set, to compare with other leaves' (see `memo`).
     fn bits(&self) -> Rc<[u64]> {
-        let both: Vec<bool> = self.eligible.iter().chain(&self.kill).copied().collect();
-        bits_of(&both)
+        let (eligible, kill) = (&self.eligible, &self.kill);
+        bits_from(eligible.len() + kill.len(), |i| match eligible.get(i) {
+            Some(&e) => e,
+            None => kill[i - eligible.len()],
+        })
     }
 }
 
@@ -240,6 +252,9 @@ struct Group {
     reach: Option<(u64, u32)>,
     /// Its eligibility is already in `wake_for`.
     noted: bool,
+    /// A gang of the group that could never start (`try_reserving`) without holding a
+    /// reservation: its GPUs, and the pool's version then.
+    never: Option<(u32, u64)>,
     /// The latest request of the group held back by the headroom.
     held_back: Option<HeldBack>,
     /// Which of its single-host requests the failures on record rule out, by size.
@@ -334,6 +349,7 @@ impl Pass<'_> {
                     victims,
                     reach: None,
                     noted: false,
+                    never: None,
                     held_back: None,
                     verdicts: Verdicts::default(),
                 };
@@ -972,12 +988,13 @@ impl Pass<'_> {
     fn try_reserving(&mut self, q: u32, key: QueueKey, group: &mut Group, holds: bool) {
         let w = self.queued[q as usize];
         let now = self.now;
+        if !holds && self.never_starts(&w, group) {
+            self.attempts += 1;
+            self.explain_blocked(&w, key, group);
+            return;
+        }
         let victims = &group.victims;
-        let behind = |r: &Run| {
-            r.spec.is_allocated()
-                && (victims.may_take(r)
-                    || (r.spec.resumable && QueueKey::fair_share(&r.spec, r.rank) > key))
-        };
+        let behind = |r: &Run| victims.behind(r, key);
         let victim = |r: &Run| !r.spec.is_allocated() || (!r.is_protected(now) && behind(r));
         // What it could have now and in time, from who holds the hosts (`eventually` as the leaves
         // whose work it never takes) wherever that tells: a search now only if enough is ready.
@@ -1025,16 +1042,44 @@ impl Pass<'_> {
                 let more: u32 = parts.iter().map(|p| p.gpus.count()).sum();
                 reserved == 0 || reserved + more <= self.reserve_cap
             };
-            if let Some((at, parts)) = outlook
-                .earliest(w.gpus)
-                .filter(|(at, parts)| *at > now && within(parts))
-            {
+            let earliest = outlook.earliest(w.gpus);
+            if earliest.is_none() && outlook.reach_now < w.gpus {
+                group.never = Some((w.gpus, self.pool.changes));
+            }
+            if let Some((at, parts)) = earliest.filter(|(at, parts)| *at > now && within(parts)) {
                 self.pool.reserve(w.id, key, at, parts);
                 self.wake_at(Some(at));
             }
         }
         self.outlook_hosts = outlook.into_hosts();
         self.explain_blocked(&w, key, group);
+    }
+
+    /// Whether gang `w`, holding no reservation, would find that it can neither start now nor
+    /// ever have enough hosts, as a gang of its group before it found for as many GPUs or fewer.
+    /// Nothing since made a host easier, and the later gang's outlook is no better: each run
+    /// behind it in the queue is behind the earlier one too, the pass's starts (its group's work,
+    /// ahead of it) are never its to take, and reservations made since only close hosts.
+    fn never_starts(&self, w: &WorkloadSpec, group: &Group) -> bool {
+        let Some((gpus, at)) = group.never else {
+            return false;
+        };
+        let never =
+            self.shortcuts == Shortcuts::On && gpus <= w.gpus && !self.pool.loosened_after(at);
+        #[cfg(debug_assertions)]
+        if never {
+            let key = QueueKey::fair_share(w, group.rank);
+            let victims = &group.victims;
+            let eventually = |r: &Run| !r.spec.is_allocated() || victims.behind(r, key);
+            let blockers = victims.blockers(w, group.rank, self.standings);
+            let mut outlook = self.pool.gang_outlook(&blockers, &eventually, Vec::new());
+            assert!(
+                outlook.reach_now < w.gpus,
+                "a gang after one that could never start"
+            );
+            assert_eq!(outlook.earliest(w.gpus), None);
+        }
+        never
     }
 
     /// Idle GPUs first, then preemption, on `only` hosts if given. When nothing fits: an upper
@@ -1179,16 +1224,12 @@ impl Pass<'_> {
         if self.lane_turned_away && self.lane_may_open {
             self.wake_at(Some(self.now + LANE_RECHECK));
         }
-        let holds: Vec<Time> = self
-            .pool
-            .held
-            .iter()
-            .filter(|h| h.live)
+        let now = self.now;
+        let hold = (self.pool.held.iter())
+            .filter(|h| h.live && h.at > now)
             .map(|h| h.at)
-            .collect();
-        for at in holds {
-            self.wake_at(Some(at));
-        }
+            .min();
+        self.wake_at(hold);
         let reservations = self
             .pool
             .held
@@ -1210,6 +1251,7 @@ impl Pass<'_> {
             queue: Queue::default(),
             started: self.started,
             wake_for: self.wake_for,
+            failures: self.failures,
             outlook_hosts: self.outlook_hosts,
         };
         (decision, self.watched, self.pool, scratch)
@@ -1223,6 +1265,7 @@ pub(crate) struct Scratch {
     queue: Queue,
     started: Vec<bool>,
     wake_for: Vec<bool>,
+    failures: Failures,
     outlook_hosts: Vec<(Time, usize, GpuSet)>,
 }
 

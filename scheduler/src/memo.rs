@@ -34,6 +34,7 @@ const PER_LEAF: usize = 8;
 /// than the failed one's leaf fails the same way: in Fair-Tree order that is the common case.
 const RECENT: usize = 4;
 
+#[derive(Default)]
 pub(crate) struct Failures {
     by_rank: Vec<Vec<Failure>>,
     recent: Vec<(Failure, Rc<[u64]>)>,
@@ -42,12 +43,14 @@ pub(crate) struct Failures {
 }
 
 impl Failures {
-    pub(crate) fn new(ranks: usize) -> Failures {
-        Failures {
-            by_rank: vec![Vec::new(); ranks],
-            recent: Vec::new(),
-            recorded: 0,
+    /// Forgets every failure, for a pass over `ranks` leaves (keeping the buffers).
+    pub(crate) fn reset(&mut self, ranks: usize) {
+        self.by_rank.resize_with(ranks, Vec::new);
+        for failures in &mut self.by_rank {
+            failures.clear();
         }
+        self.recent.clear();
+        self.recorded = 0;
     }
 
     pub(crate) fn recorded(&self) -> u64 {
@@ -55,7 +58,7 @@ impl Failures {
     }
 
     /// The newest failure that covers a request of `gpus` from the leaf at `rank`, whose preemptible
-    /// leaves are `eligible` (as from [`bits_of`]).
+    /// leaves are `eligible` (as from [`bits_from`]).
     pub(crate) fn latest_covering(
         &self,
         rank: u32,
@@ -90,17 +93,12 @@ impl Failures {
     }
 }
 
-/// A leaf's preemptible leaves (indexed by rank) as a bit set.
-pub(crate) fn bits_of(eligible: &[bool]) -> Rc<[u64]> {
-    eligible
-        .chunks(64)
-        .map(|chunk| {
-            let bit = |(i, &e): (usize, &bool)| u64::from(e) << i;
-            chunk
-                .iter()
-                .enumerate()
-                .map(bit)
-                .fold(0, |bits, b| bits | b)
+/// A leaf's preemptible leaves as a bit set: `flag(rank)` for each of `len` ranks.
+pub(crate) fn bits_from(len: usize, flag: impl Fn(usize) -> bool) -> Rc<[u64]> {
+    (0..len.div_ceil(64))
+        .map(|word| {
+            (word * 64..len.min(word * 64 + 64))
+                .fold(0, |bits, i| bits | u64::from(flag(i)) << (i - word * 64))
         })
         .collect()
 }
@@ -115,9 +113,15 @@ mod tests {
 
     #[test]
     fn bit_sets_compare_as_subsets() {
-        let few = bits_of(&[true, false, false]);
-        let many = bits_of(&[true, true, false]);
+        let few = bits_from(3, |rank| rank == 0);
+        let many = bits_from(3, |rank| rank < 2);
         assert!(is_subset(&few, &many));
         assert!(!is_subset(&many, &few));
+    }
+
+    #[test]
+    fn bit_sets_carry_ranks_past_the_first_word() {
+        let bits = bits_from(70, |rank| rank == 1 || rank == 65);
+        assert_eq!(&bits[..], &[0b10, 0b10]);
     }
 }
