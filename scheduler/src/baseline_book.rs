@@ -94,7 +94,8 @@ impl BaselineBook {
             return;
         }
         let (old, new) = (self.queue.len(), queued.len());
-        let mut touched = changes.queued_touched(old, new);
+        let mut touched = Vec::new();
+        changes.queued_touched(old, new, &mut touched);
         // Out first, then in: a workload that moved is touched at both places.
         touched.retain(|&q| {
             let Some(&was) = self.queue.get(q as usize) else {

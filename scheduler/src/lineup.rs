@@ -110,6 +110,8 @@ pub(crate) struct Lineup {
     briefs: Vec<Brief>,
     /// By leaf (budget node index).
     leaves: Vec<Leaf>,
+    /// Scratch: the queue indices an update looks at.
+    touched: Vec<u32>,
 }
 
 impl Lineup {
@@ -137,7 +139,8 @@ impl Lineup {
             return;
         }
         let (old, new) = (self.mirror.len(), queued.len());
-        let touched = changes.queued_touched(old, new);
+        let mut touched = std::mem::take(&mut self.touched);
+        changes.queued_touched(old, new, &mut touched);
         for &q in &touched {
             let i = q as usize;
             if i < old && (i >= new || self.mirror[i] != queued[i]) {
@@ -164,6 +167,7 @@ impl Lineup {
             }
             self.insert(q, &queued[i]);
         }
+        self.touched = touched;
         debug_assert!(self.briefs.iter().copied().eq(queued.iter().map(Brief::of)));
     }
 

@@ -147,8 +147,9 @@ impl Pool {
                 if r.alive && !r.fresh && !gain.is_empty() && victim_ok(r) {
                     let count = gain.count();
                     reachable += count;
-                    items.push((count, r.cost, run, gain));
-                    cheapest = Some(cheapest.map_or(r.cost, |c: Cost| c.min(r.cost)));
+                    let cost = r.cost(self.now);
+                    items.push((count, cost, run, gain));
+                    cheapest = Some(cheapest.map_or(cost, |c: Cost| c.min(cost)));
                 }
             }
             most = most.max(reachable);
@@ -233,7 +234,7 @@ impl Pool {
                         let r = &self.runs[run as usize];
                         match (r.alive, r.alive && !r.fresh && victim_ok(r)) {
                             (false, _) => Some(sum),
-                            (true, true) => Some(sum.plus(r.cost)),
+                            (true, true) => Some(sum.plus(r.cost(self.now))),
                             (true, false) => None,
                         }
                     })

@@ -131,27 +131,24 @@ impl Changes<'_> {
     /// The indices of `running` that may have changed, for a list `old` long at the previous
     /// pass and `new` long now: those named below both lengths and every one past the shorter,
     /// ascending, each once.
-    pub(crate) fn running_touched(&self, old: usize, new: usize) -> Vec<u32> {
-        touched(self.running, old, new)
+    /// Into `touched` (cleared first, its allocation reused).
+    pub(crate) fn running_touched(&self, old: usize, new: usize, touched: &mut Vec<u32>) {
+        touched_into(self.running, old, new, touched);
     }
 
     /// The same for `queued`.
-    pub(crate) fn queued_touched(&self, old: usize, new: usize) -> Vec<u32> {
-        touched(self.queued, old, new)
+    pub(crate) fn queued_touched(&self, old: usize, new: usize, touched: &mut Vec<u32>) {
+        touched_into(self.queued, old, new, touched);
     }
 }
 
-fn touched(named: &[u32], old: usize, new: usize) -> Vec<u32> {
+fn touched_into(named: &[u32], old: usize, new: usize, touched: &mut Vec<u32>) {
     let (shorter, longer) = (old.min(new) as u32, old.max(new) as u32);
-    let mut touched: Vec<u32> = named
-        .iter()
-        .copied()
-        .filter(|&i| i < shorter)
-        .chain(shorter..longer)
-        .collect();
+    touched.clear();
+    touched.extend(named.iter().copied().filter(|&i| i < shorter));
+    touched.extend(shorter..longer);
     touched.sort_unstable();
     touched.dedup();
-    touched
 }
 
 /// Why a snapshot was rejected. The engine decides nothing on a bad snapshot.

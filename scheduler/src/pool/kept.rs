@@ -11,7 +11,7 @@
 //! again at every pass, as `Pool::new` does. Hosts changing state, a different policy, or a driver
 //! that skipped a pass: the pool is built afresh.
 
-use super::{Cost, Pool, Run, Slot};
+use super::{Pool, Run, Slot};
 use crate::cluster::NodeState;
 use crate::engine::Policy;
 use crate::ids::{BudgetId, Time};
@@ -41,6 +41,8 @@ pub(crate) struct Base {
     /// Parts of the snapshot's runs (the rest of `Pool::parts` past the base is stale).
     live_parts: usize,
     ranks: usize,
+    /// Scratch: the snapshot's runs bringing the pool up to date looks at.
+    touched: Vec<u32>,
 }
 
 impl Base {
@@ -148,6 +150,7 @@ impl Kept {
             nodes: state.nodes.to_vec(),
             live_parts: pool.parts.len(),
             ranks,
+            touched: Vec::new(),
         });
         pool.checkpoint();
         pool
@@ -219,7 +222,7 @@ impl Pool {
     /// Applies the entries of `running` that `changes` names (and any past the shorter length).
     /// `false` if the pool must be built afresh instead.
     fn sync(&mut self, state: &ClusterState<'_>, changes: &Changes<'_>, ranks: usize) -> bool {
-        let base = self.base.as_ref().expect("a kept pool");
+        let base = self.base.as_mut().expect("a kept pool");
         if base.nodes != state.nodes
             || base.ranks != ranks
             || self.parts.len() > 4 * base.live_parts + 4096
@@ -227,7 +230,8 @@ impl Pool {
             return false;
         }
         let (old, new) = (self.runs.len(), state.running.len());
-        let touched = changes.running_touched(old, new);
+        let mut touched = std::mem::take(&mut base.touched);
+        changes.running_touched(old, new, &mut touched);
         for &i in touched.iter().take_while(|&&i| (i as usize) < old) {
             self.remove_run(i);
         }
@@ -237,6 +241,7 @@ impl Pool {
                 return false;
             }
         }
+        self.base.as_mut().expect("a kept pool").touched = touched;
         true
     }
 
@@ -306,7 +311,6 @@ impl Pool {
             rank: 0,
             protected_until: run.protected_until(),
             baseline_protected: run.baseline_protected,
-            cost: Cost::ZERO,
             parts: (at, run.placement.parts.len() as u32),
             usable_gpus,
             gpus,
@@ -333,7 +337,6 @@ impl Pool {
         for i in 0..self.runs.len() {
             let r = &mut self.runs[i];
             r.rank = rank_of(r.spec.leaf);
-            r.cost = Cost::of(&r.spec, r.gpus, now - r.started_at);
             if r.spec.is_debug() {
                 self.debug_gpus += r.gpus;
             }
@@ -358,7 +361,6 @@ impl Pool {
                 && (a.alive, a.fresh, a.rank) == (b.alive, b.fresh, b.rank)
                 && (a.protected_until, a.baseline_protected)
                     == (b.protected_until, b.baseline_protected)
-                && a.cost == b.cost
                 && (a.usable_gpus, a.gpus) == (b.usable_gpus, b.gpus)
                 && self.parts_of(i as u32) == new.parts_of(i as u32);
             assert!(same, "run {i}: kept {a:?}, new {b:?}");

@@ -84,7 +84,6 @@ pub(crate) struct Run {
     pub rank: u32,
     pub protected_until: Option<Time>,
     pub baseline_protected: bool,
-    pub cost: Cost,
     parts: (u32, u32),
     /// GPUs held on hosts that take new work: the only ones worth freeing.
     pub usable_gpus: u32,
@@ -95,6 +94,11 @@ pub(crate) struct Run {
 impl Run {
     pub(crate) fn is_protected(&self, now: Time) -> bool {
         self.protected_until.is_some_and(|until| now < until)
+    }
+
+    /// What preempting it at `now` would cost.
+    pub(crate) fn cost(&self, now: Time) -> Cost {
+        Cost::of(&self.spec, self.gpus, now - self.started_at)
     }
 }
 
@@ -367,7 +371,6 @@ impl Pool {
                 rank: rank_of(run.spec.leaf),
                 protected_until: run.protected_until(),
                 baseline_protected: run.baseline_protected,
-                cost: Cost::of(&run.spec, gpus, now - run.started_at),
                 parts: (at, run.placement.parts.len() as u32),
                 usable_gpus,
                 gpus,
@@ -447,7 +450,7 @@ impl Pool {
             .iter()
             .map(|&(run, _)| &self.runs[run as usize])
             .filter(|r| r.alive && !r.fresh && (self.victim_from)(r).is_some_and(|t| t <= self.now))
-            .map(|r| r.cost)
+            .map(|r| r.cost(self.now))
             .min();
         slot.cheapest_victim.set(Some(cheapest));
         cheapest
@@ -681,7 +684,6 @@ impl Pool {
             rank,
             protected_until: spec.is_allocated().then_some(self.now + spec.min_runtime),
             baseline_protected,
-            cost: Cost::of(&spec, placement.gpu_count(), 0),
             parts: (at, placement.parts.len() as u32),
             usable_gpus: 0,
             gpus: placement.gpu_count(),

@@ -241,7 +241,8 @@ impl Book {
             }
             self.queue.truncate(new);
             // Entries past the new length were counted out above.
-            let touched = changes.queued_touched(old, new);
+            let mut touched = Vec::new();
+            changes.queued_touched(old, new, &mut touched);
             for q in touched.into_iter().take_while(|&q| (q as usize) < new) {
                 let (q, w) = (q as usize, &queued[q as usize]);
                 if let Some(&j) = self.queue.get(q) {
