@@ -45,6 +45,8 @@ pub(crate) struct LazyOrder<'a> {
     source: Source<'a>,
     /// Every size asked for by idle-only work.
     by_size: Vec<SizeGroup>,
+    /// Groups of an earlier pass, emptied, for `by_size` to reuse.
+    spare: Vec<SizeGroup>,
     /// By GPUs asked for: its place in `by_size` plus one, or 0.
     size_index: Vec<u32>,
     /// The last key taken: idle-only work before it was passed over while it could not fit.
@@ -73,7 +75,26 @@ enum Source<'a> {
     },
 }
 
+/// A pass's buffers, which [`LazyOrder::into_buffers`] hands back for the next pass, so that a
+/// pass does not allocate them anew.
+#[derive(Default)]
+pub(crate) struct OrderBuffers {
+    first: Vec<(Key, u32)>,
+    fewest_from: Vec<u32>,
+    waiting: Vec<(Key, u32)>,
+    turns: Vec<Turn>,
+    by_size: Vec<SizeGroup>,
+    size_index: Vec<u32>,
+}
+
+impl std::fmt::Debug for OrderBuffers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrderBuffers").finish_non_exhaustive()
+    }
+}
+
 /// Idle-only work of one size, drawn from the queue in order a batch at a time.
+#[derive(Default)]
 struct SizeGroup {
     gpus: u32,
     /// The book's classes of this size with idle-only work (none when the queue is scanned).
@@ -101,10 +122,10 @@ pub(crate) fn key(w: &WorkloadSpec) -> Key {
 impl<'a> LazyOrder<'a> {
     pub(crate) fn new(
         queued: &'a [WorkloadSpec],
+        buffers: OrderBuffers,
         mut turn: impl FnMut(&WorkloadSpec) -> Turn,
     ) -> Self {
-        let mut order = LazyOrder::empty(queued);
-        let mut turns = Vec::with_capacity(queued.len());
+        let (mut order, mut turns) = LazyOrder::empty(queued, buffers);
         for (q, w) in queued.iter().enumerate() {
             let t = turn(w);
             turns.push(t);
@@ -132,10 +153,10 @@ impl<'a> LazyOrder<'a> {
     pub(crate) fn from_book(
         queued: &'a [WorkloadSpec],
         book: &'a BaselineBook,
+        buffers: OrderBuffers,
         mut turn: impl FnMut(&WorkloadSpec) -> Turn,
     ) -> Self {
-        let mut order = LazyOrder::empty(queued);
-        let mut turns = Vec::new();
+        let (mut order, mut turns) = LazyOrder::empty(queued, buffers);
         for (c, class, q) in book.classes() {
             let t = turn(&queued[q as usize]);
             if turns.len() <= c as usize {
@@ -162,22 +183,54 @@ impl<'a> LazyOrder<'a> {
         order
     }
 
-    /// Nothing taken yet, nothing to take; the caller fills it in and sets its source.
-    fn empty(queued: &'a [WorkloadSpec]) -> Self {
-        LazyOrder {
+    /// Nothing taken yet, nothing to take, in `buffers` emptied; the caller fills it in and sets
+    /// its source, with the turns (empty) returned.
+    fn empty(queued: &'a [WorkloadSpec], buffers: OrderBuffers) -> (Self, Vec<Turn>) {
+        let OrderBuffers {
+            mut first,
+            fewest_from,
+            mut waiting,
+            mut turns,
+            by_size: mut spare,
+            mut size_index,
+        } = buffers;
+        first.clear();
+        waiting.clear();
+        turns.clear();
+        size_index.clear();
+        let order = LazyOrder {
             queued,
-            first: Vec::new(),
+            first,
             taken: 0,
-            fewest_from: Vec::new(),
-            waiting: Vec::new(),
+            fewest_from,
+            waiting,
             source: Source::Scan {
                 turns: Vec::new(),
                 moved: Vec::new(),
             },
-            by_size: Vec::new(),
-            size_index: Vec::new(),
+            by_size: Vec::with_capacity(spare.len()),
+            spare: std::mem::take(&mut spare),
+            size_index,
             last: None,
             batch: BATCH,
+        };
+        (order, turns)
+    }
+
+    /// Its buffers, for the next pass's order.
+    pub(crate) fn into_buffers(self) -> OrderBuffers {
+        let turns = match self.source {
+            Source::Scan { turns, .. } | Source::Book { turns, .. } => turns,
+        };
+        let mut by_size = self.by_size;
+        by_size.extend(self.spare);
+        OrderBuffers {
+            first: self.first,
+            fewest_from: self.fewest_from,
+            waiting: self.waiting,
+            turns,
+            by_size,
+            size_index: self.size_index,
         }
     }
 
@@ -206,13 +259,13 @@ impl<'a> LazyOrder<'a> {
         }
         if self.size_index[gpus as usize] == 0 {
             self.size_index[gpus as usize] = self.by_size.len() as u32 + 1;
-            self.by_size.push(SizeGroup {
-                gpus,
-                classes: Vec::new(),
-                batch: Vec::new(),
-                at: 0,
-                done: false,
-            });
+            let mut group = self.spare.pop().unwrap_or_default();
+            group.gpus = gpus;
+            group.classes.clear();
+            group.batch.clear();
+            group.at = 0;
+            group.done = false;
+            self.by_size.push(group);
         }
     }
 
@@ -520,16 +573,35 @@ mod tests {
 
         let mut draws = Rng::new(seed);
         let mut book = BaselineBook::default();
-        let mut order = if by_class {
+        if by_class {
             let changes = Changes {
                 pass: 0,
                 running: &[],
                 queued: &[],
             };
             book.follow(&queued, &changes);
-            LazyOrder::from_book(&queued, &book, of_class)
+        }
+        // Buffers an earlier walk left behind, with its work in them: the walk must read none.
+        let buffers = {
+            let earlier_turn = |w: &WorkloadSpec| match w.gpus % 3 {
+                0 => Turn::Always,
+                1 => Turn::UntilPreemption,
+                _ => Turn::IfIdleFits,
+            };
+            let mut earlier = if by_class {
+                LazyOrder::from_book(&queued, &book, OrderBuffers::default(), earlier_turn)
+            } else {
+                LazyOrder::new(&queued, OrderBuffers::default(), earlier_turn)
+            };
+            for _ in 0..3 {
+                earlier.next(start_fit());
+            }
+            earlier.into_buffers()
+        };
+        let mut order = if by_class {
+            LazyOrder::from_book(&queued, &book, buffers, of_class)
         } else {
-            LazyOrder::new(&queued, |w| {
+            LazyOrder::new(&queued, buffers, |w| {
                 let q = queued.iter().position(|x| x.id == w.id).expect("queued");
                 turns[q]
             })

@@ -149,6 +149,8 @@ pub struct Engine {
     standings: Mutex<Standings>,
     /// The last fair-share pass's buffers, which the next one reuses.
     scratch: Mutex<crate::decide::Scratch>,
+    /// The same for the priority baseline's queue order.
+    order_buffers: Mutex<crate::baseline_order::OrderBuffers>,
 }
 
 impl Clone for Engine {
@@ -163,6 +165,7 @@ impl Clone for Engine {
             lineup: Mutex::default(),
             standings: Mutex::default(),
             scratch: Mutex::default(),
+            order_buffers: Mutex::default(),
         }
     }
 }
@@ -180,6 +183,7 @@ impl Engine {
             lineup: Mutex::default(),
             standings: Mutex::default(),
             scratch: Mutex::default(),
+            order_buffers: Mutex::default(),
         }
     }
 
@@ -266,6 +270,10 @@ impl Engine {
         let mut lineup = self.lineup.lock().unwrap_or_else(|e| e.into_inner());
         lineup.update(queued, changes, self.tree.len());
         lineup
+    }
+
+    pub(crate) fn order_buffers(&self) -> MutexGuard<'_, crate::baseline_order::OrderBuffers> {
+        self.order_buffers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn scratch(&self) -> MutexGuard<'_, crate::decide::Scratch> {

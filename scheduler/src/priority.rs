@@ -120,9 +120,10 @@ pub(crate) fn baseline_walk(
             Turn::Always
         }
     };
+    let buffers = std::mem::take(&mut *engine.order_buffers());
     let mut order = match &book {
-        Some(book) => LazyOrder::from_book(state.queued, book, turn),
-        None => LazyOrder::new(state.queued, turn),
+        Some(book) => LazyOrder::from_book(state.queued, book, buffers, turn),
+        None => LazyOrder::new(state.queued, buffers, turn),
     };
     let mut watched = None;
     let everywhere = |_: &Held| true;
@@ -225,6 +226,7 @@ pub(crate) fn baseline_walk(
         next_wake: None,
         decide_again: pool.decide_again(),
     };
+    *engine.order_buffers() = order.into_buffers();
     engine.keep_pool(pool, changes);
     (decision, watched)
 }
