@@ -103,7 +103,6 @@ pub(crate) fn fair_share_with(
     scratch.started.resize(state.queued.len(), false);
     scratch.wake_for.clear();
     scratch.wake_for.resize(ranks, false);
-    scratch.failures.reset(ranks);
     let mut pass = Pass {
         lineup: lineup.as_deref(),
         briefs: lineup.as_deref().map(Lineup::briefs),
@@ -132,7 +131,7 @@ pub(crate) fn fair_share_with(
         blocked: false,
         leftover_after_block: false,
         attempts: 0,
-        failures: scratch.failures,
+        failures: Failures::in_lists(scratch.failure_lists, ranks),
         nodes: Vec::new(),
         outlook_hosts: scratch.outlook_hosts,
         watch,
@@ -1251,7 +1250,7 @@ impl Pass<'_> {
             queue: Queue::default(),
             started: self.started,
             wake_for: self.wake_for,
-            failures: self.failures,
+            failure_lists: self.failures.into_lists(),
             outlook_hosts: self.outlook_hosts,
         };
         (decision, self.watched, self.pool, scratch)
@@ -1265,7 +1264,7 @@ pub(crate) struct Scratch {
     queue: Queue,
     started: Vec<bool>,
     wake_for: Vec<bool>,
-    failures: Failures,
+    failure_lists: Vec<Vec<Failure>>,
     outlook_hosts: Vec<(Time, usize, GpuSet)>,
 }
 

@@ -153,6 +153,12 @@ pub struct Engine {
     order_buffers: Mutex<crate::baseline_order::OrderBuffers>,
 }
 
+// The server shares one engine between threads: what it keeps from pass to pass must allow that.
+const _: () = {
+    const fn shared_between_threads<T: Send + Sync>() {}
+    shared_between_threads::<Engine>();
+};
+
 impl Clone for Engine {
     fn clone(&self) -> Engine {
         Engine {

@@ -34,7 +34,6 @@ const PER_LEAF: usize = 8;
 /// than the failed one's leaf fails the same way: in Fair-Tree order that is the common case.
 const RECENT: usize = 4;
 
-#[derive(Default)]
 pub(crate) struct Failures {
     by_rank: Vec<Vec<Failure>>,
     recent: Vec<(Failure, Rc<[u64]>)>,
@@ -43,14 +42,25 @@ pub(crate) struct Failures {
 }
 
 impl Failures {
-    /// Forgets every failure, for a pass over `ranks` leaves (keeping the buffers).
-    pub(crate) fn reset(&mut self, ranks: usize) {
-        self.by_rank.resize_with(ranks, Vec::new);
-        for failures in &mut self.by_rank {
+    /// None yet, for a pass over `ranks` leaves, in the lists of a pass before (see
+    /// [`Failures::into_lists`]) emptied.
+    pub(crate) fn in_lists(mut by_rank: Vec<Vec<Failure>>, ranks: usize) -> Failures {
+        by_rank.resize_with(ranks, Vec::new);
+        for failures in &mut by_rank {
             failures.clear();
         }
-        self.recent.clear();
-        self.recorded = 0;
+        Failures {
+            by_rank,
+            recent: Vec::new(),
+            recorded: 0,
+        }
+    }
+
+    /// Its per-leaf lists, for the next pass to reuse. (Not the whole: the recent failures'
+    /// bit sets are shared within a pass, and the engine that keeps the lists is shared between
+    /// threads.)
+    pub(crate) fn into_lists(self) -> Vec<Vec<Failure>> {
+        self.by_rank
     }
 
     pub(crate) fn recorded(&self) -> u64 {
