@@ -121,6 +121,10 @@ pub enum SimulateCommand {
         seed: u64,
         #[arg(long, default_value_t = 30)]
         days: u32,
+        /// Debug workloads submitted a day (1,300 gives a month of about 31,000).
+        #[arg(long, default_value_t = 1000,
+            value_parser = clap::value_parser!(u32).range(0..=100_000))]
+        debug_per_day: u32,
         #[arg(long)]
         out_dir: PathBuf,
     },

@@ -26,9 +26,13 @@ pub fn run(args: SimulateArgs) -> Result<(), ServerError> {
         Some(SimulateCommand::Scenario {
             seed,
             days,
+            debug_per_day,
             out_dir,
         }) => {
-            let s = scenario::generate(&scenario::ScenarioConfig::reference(seed, days));
+            let s = scenario::generate(&scenario::ScenarioConfig {
+                debug_per_day: f64::from(debug_per_day),
+                ..scenario::ScenarioConfig::reference(seed, days)
+            });
             write_inputs(&out_dir, &s)?;
             say!(
                 "wrote {} workloads over {days} days (seed {seed})",

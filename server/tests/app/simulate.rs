@@ -129,3 +129,57 @@ fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_l
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("--timeline needs a single --policy (fair-share, priority or slurm)"));
 }
+
+#[test]
+fn scenario_debug_per_day_sets_how_much_debug_work_the_month_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    // Debug workloads (DESIGN §5: a minimum runtime of at most 15 min, at most 8 GPUs) in a
+    // two-day scenario written with `more` flags.
+    let debug_rows = |name: &str, more: &[&str]| {
+        let out_dir = dir.path().join(name);
+        let mut args = vec![
+            "simulate",
+            "scenario",
+            "--days",
+            "2",
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+        ];
+        args.extend_from_slice(more);
+        let made = hourglass(&args);
+        assert!(made.status.success(), "{made:?}");
+        let trace = std::fs::read_to_string(out_dir.join("trace.csv")).unwrap();
+        trace
+            .lines()
+            .skip(1)
+            .filter(|row| {
+                let f: Vec<&str> = row.split(',').collect();
+                let (gpus, min_runtime): (u32, i64) =
+                    (f[4].parse().unwrap(), f[6].parse().unwrap());
+                gpus <= 8 && min_runtime > 0 && min_runtime <= 900
+            })
+            .count()
+    };
+    let preset = debug_rows("preset", &[]);
+    let more = debug_rows("more", &["--debug-per-day", "3000"]);
+    // Three times the preset's 1,000 a day (both follow the month's seasons).
+    let ratio = more as f64 / preset as f64;
+    assert!(
+        (2.7..3.3).contains(&ratio),
+        "preset {preset}, at 3,000 a day {more}"
+    );
+
+    let refused = dir.path().join("refused");
+    let out = hourglass(&[
+        "simulate",
+        "scenario",
+        "--debug-per-day",
+        "lots",
+        "--out-dir",
+        refused.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--debug-per-day"), "{stderr}");
+    assert!(!refused.exists(), "nothing is written");
+}
