@@ -191,7 +191,7 @@ impl<'a> LazyOrder<'a> {
             fewest_from,
             mut waiting,
             mut turns,
-            by_size: mut spare,
+            by_size: spare,
             mut size_index,
         } = buffers;
         first.clear();
@@ -209,7 +209,7 @@ impl<'a> LazyOrder<'a> {
                 moved: Vec::new(),
             },
             by_size: Vec::with_capacity(spare.len()),
-            spare: std::mem::take(&mut spare),
+            spare,
             size_index,
             last: None,
             batch: BATCH,

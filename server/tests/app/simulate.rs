@@ -9,20 +9,23 @@ fn hourglass(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).output().expect("runs")
 }
 
+/// `hourglass simulate scenario` into `out_dir`, with `more` flags.
+fn scenario(out_dir: &std::path::Path, more: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "simulate",
+        "scenario",
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    hourglass(&args)
+}
+
 #[test]
 fn policy_all_reports_fair_share_the_baseline_and_the_slurm_peer_with_its_time_limits() {
     let dir = tempfile::tempdir().unwrap();
     let inputs = dir.path().join("in");
-    let made = hourglass(&[
-        "simulate",
-        "scenario",
-        "--seed",
-        "2",
-        "--days",
-        "1",
-        "--out-dir",
-        inputs.to_str().unwrap(),
-    ]);
+    let made = scenario(&inputs, &["--seed", "2", "--days", "1"]);
     assert!(made.status.success(), "{made:?}");
     let file = |name: &str| inputs.join(name).to_str().unwrap().to_string();
     let (tree, cluster, trace) = (file("tree.toml"), file("cluster.toml"), file("trace.csv"));
@@ -137,16 +140,7 @@ fn scenario_debug_per_day_sets_how_much_debug_work_the_month_holds() {
     // two-day scenario written with `more` flags.
     let debug_rows = |name: &str, more: &[&str]| {
         let out_dir = dir.path().join(name);
-        let mut args = vec![
-            "simulate",
-            "scenario",
-            "--days",
-            "2",
-            "--out-dir",
-            out_dir.to_str().unwrap(),
-        ];
-        args.extend_from_slice(more);
-        let made = hourglass(&args);
+        let made = scenario(&out_dir, &[&["--days", "2"], more].concat());
         assert!(made.status.success(), "{made:?}");
         let trace = std::fs::read_to_string(out_dir.join("trace.csv")).unwrap();
         trace
@@ -170,14 +164,7 @@ fn scenario_debug_per_day_sets_how_much_debug_work_the_month_holds() {
     );
 
     let refused = dir.path().join("refused");
-    let out = hourglass(&[
-        "simulate",
-        "scenario",
-        "--debug-per-day",
-        "lots",
-        "--out-dir",
-        refused.to_str().unwrap(),
-    ]);
+    let out = scenario(&refused, &["--debug-per-day", "lots"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--debug-per-day"), "{stderr}");
