@@ -1000,7 +1000,12 @@ impl Pass<'_> {
         let eventually = |r: &Run| !r.spec.is_allocated() || behind(r);
         let blockers = victims.blockers(&w, group.rank, self.standings);
         let hosts = std::mem::take(&mut self.outlook_hosts);
-        let mut outlook = self.pool.gang_outlook(&blockers, &eventually, hosts);
+        let mut outlook = if self.shortcuts == Shortcuts::On {
+            self.pool
+                .gang_outlook_kept(w.id, w.gpus, &blockers, &eventually, hosts)
+        } else {
+            self.pool.gang_outlook(&blockers, &eventually, hosts)
+        };
         let mut choice = if outlook.reach_now >= w.gpus {
             self.find_idle_then_preempting(&w, key, &victim)
         } else {
@@ -1041,7 +1046,11 @@ impl Pass<'_> {
                 let more: u32 = parts.iter().map(|p| p.gpus.count()).sum();
                 reserved == 0 || reserved + more <= self.reserve_cap
             };
+            let known = outlook.known_earliest.is_some();
             let earliest = outlook.earliest(w.gpus);
+            if !known && self.shortcuts == Shortcuts::On {
+                self.pool.keep_earliest(w.id, w.gpus, &earliest);
+            }
             if earliest.is_none() && outlook.reach_now < w.gpus {
                 group.never = Some((w.gpus, self.pool.changes));
             }

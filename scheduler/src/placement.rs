@@ -3,7 +3,7 @@
 
 use crate::cluster::{GpuSet, NodeGpus, Placement};
 use crate::ids::Time;
-use crate::pool::{Blockers, Cost, Held, Pool, Run};
+use crate::pool::{Blockers, Cost, Held, Pool, Run, Seen};
 
 /// A way to place a workload: its GPUs and whom to preempt for them.
 #[derive(Clone, Debug)]
@@ -18,12 +18,35 @@ pub(crate) struct GangOutlook {
     hosts: Vec<(Time, usize, GpuSet)>,
     /// At most how many GPUs it could take now by preempting.
     pub reach_now: u32,
+    /// Its earliest start, when a kept outlook knew it (see `pool::outlooks`).
+    pub known_earliest: Option<Option<(Time, Vec<NodeGpus>)>>,
 }
 
 impl GangOutlook {
+    /// An outlook of `reach_now`, its hosts to be added to `hosts` (emptied).
+    pub(crate) fn from_parts(mut hosts: Vec<(Time, usize, GpuSet)>, reach_now: u32) -> Self {
+        hosts.clear();
+        GangOutlook {
+            hosts,
+            reach_now,
+            known_earliest: None,
+        }
+    }
+
     /// The earliest moment `gpus` could start on those hosts, and which. `None` if never.
     pub(crate) fn earliest(&mut self, gpus: u32) -> Option<(Time, Vec<NodeGpus>)> {
-        Pool::earliest_whole_hosts(&mut self.hosts, gpus)
+        match self.known_earliest.take() {
+            Some(known) => known,
+            None => Pool::earliest_whole_hosts(&mut self.hosts, gpus),
+        }
+    }
+
+    pub(crate) fn hosts(&self) -> &[(Time, usize, GpuSet)] {
+        &self.hosts
+    }
+
+    pub(crate) fn hosts_mut(&mut self) -> &mut Vec<(Time, usize, GpuSet)> {
+        &mut self.hosts
     }
 
     /// Its hosts' buffer, for the next outlook to reuse.
@@ -286,20 +309,35 @@ impl Pool {
         &self,
         blockers: &Blockers,
         eventually: &impl Fn(&Run) -> bool,
-        mut hosts: Vec<(Time, usize, GpuSet)>,
+        hosts: Vec<(Time, usize, GpuSet)>,
     ) -> GangOutlook {
+        self.gang_outlook_seen(blockers, eventually, hosts, None).0
+    }
+
+    /// [`Pool::gang_outlook`], noting in `seen` (if given) what each host is to the gang. Also
+    /// whether its holders told that of every host (else some was read run by run, by
+    /// `eventually`).
+    pub(crate) fn gang_outlook_seen(
+        &self,
+        blockers: &Blockers,
+        eventually: &impl Fn(&Run) -> bool,
+        hosts: Vec<(Time, usize, GpuSet)>,
+        mut seen: Option<&mut Vec<Seen>>,
+    ) -> (GangOutlook, bool) {
         let now = self.now;
         let free_at = |r: &Run| eventually(r).then(|| r.protected_until.unwrap_or(now));
-        hosts.clear();
-        let mut outlook = GangOutlook {
-            hosts,
-            reach_now: 0,
-        };
+        let mut outlook = GangOutlook::from_parts(hosts, 0);
+        if let Some(seen) = seen.as_deref_mut() {
+            seen.clear();
+            seen.resize(self.slots.len(), Seen::Never);
+        }
+        let mut by_holders_alone = true;
         for (node, slot) in self.slots.iter().enumerate() {
             if !slot.schedulable() {
                 continue;
             }
             let by_holders = self.ready_by_holders(node, blockers);
+            by_holders_alone &= by_holders.is_some();
             #[cfg(debug_assertions)]
             if let Some(ready) = by_holders {
                 assert_eq!(
@@ -317,8 +355,11 @@ impl Pool {
             if let Some(at) = ready.filter(|_| slot.reservation.is_none()) {
                 outlook.hosts.push((at, node, slot.all));
             }
+            if let Some(seen) = seen.as_deref_mut() {
+                seen[node] = Seen::of(ready, now);
+            }
         }
-        outlook
+        (outlook, by_holders_alone)
     }
 
     /// The earliest moment `gpus` could start on hosts no one has reserved, with each run's GPUs

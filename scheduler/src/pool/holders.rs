@@ -34,7 +34,7 @@ pub(crate) type Firsts = [Option<(u64, LeafOrder)>; 3];
 
 /// The leaves whose allocated work keeps one reserving gang off a host for good, as bits (see
 /// [`Holders`]).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Blockers {
     /// Leaves whose work that cannot resume the gang may never take.
     pub final_leaves: u64,
@@ -72,7 +72,7 @@ impl Pool {
         }
         if let Some((own, tail)) = blockers.own {
             if holders.resumable_leaves & own != 0 {
-                let firsts = self.firsts[node].get();
+                let firsts = self.firsts[node].get().expect("set with the holders");
                 let first = firsts.iter().flatten().find(|f| f.0 == own)?;
                 if first.1 < tail {
                     return Some(None);
@@ -125,7 +125,15 @@ impl Pool {
                 *first = Some((bit, first.map_or(tail, |(_, t)| t.min(tail))));
             }
         }
-        self.firsts[node].set(firsts);
+        // Unset: `forget_holders` drops both.
+        let _ = self.firsts[node].set(firsts);
         known
+    }
+
+    /// Drops what was learned of host `node`'s holders: its runs changed.
+    pub(super) fn forget_holders(&mut self, node: usize) {
+        self.holders[node].take();
+        self.firsts[node].take();
+        self.outlooks.get_mut().changed(node);
     }
 }

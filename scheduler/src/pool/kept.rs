@@ -37,6 +37,9 @@ pub(crate) struct Base {
     idle: Idle,
     /// Runs of the snapshot this pass stopped.
     released: Vec<u32>,
+    /// Hosts whose runs the pass changed (of those in `changed`): what was learned of their
+    /// holders goes when the pass is taken back. Reserving a host does not change its runs.
+    runs_changed: Vec<u32>,
     nodes: Vec<NodeState>,
     /// Parts of the snapshot's runs (the rest of `Pool::parts` past the base is stale).
     live_parts: usize,
@@ -48,6 +51,10 @@ pub(crate) struct Base {
 impl Base {
     pub(super) fn touched(&mut self, node: usize) {
         self.changed.push(node as u32);
+    }
+
+    pub(super) fn runs_changed(&mut self, node: usize) {
+        self.runs_changed.push(node as u32);
     }
 
     pub(super) fn released(&mut self, run: u32) {
@@ -147,6 +154,7 @@ impl Kept {
             parts: 0,
             idle: pool.idle(),
             released: Vec::new(),
+            runs_changed: Vec::new(),
             nodes: state.nodes.to_vec(),
             live_parts: pool.parts.len(),
             ranks,
@@ -189,6 +197,7 @@ impl Pool {
             base.slots.clone_from(&self.slots);
         }
         base.changed.clear();
+        base.runs_changed.clear();
         base.runs = runs;
         base.parts = parts;
         base.released.clear();
@@ -208,10 +217,13 @@ impl Pool {
         self.parts.truncate(base.parts);
         for &node in &base.changed {
             self.slots[node as usize].clone_from(&base.slots[node as usize]);
-            // What was learned of its holders may count the pass's own starts.
-            self.holders[node as usize].take();
+        }
+        // What was learned of their holders may count the pass's own starts and stops.
+        for &node in &base.runs_changed {
+            self.forget_holders(node as usize);
         }
         base.changed.clear();
+        base.runs_changed.clear();
         base.idle.restore(self);
         self.base = Some(base);
         self.held.clear();

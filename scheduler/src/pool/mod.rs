@@ -1,14 +1,17 @@
 //! The working state of one decision pass: which GPUs are idle, who holds the rest, what is
 //! reserved, and counters that let the pass skip hopeless work without searching.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 
 mod holders;
 mod kept;
+mod outlooks;
 
 pub(crate) use holders::Blockers;
 use holders::{Firsts, Holders};
 pub(crate) use kept::{Build, Kept};
+use outlooks::Outlooks;
+pub(crate) use outlooks::Seen;
 
 use crate::cluster::{GpuSet, Health, NodeGpus, Placement};
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
@@ -217,7 +220,10 @@ pub(crate) struct Pool {
     /// after a pass: a host the pass changed is read again.
     holders: Vec<OnceCell<Holders>>,
     /// More of who holds each host, set with `holders`.
-    firsts: Vec<Cell<Firsts>>,
+    firsts: Vec<OnceCell<Firsts>>,
+    /// Reserving gangs' outlooks, kept from pass to pass while the hosts they read stay as they
+    /// were (see [`Outlooks`]).
+    outlooks: RefCell<Outlooks>,
     pub idle_total: u32,
     pub whole_idle_gpus: u32,
     /// As `idle_hist` and `whole_idle_gpus`, counting only GPUs no reservation holds: what work
@@ -317,7 +323,8 @@ impl Pool {
             idle_hosts: vec![0; state.nodes.len().div_ceil(64)],
             gang_hosts: OnceCell::new(),
             holders: vec![OnceCell::new(); state.nodes.len()],
-            firsts: vec![Cell::new([None; 3]); state.nodes.len()],
+            firsts: vec![OnceCell::new(); state.nodes.len()],
+            outlooks: RefCell::new(Outlooks::default()),
             idle_total: 0,
             whole_idle_gpus: 0,
             open_hist: [0; 65],
@@ -642,7 +649,10 @@ impl Pool {
     /// change (what was learned of them goes).
     fn set_idle(&mut self, node: usize, gpus: GpuSet, idle: bool) {
         self.slots[node].victim_gpus.set(None);
-        self.holders[node].take();
+        self.forget_holders(node);
+        if let Some(base) = &mut self.base {
+            base.runs_changed(node);
+        }
         self.count_idle(node, -1);
         let slot = &mut self.slots[node];
         slot.free = if idle {

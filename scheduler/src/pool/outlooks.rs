@@ -1,0 +1,283 @@
+//! A reserving gang's outlook kept from one pass to the next (DESIGN §4.8).
+//!
+//! Every pass, the first few blocked gangs each read every host to find when they could have
+//! enough of them ([`Pool::gang_outlook`]), and most passes find for a gang what the last one
+//! found: about half of them exactly, on the 1,024-GPU month. A pass changes a few hosts, so the
+//! kept pool keeps each gang's last outlook with what each host was to it — never its, ready now,
+//! or ready at a moment — and a later outlook reads only the hosts whose runs changed since. It
+//! is the same outlook when all of these hold: the gang is judged by the same leaves
+//! ([`Blockers`]), each changed host is to it what it was, the same hosts are reserved, and no
+//! host it was waiting for has become ready in between. Its earliest start is then the same too:
+//! hosts ready now come before every later one, at whichever moment "now" is, so the choice of
+//! hosts does not move unless the start itself was now, which is worked out again.
+
+use super::{Blockers, Pool, Run};
+use crate::cluster::{GpuSet, NodeGpus};
+use crate::ids::{Time, WorkloadId};
+use crate::placement::GangOutlook;
+
+/// What one host was to a gang when its outlook read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// Not schedulable, or held by work the gang may never take.
+    Never,
+    /// Its runs may all be preempted now.
+    Now,
+    /// Its runs may all be preempted from this moment (later than the outlook's).
+    At(Time),
+}
+
+impl Seen {
+    pub(crate) fn of(ready: Option<Time>, now: Time) -> Seen {
+        match ready {
+            None => Seen::Never,
+            Some(at) if at <= now => Seen::Now,
+            Some(at) => Seen::At(at),
+        }
+    }
+}
+
+/// One gang's last outlook.
+#[derive(Debug)]
+struct Kept {
+    gang: WorkloadId,
+    gpus: u32,
+    blockers: Blockers,
+    /// Where the log of changed hosts stood when it was made.
+    logged: usize,
+    now: Time,
+    /// The first moment after `now` at which a host becomes ready for it (`Time::MAX`: none).
+    next_ready: Time,
+    /// The hosts reserved then, a bit each.
+    reserved: Vec<u64>,
+    seen: Vec<Seen>,
+    hosts: Vec<(Time, usize, GpuSet)>,
+    reach_now: u32,
+    /// Its earliest start, once asked.
+    earliest: Option<Option<(Time, Vec<NodeGpus>)>>,
+}
+
+/// The gangs' kept outlooks, and the log of hosts whose runs changed (what they depend on).
+#[derive(Debug, Default)]
+pub(crate) struct Outlooks {
+    kept: Vec<Kept>,
+    /// Hosts whose runs changed, in order, since the log was last cleared.
+    log: Vec<u32>,
+    /// Outlooks made or reused, to drop the least recently used first.
+    uses: Vec<u64>,
+    clock: u64,
+    /// Scratch: the changed hosts a check reads, a bit each.
+    marks: Vec<u64>,
+}
+
+/// At most this many gangs' outlooks are kept (a pass reads a few).
+const KEPT: usize = 16;
+/// The log is cleared (with every kept outlook) once this long.
+const LOG: usize = 1 << 16;
+
+impl Outlooks {
+    /// Host `node`'s runs changed.
+    pub(super) fn changed(&mut self, node: usize) {
+        if self.log.len() >= LOG {
+            self.log.clear();
+            self.kept.clear();
+            self.uses.clear();
+        }
+        self.log.push(node as u32);
+    }
+}
+
+impl Pool {
+    /// [`Pool::gang_outlook`] for `gang`, reusing its last outlook where nothing it depends on
+    /// changed since (see the module's notes); its earliest start comes with it once worked out
+    /// ([`Pool::keep_earliest`]).
+    pub(crate) fn gang_outlook_kept(
+        &self,
+        gang: WorkloadId,
+        gpus: u32,
+        blockers: &Blockers,
+        eventually: &impl Fn(&Run) -> bool,
+        hosts: Vec<(Time, usize, GpuSet)>,
+    ) -> GangOutlook {
+        let reserved = self.reserved_hosts();
+        let mut outlooks = self.outlooks.borrow_mut();
+        outlooks.clock += 1;
+        let clock = outlooks.clock;
+        let found = outlooks
+            .kept
+            .iter()
+            .position(|k| k.gang == gang && k.gpus == gpus);
+        if let Some(i) = found {
+            let Outlooks {
+                kept, log, marks, ..
+            } = &mut *outlooks;
+            if self.still_holds(&kept[i], &log[kept[i].logged..], marks, blockers, &reserved) {
+                outlooks.uses[i] = clock;
+                let k = &outlooks.kept[i];
+                let mut outlook = GangOutlook::from_parts(hosts, k.reach_now);
+                let now = self.now;
+                outlook.hosts_mut().extend(
+                    k.hosts
+                        .iter()
+                        .map(|&(at, node, mask)| (at.max(now), node, mask)),
+                );
+                outlook.known_earliest = k
+                    .earliest
+                    .clone()
+                    .filter(|e| e.as_ref().is_none_or(|(at, _)| *at > now));
+                #[cfg(debug_assertions)]
+                self.assert_same_outlook(&outlook, gpus, blockers, eventually);
+                return outlook;
+            }
+        }
+        let mut seen = found
+            .map(|i| std::mem::take(&mut outlooks.kept[i].seen))
+            .unwrap_or_default();
+        drop(outlooks);
+        let (outlook, usable) =
+            self.gang_outlook_seen(blockers, eventually, hosts, Some(&mut seen));
+        let mut outlooks = self.outlooks.borrow_mut();
+        if !usable {
+            if let Some(i) = found {
+                outlooks.kept.swap_remove(i);
+                outlooks.uses.swap_remove(i);
+            }
+            return outlook;
+        }
+        let now = self.now;
+        let next_ready = seen
+            .iter()
+            .filter_map(|s| match s {
+                Seen::At(at) => Some(*at),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(Time::MAX);
+        let logged = outlooks.log.len();
+        let k = Kept {
+            gang,
+            gpus,
+            blockers: *blockers,
+            logged,
+            now,
+            next_ready,
+            reserved,
+            seen,
+            hosts: outlook.hosts().to_vec(),
+            reach_now: outlook.reach_now,
+            earliest: None,
+        };
+        match found {
+            Some(i) => {
+                outlooks.kept[i] = k;
+                outlooks.uses[i] = clock;
+            }
+            None if outlooks.kept.len() < KEPT => {
+                outlooks.kept.push(k);
+                outlooks.uses.push(clock);
+            }
+            None => {
+                let oldest = (0..outlooks.uses.len())
+                    .min_by_key(|&i| outlooks.uses[i])
+                    .expect("full");
+                outlooks.kept[oldest] = k;
+                outlooks.uses[oldest] = clock;
+            }
+        }
+        outlook
+    }
+
+    /// Keeps `gang`'s earliest start for `gpus`, as worked out from the outlook last made for it.
+    pub(crate) fn keep_earliest(
+        &self,
+        gang: WorkloadId,
+        gpus: u32,
+        earliest: &Option<(Time, Vec<NodeGpus>)>,
+    ) {
+        let mut outlooks = self.outlooks.borrow_mut();
+        if let Some(k) = outlooks
+            .kept
+            .iter_mut()
+            .find(|k| k.gang == gang && k.gpus == gpus)
+        {
+            k.earliest = Some(earliest.clone());
+        }
+    }
+
+    /// Whether kept outlook `k` is still the gang's: see the module's notes. `changed` are the
+    /// hosts whose runs changed since it was made (a host may be listed more than once: `marks`
+    /// is scratch to read each once).
+    fn still_holds(
+        &self,
+        k: &Kept,
+        changed: &[u32],
+        marks: &mut Vec<u64>,
+        blockers: &Blockers,
+        reserved: &[u64],
+    ) -> bool {
+        let now = self.now;
+        if now < k.now
+            || now >= k.next_ready
+            || k.blockers != *blockers
+            || k.reserved != reserved
+            // Reading more changed hosts than there are would cost more than the outlook.
+            || changed.len() > 4 * self.slots.len()
+        {
+            return false;
+        }
+        marks.clear();
+        marks.resize(self.slots.len().div_ceil(64), 0);
+        for &node in changed {
+            marks[node as usize / 64] |= 1 << (node % 64);
+        }
+        marks.iter().enumerate().all(|(word, &bits)| {
+            let mut bits = bits;
+            while bits != 0 {
+                let node = word * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let ready = if self.slots[node].schedulable() {
+                    self.ready_by_holders(node, blockers)
+                } else {
+                    Some(None)
+                };
+                if !ready.is_some_and(|ready| Seen::of(ready, now) == k.seen[node]) {
+                    return false;
+                }
+            }
+            true
+        })
+    }
+
+    /// The hosts held by live reservations, a bit each.
+    fn reserved_hosts(&self) -> Vec<u64> {
+        let mut bits = vec![0u64; self.slots.len().div_ceil(64)];
+        for (i, h) in self.held.iter().enumerate().filter(|(_, h)| h.live) {
+            for part in &h.parts {
+                let node = part.node.index();
+                if self.slots[node].reservation == Some(i as u32) {
+                    bits[node / 64] |= 1 << (node % 64);
+                }
+            }
+        }
+        bits
+    }
+
+    #[cfg(debug_assertions)]
+    fn assert_same_outlook(
+        &self,
+        kept: &GangOutlook,
+        gpus: u32,
+        blockers: &Blockers,
+        eventually: &impl Fn(&Run) -> bool,
+    ) {
+        let mut fresh = self.gang_outlook(blockers, eventually, Vec::new());
+        assert_eq!(
+            kept.reach_now, fresh.reach_now,
+            "a kept outlook's reach now"
+        );
+        assert_eq!(kept.hosts(), fresh.hosts(), "a kept outlook's hosts");
+        if let Some(earliest) = &kept.known_earliest {
+            assert_eq!(earliest, &fresh.earliest(gpus), "a kept earliest start");
+        }
+    }
+}
