@@ -7,6 +7,7 @@
 //! far as the idle GPUs last (see `queue::FreeQueue`). A blocked allocated workload near the head
 //! reserves the GPUs it could have earliest (DESIGN §4.8).
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::rc::Rc;
 
@@ -16,7 +17,7 @@ use crate::explain::{blocked_reason, WaitReason};
 use crate::health::drain_hosts;
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::lineup::{Brief, Lineup};
-use crate::memo::{bits_from, Failure, Failures};
+use crate::memo::{Failure, Failures};
 use crate::placement::{Choice, Rules, IDLE_ONLY};
 use crate::pool::{Blockers, Held, Pool, Run};
 use crate::queue::{leaf_order, FreeOrder, FreeQueue, Queue, QueueKey};
@@ -137,6 +138,7 @@ pub(crate) fn fair_share_with(
         watch,
         watched: None,
         shortcuts,
+        victim_words: Cell::new(Vec::new()),
     };
     let drain_wake = drain_hosts(
         &mut pass.pool,
@@ -166,30 +168,55 @@ pub(crate) fn fair_share_with(
 }
 
 /// Whose unprotected work one leaf may preempt, by leaf rank: resumable work (`eligible`), and
-/// work whose progress a preemption ends (`kill`, behind the wider kill margin: a subset).
+/// work whose progress a preemption ends (`kill`, behind the wider kill margin: a subset). Both in
+/// one bit set, `eligible` by rank then `kill` by rank, which the failures on record compare
+/// leaves by (see `memo`).
 struct Victims {
-    eligible: Vec<bool>,
-    kill: Vec<bool>,
+    bits: Rc<[u64]>,
+    ranks: usize,
 }
 
 impl Victims {
     fn of(leaf: BudgetId, pass: &Pass<'_>) -> Victims {
-        Victims {
-            eligible: pass.standings.preemptible_by(leaf, pass.margin, pass.tree),
-            kill: pass
-                .standings
-                .preemptible_by(leaf, pass.kill_margin, pass.tree),
-        }
+        let ranks = pass.standings.leaf_count();
+        let mut words = pass.victim_words.take();
+        words.clear();
+        words.resize((2 * ranks).div_ceil(64), 0);
+        let mut set = |from: usize, lo: u32, hi: u32| {
+            for i in from + lo as usize..from + hi as usize {
+                words[i / 64] |= 1 << (i % 64);
+            }
+        };
+        let (standings, tree) = (pass.standings, pass.tree);
+        standings.preemptible_ranges(leaf, pass.margin, tree, |lo, hi| set(0, lo, hi));
+        standings.preemptible_ranges(leaf, pass.kill_margin, tree, |lo, hi| set(ranks, lo, hi));
+        let bits = Rc::from(&words[..]);
+        pass.victim_words.set(words);
+        Victims { bits, ranks }
+    }
+
+    fn bit(&self, i: usize) -> bool {
+        self.bits[i / 64] & 1 << (i % 64) != 0
+    }
+
+    /// Whether fair share lets this leaf preempt resumable work of leaf rank `rank` once its
+    /// protection has ended.
+    fn eligible(&self, rank: usize) -> bool {
+        rank < self.ranks && self.bit(rank)
+    }
+
+    /// The same for work that cannot resume.
+    fn kill(&self, rank: usize) -> bool {
+        rank < self.ranks && self.bit(self.ranks + rank)
     }
 
     /// Whether fair share lets this leaf preempt `r` once its protection has ended.
     fn may_take(&self, r: &Run) -> bool {
-        let by_rank = if r.spec.resumable {
-            &self.eligible
+        if r.spec.resumable {
+            self.eligible(r.rank as usize)
         } else {
-            &self.kill
-        };
-        by_rank[r.rank as usize]
+            self.kill(r.rank as usize)
+        }
     }
 
     /// Whether a gang of this leaf with queue key `key` may take allocated run `r` once its
@@ -210,10 +237,10 @@ impl Victims {
             let Some(bit) = Blockers::bit(leaf) else {
                 continue;
             };
-            if !self.kill[r] {
+            if !self.kill(r) {
                 blockers.final_leaves |= bit;
             }
-            if !self.eligible[r] {
+            if !self.eligible(r) {
                 match (r as u32).cmp(&rank) {
                     Ordering::Less => blockers.resumable_leaves |= bit,
                     Ordering::Equal => blockers.own = Some((bit, leaf_order(gang))),
@@ -226,11 +253,7 @@ impl Victims {
 
     /// Both sets as one bit set, to compare with other leaves' (see `memo`).
     fn bits(&self) -> Rc<[u64]> {
-        let (eligible, kill) = (&self.eligible, &self.kill);
-        bits_from(eligible.len() + kill.len(), |i| match eligible.get(i) {
-            Some(&e) => e,
-            None => kill[i - eligible.len()],
-        })
+        Rc::clone(&self.bits)
     }
 }
 
@@ -322,6 +345,8 @@ struct Pass<'a> {
     lineup: Option<&'a Lineup>,
     /// The lineup's briefs of the queue, by queue index.
     briefs: Option<&'a [Brief]>,
+    /// Scratch for [`Victims::of`].
+    victim_words: Cell<Vec<u64>>,
 }
 
 impl Pass<'_> {
@@ -372,7 +397,7 @@ impl Pass<'_> {
                     if watched.is_some() {
                         self.watched = None;
                     }
-                    self.note_blocked(&group.victims.eligible);
+                    self.note_blocked(&group.victims);
                     group.noted = true;
                     if queue.max_gpus(rank) > self.pool.node_size
                         && self.attempts < self.max_reservations
@@ -656,7 +681,7 @@ impl Pass<'_> {
             only: None,
         };
         if let Some(choice) = self.pool.find(w.gpus, &rules) {
-            self.start(q, rank, choice, &[], None);
+            self.start(q, rank, choice, None, None);
         }
     }
 
@@ -705,8 +730,13 @@ impl Pass<'_> {
             match choice {
                 Some(choice) => {
                     self.lane_room -= w.gpus;
-                    let eligible = &victims.eligible;
-                    self.start(q, key.rank(), choice, eligible, Some(PreemptRule::FastLane));
+                    self.start(
+                        q,
+                        key.rank(),
+                        choice,
+                        Some(victims),
+                        Some(PreemptRule::FastLane),
+                    );
                 }
                 None => failed = Some((self.pool.changes, w.gpus)),
             }
@@ -725,9 +755,9 @@ impl Pass<'_> {
             .pool
             .unprotected_by_rank
             .iter()
-            .zip(&group.victims.eligible)
-            .filter(|(_, &e)| e)
-            .map(|(g, _)| g)
+            .enumerate()
+            .filter(|&(rank, _)| group.victims.eligible(rank))
+            .map(|(_, g)| g)
             .sum();
         let reach = self.pool.idle_total + self.pool.free_work_gpus + preemptible;
         group.reach = Some((self.pool.changes, reach));
@@ -738,14 +768,14 @@ impl Pass<'_> {
     fn note_group(&mut self, group: &mut Group) {
         if !group.noted {
             group.noted = true;
-            self.note_blocked(&group.victims.eligible);
+            self.note_blocked(&group.victims);
         }
     }
 
-    fn note_blocked(&mut self, eligible: &[bool]) {
+    fn note_blocked(&mut self, victims: &Victims) {
         self.blocked = true;
-        for (w, &e) in self.wake_for.iter_mut().zip(eligible) {
-            *w |= e;
+        for (rank, w) in self.wake_for.iter_mut().enumerate() {
+            *w |= victims.eligible(rank);
         }
     }
 
@@ -940,7 +970,7 @@ impl Pass<'_> {
                 return None;
             }
             Ok(choice) => {
-                self.start(q, group.rank, choice, &group.victims.eligible, None);
+                self.start(q, group.rank, choice, Some(&group.victims), None);
                 return None;
             }
             Err(found) => found,
@@ -1023,7 +1053,7 @@ impl Pass<'_> {
                 q,
                 group.rank,
                 choice,
-                &group.victims.eligible,
+                Some(&group.victims),
                 Some(PreemptRule::Reserved),
             );
             return;
@@ -1031,7 +1061,7 @@ impl Pass<'_> {
         // Inline, not `note_group`: `behind` still borrows the group's victims.
         if !group.noted {
             group.noted = true;
-            self.note_blocked(&group.victims.eligible);
+            self.note_blocked(&group.victims);
         }
         if !holds {
             self.attempts += 1;
@@ -1138,7 +1168,7 @@ impl Pass<'_> {
         q: u32,
         rank: u32,
         choice: Choice,
-        eligible: &[bool],
+        victims: Option<&Victims>,
         other: Option<PreemptRule>,
     ) {
         let w = self.queued[q as usize];
@@ -1151,7 +1181,7 @@ impl Pass<'_> {
             let r = &self.pool.runs[victim as usize];
             let rule = if !r.spec.is_allocated() {
                 PreemptRule::FreeWork
-            } else if eligible.get(r.rank as usize).copied().unwrap_or(false) {
+            } else if victims.is_some_and(|v| v.eligible(r.rank as usize)) {
                 PreemptRule::FairShare {
                     split: self
                         .standings
@@ -1238,15 +1268,17 @@ impl Pass<'_> {
             .map(|h| h.at)
             .min();
         self.wake_at(hold);
+        // The pass is over: its reservations' hosts go to the decision (a kept pool drops its
+        // reservations when it takes the pass back).
         let reservations = self
             .pool
             .held
-            .iter()
+            .iter_mut()
             .filter(|h| h.live)
             .map(|h| Reservation {
                 workload: h.workload,
                 at: h.at,
-                gpus: h.parts.clone(),
+                gpus: std::mem::take(&mut h.parts),
             })
             .collect();
         let decision = Decision {

@@ -104,6 +104,7 @@ impl Failures {
 }
 
 /// A leaf's preemptible leaves as a bit set: `flag(rank)` for each of `len` ranks.
+#[cfg(test)]
 pub(crate) fn bits_from(len: usize, flag: impl Fn(usize) -> bool) -> Rc<[u64]> {
     (0..len.div_ceil(64))
         .map(|word| {

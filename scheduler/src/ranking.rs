@@ -280,6 +280,7 @@ impl Standings {
     }
 
     /// [`Standings::may_preempt`] for every leaf at once, indexed by leaf rank: O(leaves).
+    #[cfg(test)]
     pub(crate) fn preemptible_by(
         &self,
         waiting: BudgetId,
@@ -287,18 +288,31 @@ impl Standings {
         tree: &BudgetTree,
     ) -> Vec<bool> {
         let mut out = vec![false; self.leaves.len()];
+        self.preemptible_ranges(waiting, margin, tree, |lo, hi| {
+            out[lo as usize..hi as usize].fill(true);
+        });
+        out
+    }
+
+    /// [`Standings::preemptible_by`] as ranges of leaf ranks, `lo..hi`, each given to `range`.
+    pub(crate) fn preemptible_ranges(
+        &self,
+        waiting: BudgetId,
+        margin: f64,
+        tree: &BudgetTree,
+        mut range: impl FnMut(u32, u32),
+    ) {
         let path = self.path(waiting);
         let mut parent = BudgetId::ROOT;
         for &ours in path {
             for &sibling in tree.children(parent) {
                 if sibling != ours && self.ratio(sibling) > self.ratio(ours) + margin {
                     let (lo, hi) = self.rank_range[sibling.index()];
-                    out[lo as usize..hi as usize].fill(true);
+                    range(lo, hi);
                 }
             }
             parent = ours;
         }
-        out
     }
 }
 

@@ -68,6 +68,8 @@ pub(crate) struct Outlooks {
     clock: u64,
     /// Scratch: the changed hosts a check reads, a bit each.
     marks: Vec<u64>,
+    /// Scratch: the hosts reserved now, a bit each.
+    reserved: Vec<u64>,
 }
 
 /// At most this many gangs' outlooks are kept (a pass reads a few).
@@ -99,23 +101,27 @@ impl Pool {
         eventually: &impl Fn(&Run) -> bool,
         hosts: Vec<(Time, usize, GpuSet)>,
     ) -> GangOutlook {
-        let reserved = self.reserved_hosts();
         let mut outlooks = self.outlooks.borrow_mut();
         outlooks.clock += 1;
         let clock = outlooks.clock;
+        let now = self.now;
         let found = outlooks
             .kept
             .iter()
             .position(|k| k.gang == gang && k.gpus == gpus);
+        let Outlooks {
+            kept,
+            log,
+            marks,
+            reserved,
+            ..
+        } = &mut *outlooks;
+        self.reserved_hosts(reserved);
         if let Some(i) = found {
-            let Outlooks {
-                kept, log, marks, ..
-            } = &mut *outlooks;
-            if self.still_holds(&kept[i], &log[kept[i].logged..], marks, blockers, &reserved) {
+            if self.still_holds(&kept[i], &log[kept[i].logged..], marks, blockers, reserved) {
                 outlooks.uses[i] = clock;
                 let k = &outlooks.kept[i];
                 let mut outlook = GangOutlook::from_parts(hosts, k.reach_now);
-                let now = self.now;
                 outlook.hosts_mut().extend(
                     k.hosts
                         .iter()
@@ -123,28 +129,48 @@ impl Pool {
                 );
                 outlook.known_earliest = k
                     .earliest
-                    .clone()
-                    .filter(|e| e.as_ref().is_none_or(|(at, _)| *at > now));
+                    .as_ref()
+                    .filter(|e| e.as_ref().is_none_or(|(at, _)| *at > now))
+                    .cloned();
                 #[cfg(debug_assertions)]
                 self.assert_same_outlook(&outlook, gpus, blockers, eventually);
                 return outlook;
             }
         }
-        let mut seen = found
-            .map(|i| std::mem::take(&mut outlooks.kept[i].seen))
-            .unwrap_or_default();
+        // Worked out afresh, into the gang's entry (or the least recently used one when full).
+        let slot = match found {
+            Some(i) => i,
+            None if outlooks.kept.len() < KEPT => {
+                outlooks.kept.push(Kept {
+                    gang,
+                    gpus,
+                    blockers: *blockers,
+                    logged: 0,
+                    now,
+                    next_ready: Time::MAX,
+                    reserved: Vec::new(),
+                    seen: Vec::new(),
+                    hosts: Vec::new(),
+                    reach_now: 0,
+                    earliest: None,
+                });
+                outlooks.uses.push(clock);
+                outlooks.kept.len() - 1
+            }
+            None => (0..outlooks.uses.len())
+                .min_by_key(|&i| outlooks.uses[i])
+                .expect("full"),
+        };
+        let mut seen = std::mem::take(&mut outlooks.kept[slot].seen);
         drop(outlooks);
         let (outlook, usable) =
             self.gang_outlook_seen(blockers, eventually, hosts, Some(&mut seen));
         let mut outlooks = self.outlooks.borrow_mut();
         if !usable {
-            if let Some(i) = found {
-                outlooks.kept.swap_remove(i);
-                outlooks.uses.swap_remove(i);
-            }
+            outlooks.kept.swap_remove(slot);
+            outlooks.uses.swap_remove(slot);
             return outlook;
         }
-        let now = self.now;
         let next_ready = seen
             .iter()
             .filter_map(|s| match s {
@@ -154,36 +180,26 @@ impl Pool {
             .min()
             .unwrap_or(Time::MAX);
         let logged = outlooks.log.len();
-        let k = Kept {
-            gang,
-            gpus,
-            blockers: *blockers,
-            logged,
-            now,
-            next_ready,
+        let Outlooks {
+            kept,
+            uses,
             reserved,
-            seen,
-            hosts: outlook.hosts().to_vec(),
-            reach_now: outlook.reach_now,
-            earliest: None,
-        };
-        match found {
-            Some(i) => {
-                outlooks.kept[i] = k;
-                outlooks.uses[i] = clock;
-            }
-            None if outlooks.kept.len() < KEPT => {
-                outlooks.kept.push(k);
-                outlooks.uses.push(clock);
-            }
-            None => {
-                let oldest = (0..outlooks.uses.len())
-                    .min_by_key(|&i| outlooks.uses[i])
-                    .expect("full");
-                outlooks.kept[oldest] = k;
-                outlooks.uses[oldest] = clock;
-            }
-        }
+            ..
+        } = &mut *outlooks;
+        let k = &mut kept[slot];
+        k.gang = gang;
+        k.gpus = gpus;
+        k.blockers = *blockers;
+        k.logged = logged;
+        k.now = now;
+        k.next_ready = next_ready;
+        k.reserved.clone_from(reserved);
+        k.seen = seen;
+        k.hosts.clear();
+        k.hosts.extend_from_slice(outlook.hosts());
+        k.reach_now = outlook.reach_now;
+        k.earliest = None;
+        uses[slot] = clock;
         outlook
     }
 
@@ -248,9 +264,10 @@ impl Pool {
         })
     }
 
-    /// The hosts held by live reservations, a bit each.
-    fn reserved_hosts(&self) -> Vec<u64> {
-        let mut bits = vec![0u64; self.slots.len().div_ceil(64)];
+    /// Into `bits`, the hosts held by live reservations, a bit each.
+    fn reserved_hosts(&self, bits: &mut Vec<u64>) {
+        bits.clear();
+        bits.resize(self.slots.len().div_ceil(64), 0);
         for (i, h) in self.held.iter().enumerate().filter(|(_, h)| h.live) {
             for part in &h.parts {
                 let node = part.node.index();
@@ -259,7 +276,6 @@ impl Pool {
                 }
             }
         }
-        bits
     }
 
     #[cfg(debug_assertions)]
