@@ -2,7 +2,8 @@
 //!
 //! Every pass, the first few blocked gangs each read every host to find when they could have
 //! enough of them ([`Pool::gang_outlook`]), and most passes find for a gang what the last one
-//! found: about half of them exactly, on the 1,024-GPU month. A pass changes a few hosts, so the
+//! found: 68% of 275,000 outlooks on the 1,024-GPU month with gangs up to twice a team's share
+//! are reused. A pass changes a few hosts, so the
 //! kept pool keeps each gang's last outlook with what each host was to it — never its, ready now,
 //! or ready at a moment — and a later outlook reads only the hosts whose runs changed since. It
 //! is the same outlook when all of these hold: the gang is judged by the same leaves
