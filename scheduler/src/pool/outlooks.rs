@@ -10,7 +10,11 @@
 //! ([`Blockers`]), each changed host is to it what it was, the same hosts are reserved, and no
 //! host it was waiting for has become ready in between. Its earliest start is then the same too:
 //! hosts ready now come before every later one, at whichever moment "now" is, so the choice of
-//! hosts does not move unless the start itself was now, which is worked out again.
+//! hosts does not move unless the start itself was now, which is worked out again. When only the
+//! changed hosts, the reserved ones or the moment differ, what every host is to the gang is still
+//! known (the changed ones read again), and the outlook is put together from that without reading
+//! the other hosts' holders; its earliest start is worked out again. Only a gang judged by other
+//! leaves, or a host only its runs can tell of, reads every host afresh.
 
 use super::{Blockers, Pool, Run};
 use crate::cluster::{GpuSet, NodeGpus};
@@ -73,6 +77,17 @@ pub(crate) struct Outlooks {
     reserved: Vec<u64>,
 }
 
+/// How a kept outlook compares with what the gang would find now.
+enum Check {
+    /// The same outlook, and the same earliest start unless that was now.
+    Same,
+    /// Some hosts are something else to the gang now (or the reserved hosts differ), all of
+    /// them known without reading the others again.
+    Patched,
+    /// To be worked out afresh.
+    Afresh,
+}
+
 /// At most this many gangs' outlooks are kept (a pass reads a few).
 const KEPT: usize = 16;
 /// The log is cleared (with every kept outlook) once this long.
@@ -118,25 +133,69 @@ impl Pool {
             ..
         } = &mut *outlooks;
         self.reserved_hosts(reserved);
-        if let Some(i) = found {
-            if self.still_holds(&kept[i], &log[kept[i].logged..], marks, blockers, reserved) {
-                outlooks.uses[i] = clock;
-                let k = &outlooks.kept[i];
-                let mut outlook = GangOutlook::from_parts(hosts, k.reach_now);
-                outlook.hosts_mut().extend(
-                    k.hosts
-                        .iter()
-                        .map(|&(at, node, mask)| (at.max(now), node, mask)),
-                );
-                outlook.known_earliest = k
-                    .earliest
-                    .as_ref()
-                    .filter(|e| e.as_ref().is_none_or(|(at, _)| *at > now))
-                    .cloned();
-                #[cfg(debug_assertions)]
-                self.assert_same_outlook(&outlook, gpus, blockers, eventually);
-                return outlook;
+        let check = match found {
+            Some(i) => {
+                let since = kept[i].logged;
+                self.check(&mut kept[i], &log[since..], marks, blockers, reserved)
             }
+            None => Check::Afresh,
+        };
+        if let (Some(i), Check::Same) = (found, &check) {
+            outlooks.uses[i] = clock;
+            let k = &outlooks.kept[i];
+            let mut outlook = GangOutlook::from_parts(hosts, k.reach_now);
+            outlook.hosts_mut().extend(
+                k.hosts
+                    .iter()
+                    .map(|&(at, node, mask)| (at.max(now), node, mask)),
+            );
+            outlook.known_earliest = k
+                .earliest
+                .as_ref()
+                .filter(|e| e.as_ref().is_none_or(|(at, _)| *at > now))
+                .cloned();
+            #[cfg(debug_assertions)]
+            self.assert_same_outlook(&outlook, gpus, blockers, eventually);
+            return outlook;
+        }
+        if let (Some(i), Check::Patched) = (found, &check) {
+            // What each host is to the gang is known (the changed ones read again): the outlook
+            // is put together from that, without reading the hosts' holders.
+            let logged = log.len();
+            let k = &mut kept[i];
+            let mut outlook = GangOutlook::from_parts(hosts, 0);
+            let mut next_ready = Time::MAX;
+            for (node, slot) in self.slots.iter().enumerate() {
+                let at = match k.seen[node] {
+                    Seen::Never => continue,
+                    Seen::At(at) if at > now => {
+                        next_ready = next_ready.min(at);
+                        at
+                    }
+                    Seen::Now | Seen::At(_) => {
+                        k.seen[node] = Seen::Now;
+                        now
+                    }
+                };
+                if at == now {
+                    outlook.reach_now += slot.size;
+                }
+                if slot.reservation.is_none() {
+                    outlook.hosts_mut().push((at, node, slot.all));
+                }
+            }
+            k.logged = logged;
+            k.now = now;
+            k.next_ready = next_ready;
+            k.reserved.clone_from(reserved);
+            k.hosts.clear();
+            k.hosts.extend_from_slice(outlook.hosts());
+            k.reach_now = outlook.reach_now;
+            k.earliest = None;
+            outlooks.uses[i] = clock;
+            #[cfg(debug_assertions)]
+            self.assert_same_outlook(&outlook, gpus, blockers, eventually);
+            return outlook;
         }
         // Worked out afresh, into the gang's entry (or the least recently used one when full).
         let slot = match found {
@@ -221,33 +280,33 @@ impl Pool {
         }
     }
 
-    /// Whether kept outlook `k` is still the gang's: see the module's notes. `changed` are the
-    /// hosts whose runs changed since it was made (a host may be listed more than once: `marks`
-    /// is scratch to read each once).
-    fn still_holds(
+    /// How kept outlook `k` compares with what the gang would find now (see the module's notes),
+    /// noting in it what each changed host is to the gang now. `changed` are the hosts whose runs
+    /// changed since it was made (a host may be listed more than once: `marks` is scratch to read
+    /// each once).
+    fn check(
         &self,
-        k: &Kept,
+        k: &mut Kept,
         changed: &[u32],
         marks: &mut Vec<u64>,
         blockers: &Blockers,
         reserved: &[u64],
-    ) -> bool {
+    ) -> Check {
         let now = self.now;
         if now < k.now
-            || now >= k.next_ready
             || k.blockers != *blockers
-            || k.reserved != reserved
             // Reading more changed hosts than there are would cost more than the outlook.
             || changed.len() > 4 * self.slots.len()
         {
-            return false;
+            return Check::Afresh;
         }
         marks.clear();
         marks.resize(self.slots.len().div_ceil(64), 0);
         for &node in changed {
             marks[node as usize / 64] |= 1 << (node % 64);
         }
-        marks.iter().enumerate().all(|(word, &bits)| {
+        let mut same = now < k.next_ready && k.reserved == reserved;
+        for (word, &bits) in marks.iter().enumerate() {
             let mut bits = bits;
             while bits != 0 {
                 let node = word * 64 + bits.trailing_zeros() as usize;
@@ -257,12 +316,22 @@ impl Pool {
                 } else {
                     Some(None)
                 };
-                if !ready.is_some_and(|ready| Seen::of(ready, now) == k.seen[node]) {
-                    return false;
+                // A host only its runs can tell of: read them all afresh.
+                let Some(ready) = ready else {
+                    return Check::Afresh;
+                };
+                let seen = Seen::of(ready, now);
+                if seen != k.seen[node] {
+                    k.seen[node] = seen;
+                    same = false;
                 }
             }
-            true
-        })
+        }
+        if same {
+            Check::Same
+        } else {
+            Check::Patched
+        }
     }
 
     /// Into `bits`, the hosts held by live reservations, a bit each.
