@@ -62,6 +62,28 @@ struct Kept {
     earliest: Option<Option<(Time, Vec<NodeGpus>)>>,
 }
 
+impl Kept {
+    /// Keeps `outlook`, made at `now` with the log of changed hosts at `logged` and `reserved`
+    /// hosts, what each host is to the gang being in `seen` already.
+    fn record(&mut self, outlook: &GangOutlook, now: Time, logged: usize, reserved: &[u64]) {
+        self.logged = logged;
+        self.now = now;
+        self.next_ready = (self.seen.iter())
+            .filter_map(|s| match s {
+                Seen::At(at) => Some(*at),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(Time::MAX);
+        self.reserved.clear();
+        self.reserved.extend_from_slice(reserved);
+        self.hosts.clear();
+        self.hosts.extend_from_slice(outlook.hosts());
+        self.reach_now = outlook.reach_now;
+        self.earliest = None;
+    }
+}
+
 /// The gangs' kept outlooks, and the log of hosts whose runs changed (what they depend on).
 #[derive(Debug, Default)]
 pub(crate) struct Outlooks {
@@ -164,14 +186,10 @@ impl Pool {
             let logged = log.len();
             let k = &mut kept[i];
             let mut outlook = GangOutlook::from_parts(hosts, 0);
-            let mut next_ready = Time::MAX;
             for (node, slot) in self.slots.iter().enumerate() {
                 let at = match k.seen[node] {
                     Seen::Never => continue,
-                    Seen::At(at) if at > now => {
-                        next_ready = next_ready.min(at);
-                        at
-                    }
+                    Seen::At(at) if at > now => at,
                     Seen::Now | Seen::At(_) => {
                         k.seen[node] = Seen::Now;
                         now
@@ -184,14 +202,7 @@ impl Pool {
                     outlook.hosts_mut().push((at, node, slot.all));
                 }
             }
-            k.logged = logged;
-            k.now = now;
-            k.next_ready = next_ready;
-            k.reserved.clone_from(reserved);
-            k.hosts.clear();
-            k.hosts.extend_from_slice(outlook.hosts());
-            k.reach_now = outlook.reach_now;
-            k.earliest = None;
+            k.record(&outlook, now, logged, reserved);
             outlooks.uses[i] = clock;
             #[cfg(debug_assertions)]
             self.assert_same_outlook(&outlook, gpus, blockers, eventually);
@@ -221,24 +232,6 @@ impl Pool {
                 .min_by_key(|&i| outlooks.uses[i])
                 .expect("full"),
         };
-        let mut seen = std::mem::take(&mut outlooks.kept[slot].seen);
-        drop(outlooks);
-        let (outlook, usable) =
-            self.gang_outlook_seen(blockers, eventually, hosts, Some(&mut seen));
-        let mut outlooks = self.outlooks.borrow_mut();
-        if !usable {
-            outlooks.kept.swap_remove(slot);
-            outlooks.uses.swap_remove(slot);
-            return outlook;
-        }
-        let next_ready = seen
-            .iter()
-            .filter_map(|s| match s {
-                Seen::At(at) => Some(*at),
-                _ => None,
-            })
-            .min()
-            .unwrap_or(Time::MAX);
         let logged = outlooks.log.len();
         let Outlooks {
             kept,
@@ -247,18 +240,17 @@ impl Pool {
             ..
         } = &mut *outlooks;
         let k = &mut kept[slot];
+        let (outlook, usable) =
+            self.gang_outlook_seen(blockers, eventually, hosts, Some(&mut k.seen));
+        if !usable {
+            kept.swap_remove(slot);
+            uses.swap_remove(slot);
+            return outlook;
+        }
         k.gang = gang;
         k.gpus = gpus;
         k.blockers = *blockers;
-        k.logged = logged;
-        k.now = now;
-        k.next_ready = next_ready;
-        k.reserved.clone_from(reserved);
-        k.seen = seen;
-        k.hosts.clear();
-        k.hosts.extend_from_slice(outlook.hosts());
-        k.reach_now = outlook.reach_now;
-        k.earliest = None;
+        k.record(&outlook, now, logged, reserved);
         uses[slot] = clock;
         outlook
     }
