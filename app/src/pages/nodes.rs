@@ -28,6 +28,13 @@ pub fn NodesPage() -> impl IntoView {
     // it goes, when a signal made in it would be gone (see the workload page).
     let register_error = Signal::derive(move || register.value().get().and_then(Result::err));
     let remove = ServerAction::<RemoveNode>::new();
+    // Which node's action waits for its "Yes", kept by the page: the list reloads at every live
+    // update and replaces the cards, and a question asked in a card would go with it.
+    let asking = RwSignal::new(None::<(String, NodeAction)>);
+    Effect::new(move |_| {
+        act.version().track();
+        asking.set(None);
+    });
     let nodes = Resource::new(
         move || {
             (
@@ -66,7 +73,7 @@ pub fn NodesPage() -> impl IntoView {
                         })}
                         {(!list.is_empty()).then(|| view! { <Totals nodes=list.clone() /> })}
                         <div class="node-grid">
-                            {list.into_iter().map(|node| view! { <NodeCard node admin act remove /> }).collect_view()}
+                            {list.into_iter().map(|node| view! { <NodeCard node admin act remove asking /> }).collect_view()}
                         </div>
                         {admin.then(|| view! { <RegisterNodeForm register error=register_error /> })}
                     }.into_any(),
@@ -126,6 +133,8 @@ fn NodeCard(
     admin: bool,
     act: ServerAction<SetNodeState>,
     remove: ServerAction<RemoveNode>,
+    /// The node and action whose confirmation is open, if any (the page's).
+    asking: RwSignal<Option<(String, NodeAction)>>,
 ) -> impl IntoView {
     let never_connected = node.heartbeat_age_s.is_none();
     let state = node.state;
@@ -189,22 +198,27 @@ fn NodeCard(
             {admin.then(|| {
                 let group = format!("Actions for {name}");
                 // Only what changes something for this node, and each asks first.
-                let asking = RwSignal::new(None::<NodeAction>);
+                let asked_name = name.clone();
+                let asked = move || {
+                    asking.with(|a| a.as_ref().filter(|(n, _)| *n == asked_name).map(|&(_, a)| a))
+                };
                 let buttons = NodeAction::ALL
                     .into_iter()
                     .filter(|a| a.fits(state))
                     .map(|action| {
                         let label = action.label();
                         let aria = format!("{label} {name}");
+                        let asked = asked.clone();
+                        let node = name.clone();
                         view! {
                             <button type="button" class="button-quiet" aria-label=aria
-                                aria-expanded=move || (asking.get() == Some(action)).to_string()
-                                on:click=move |_| asking.set(Some(action))>{label}</button>
+                                aria-expanded=move || (asked() == Some(action)).to_string()
+                                on:click=move |_| asking.set(Some((node.clone(), action)))>{label}</button>
                         }
                     })
                     .collect_view();
                 let confirm_name = name.clone();
-                let confirm = move || asking.get().map(|action| {
+                let confirm = move || asked().map(|action| {
                     let name = confirm_name.clone();
                     let group = format!("Confirm: {} {name}", action.label());
                     let question = action.question(&name);
