@@ -120,8 +120,17 @@ impl Pool {
             (None, Some(_)) => &mut everywhere.clone(),
         };
         for node in nodes {
+            if rules.victim.is_some() {
+                if let Some(could) = self.ruled_out_by_bound(node, gpus) {
+                    most = most.max(could);
+                    continue;
+                }
+            }
             let slot = &self.slots[node];
             if !slot.schedulable() {
+                if rules.victim.is_some() {
+                    self.note_bound(node, 0, Time::MAX);
+                }
                 continue;
             }
             if slot.size < gpus {
@@ -150,7 +159,9 @@ impl Pool {
             };
             // The host's bounds: too few GPUs even if every possible victim were preempted, or no
             // way to beat the best choice so far.
-            let at_most = free.union(self.victim_gpus(node)).count();
+            let (victims, until) = self.victims_until(node);
+            let at_most = free.union(victims).count();
+            self.note_bound(node, at_most, until);
             if at_most < gpus {
                 most = most.max(at_most);
                 continue;

@@ -217,6 +217,7 @@ impl Pool {
         self.parts.truncate(base.parts);
         for &node in &base.changed {
             self.slots[node as usize].clone_from(&base.slots[node as usize]);
+            self.forget_bound(node as usize);
         }
         // What was learned of their holders may count the pass's own starts and stops.
         for &node in &base.runs_changed {

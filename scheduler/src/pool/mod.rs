@@ -3,6 +3,7 @@
 
 use std::cell::{Cell, OnceCell, RefCell};
 
+mod bounds;
 mod holders;
 mod kept;
 mod outlooks;
@@ -215,6 +216,8 @@ pub(crate) struct Pool {
     /// use. The pass's starts and releases only take hosts out (see [`VictimGpus`]), so the bits
     /// stay a superset of those hosts for the rest of the pass.
     gang_hosts: OnceCell<Vec<u64>>,
+    /// What preempting could gather at most on each host, once a search read it (see [`bounds`]).
+    bounds: Vec<Cell<bounds::Bound>>,
     /// Who holds GPUs on each host, once a search has asked (see [`Holders`]); kept from pass to
     /// pass until the host changes. Apart from the hosts, which a kept pool copies and puts back
     /// after a pass: a host the pass changed is read again.
@@ -322,6 +325,7 @@ impl Pool {
             idle_hist: [0; 65],
             idle_hosts: vec![0; state.nodes.len().div_ceil(64)],
             gang_hosts: OnceCell::new(),
+            bounds: vec![Cell::new(bounds::Bound::UNKNOWN); state.nodes.len()],
             holders: vec![OnceCell::new(); state.nodes.len()],
             firsts: vec![OnceCell::new(); state.nodes.len()],
             outlooks: RefCell::new(Outlooks::default()),
@@ -415,14 +419,20 @@ impl Pool {
     /// there ended, so a pass that preempts nowhere never pays for it.
     #[inline]
     pub(crate) fn victim_gpus(&self, node: usize) -> GpuSet {
+        self.victims_until(node).0
+    }
+
+    /// As [`Pool::victim_gpus`], with the moment until which they hold.
+    #[inline]
+    pub(crate) fn victims_until(&self, node: usize) -> (GpuSet, Time) {
         match self.slots[node].victim_gpus.get() {
-            Some(known) if self.now < known.until => known.gpus,
+            Some(known) if self.now < known.until => (known.gpus, known.until),
             _ => self.find_victim_gpus(node),
         }
     }
 
     #[inline(never)]
-    fn find_victim_gpus(&self, node: usize) -> GpuSet {
+    fn find_victim_gpus(&self, node: usize) -> (GpuSet, Time) {
         let slot = &self.slots[node];
         let mut known = VictimGpus {
             gpus: GpuSet::EMPTY,
@@ -440,7 +450,7 @@ impl Pool {
             }
         }
         slot.victim_gpus.set(Some(known));
-        known.gpus
+        (known.gpus, known.until)
     }
 
     /// A lower bound on the cost of preempting anything on host `node` in this pass, whoever
@@ -476,30 +486,22 @@ impl Pool {
         &self.parts[at as usize..(at + len) as usize]
     }
 
+    /// Counts host `node`'s GPUs in or out (`sign`) of the idle and open counters: called with
+    /// -1 before every change of its GPUs, reservation or runs, and with 1 after it.
     fn count_idle(&mut self, node: usize, sign: i32) {
-        if sign < 0 {
-            // Called before every change of a host's GPUs, reservation or runs.
-            if let Some(base) = &mut self.base {
-                base.touched(node);
-            }
-        }
+        self.count_open(node, sign);
         let slot = &self.slots[node];
         if !slot.schedulable() {
             return;
         }
         let idle = slot.free.count();
         let whole = if slot.free == slot.all { slot.size } else { 0 };
-        let (open, whole_open) = match slot.reservation {
-            None => (idle, whole),
-            Some(_) => (slot.free.without(slot.reserved).count(), 0),
-        };
         let apply = |v: &mut u32, by: u32| {
             *v = if sign > 0 { *v + by } else { *v - by };
         };
         apply(&mut self.idle_hist[idle as usize], 1);
         apply(&mut self.idle_total, idle);
         if sign > 0 {
-            // Called after every change of the host's idle GPUs (and -1 before it).
             let (word, bit) = (node / 64, 1u64 << (node % 64));
             if idle > 0 {
                 self.idle_hosts[word] |= bit;
@@ -508,6 +510,29 @@ impl Pool {
             }
         }
         apply(&mut self.whole_idle_gpus, whole);
+    }
+
+    /// As [`Pool::count_idle`], for a change of host `node`'s reservation alone: its idle GPUs
+    /// stay, so only the counters of GPUs no reservation holds move.
+    fn count_open(&mut self, node: usize, sign: i32) {
+        self.forget_bound(node);
+        if sign < 0 {
+            if let Some(base) = &mut self.base {
+                base.touched(node);
+            }
+        }
+        let slot = &self.slots[node];
+        if !slot.schedulable() {
+            return;
+        }
+        let (open, whole_open) = match slot.reservation {
+            None if slot.free == slot.all => (slot.size, slot.size),
+            None => (slot.free.count(), 0),
+            Some(_) => (slot.free.without(slot.reserved).count(), 0),
+        };
+        let apply = |v: &mut u32, by: u32| {
+            *v = if sign > 0 { *v + by } else { *v - by };
+        };
         apply(&mut self.open_hist[open as usize], 1);
         apply(&mut self.whole_open_gpus, whole_open);
     }
@@ -714,11 +739,11 @@ impl Pool {
         let index = self.held.len() as u32;
         for part in &parts {
             let node = part.node.index();
-            self.count_idle(node, -1);
+            self.count_open(node, -1);
             let slot = &mut self.slots[node];
             slot.reservation = Some(index);
             slot.reserved = part.gpus;
-            self.count_idle(node, 1);
+            self.count_open(node, 1);
         }
         self.held.push(Held {
             workload,
@@ -744,11 +769,11 @@ impl Pool {
             let node = self.held[index].parts[k].node;
             self.loosened.push((self.changes, node.0));
             if self.slots[node.index()].reservation == Some(index as u32) {
-                self.count_idle(node.index(), -1);
+                self.count_open(node.index(), -1);
                 let slot = &mut self.slots[node.index()];
                 slot.reservation = None;
                 slot.reserved = GpuSet::EMPTY;
-                self.count_idle(node.index(), 1);
+                self.count_open(node.index(), 1);
             }
         }
     }
