@@ -40,7 +40,7 @@ pub(crate) fn fair_share(
 }
 
 /// Whether the pass skips searches whose outcome it already knows changes nothing (requests the
-/// headroom holds back: see [`HeldBack`] and `Pass::headroom_holds_the_rest`). `Off` is the
+/// headroom holds back: see [`HeldBack`] and `Pass::headroom_holds`). `Off` is the
 /// reference the property tests hold the pass to.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shortcuts {
@@ -98,7 +98,7 @@ pub(crate) fn fair_share_with(
         .saturating_sub(debug_running)
         .min(engine.config().headroom_gpus)
         .min(headroom_cap as u32);
-    let lineup = changes.map(|changes| engine.lineup(state.queued, changes));
+    let lineup = changes.map(|changes| engine.lineup(state.queued, changes, pool.node_size));
     let mut scratch = std::mem::take(&mut *engine.scratch());
     scratch.started.clear();
     scratch.started.resize(state.queued.len(), false);
@@ -210,6 +210,11 @@ impl Victims {
         rank < self.ranks && self.bit(self.ranks + rank)
     }
 
+    /// Whether it may kill work of any leaf.
+    fn kills_any(&self) -> bool {
+        (0..self.ranks).any(|rank| self.kill(rank))
+    }
+
     /// Whether fair share lets this leaf preempt `r` once its protection has ended.
     fn may_take(&self, r: &Run) -> bool {
         if r.spec.resumable {
@@ -271,14 +276,16 @@ struct Group {
     victims: Victims,
     /// The same as a bit set, to compare with other leaves'.
     bits: Rc<[u64]>,
+    /// It may kill work of some leaf (see [`Victims::kill`]).
+    kills: bool,
     reach: Option<(u64, u32)>,
     /// Its eligibility is already in `wake_for`.
     noted: bool,
     /// A gang of the group that could never start (`try_reserving`) without holding a
     /// reservation: its GPUs, and the pool's version then.
     never: Option<(u32, u64)>,
-    /// The latest request of the group held back by the headroom.
-    held_back: Option<HeldBack>,
+    /// The group's latest requests held back by the headroom, newest first (see [`HeldBack`]).
+    held_back: HeldBackList,
     /// Which of its single-host requests the failures on record rule out, by size.
     verdicts: Verdicts,
 }
@@ -299,6 +306,32 @@ struct HeldBack {
     recorded: u64,
     /// Which later requests have the same reservations open to them, told without a walk.
     same_backfill: SameBackfill,
+}
+
+/// A group's latest requests held back by the headroom, newest first: two, so that a queue
+/// whose requests alternate between sizes, or between work that may use a reservation and work
+/// that may not, finds its kind among them rather than searching again for each one.
+#[derive(Default)]
+struct HeldBackList(Vec<HeldBack>);
+
+impl HeldBackList {
+    /// How many are kept.
+    const KEPT: usize = 2;
+
+    /// Keeps `record`, the newest, with those of the same pool version; `None` (too many
+    /// reservations to say which it may use) forgets them all.
+    fn keep(&mut self, record: Option<HeldBack>) {
+        let Some(record) = record else {
+            self.0.clear();
+            return;
+        };
+        self.0.retain(|h| {
+            h.at == record.at
+                && (h.gpus, h.backfill, &h.only) != (record.gpus, record.backfill, &record.only)
+        });
+        self.0.insert(0, record);
+        self.0.truncate(HeldBackList::KEPT);
+    }
 }
 
 struct Pass<'a> {
@@ -370,11 +403,12 @@ impl Pass<'_> {
                 let mut group = Group {
                     rank: rank as u32,
                     bits: victims.bits(),
+                    kills: victims.kills_any(),
                     victims,
                     reach: None,
                     noted: false,
                     never: None,
-                    held_back: None,
+                    held_back: HeldBackList::default(),
                     verdicts: Verdicts::default(),
                 };
                 let min_gpus = queue.min_gpus(rank);
@@ -411,9 +445,9 @@ impl Pass<'_> {
                     continue;
                 }
                 // The same for a whole group of single-host work none of which is debug work
-                // (see `headroom_holds_the_rest`): it is not even sorted.
+                // (see `headroom_holds`): it is not even sorted.
                 let watched = |q: &u32| self.watch == Some(self.queued[*q as usize].id);
-                if self.headroom_holds_the_rest()
+                if self.headroom_holds(min_gpus, &group)
                     && queue.debug_count(rank) == 0
                     && queue.max_gpus(rank) <= self.pool.node_size
                     && (self.watch.is_none() || !queue.group(rank).iter().any(watched))
@@ -426,7 +460,7 @@ impl Pass<'_> {
                     shortest_resumable: queue.shortest_resumable(rank),
                 };
                 queue.sorted_group(rank, self.queued);
-                self.scan_group(queue.group(rank), &rest, &mut group);
+                self.scan_group(queue.group(rank), queue.special(rank), &rest, &mut group);
             }
             if !self.leftover_after_block {
                 break;
@@ -434,47 +468,67 @@ impl Pass<'_> {
         }
     }
 
-    /// A group's work in queue order. Once single-host work is left waiting by a failure on
-    /// record that rules out the rest of the group's single-host work too (`singles_wait`), only
-    /// its gangs are taken until something changes that, when the rest is taken again from there.
-    fn scan_group(&mut self, members: &[u32], rest: &RestOfGroup, group: &mut Group) {
+    /// A group's work in queue order. Once the rest of the group's single-host work that is not
+    /// debug work would be left waiting one by one, only its gangs and debug work are taken until
+    /// something changes that, when the rest is taken again from there: when a failure on record
+    /// rules out the rest of its single-host work (`singles_wait`), or the headroom holds it back
+    /// (`headroom_holds`). `special` is the group's gangs and debug work in queue order, if kept.
+    fn scan_group(
+        &mut self,
+        members: &[u32],
+        special: Option<&[u32]>,
+        rest: &RestOfGroup,
+        group: &mut Group,
+    ) {
         let rank = group.rank;
         let key_of =
             |queued: &[WorkloadSpec], q: u32| QueueKey::fair_share(&queued[q as usize], rank);
-        let mut gangs: Option<Vec<u32>> = None;
+        let node_size = self.pool.node_size;
+        let queued = self.queued;
+        let is_special = |g: u32| {
+            let w = &queued[g as usize];
+            w.gpus > node_size || w.is_debug()
+        };
+        debug_assert!(special.is_none_or(|special| special
+            .iter()
+            .copied()
+            .eq(members.iter().copied().filter(|&g| is_special(g)))));
+        let mut built: Option<Vec<u32>> = None;
         let mut i = 0;
         while let Some(&q) = members.get(i) {
             i += 1;
             if self.started[q as usize] {
                 continue;
             }
-            if self.settled_without_a_try(q, group) {
-                continue;
-            }
-            let Some(key) = self.try_allocated(q, group) else {
-                continue;
+            let waits = if self.settled_without_a_try(q, group) {
+                None
+            } else {
+                self.try_allocated(q, group)
             };
-            if !self.singles_wait(rest, key, group) {
+            let hand_over = waits.is_some_and(|key| self.singles_wait(rest, key, group))
+                || self.headroom_holds_singles(rest, group);
+            if !hand_over {
                 continue;
             }
-            let node_size = self.pool.node_size;
-            let queued = self.queued;
-            let gangs = gangs.get_or_insert_with(|| {
-                members
-                    .iter()
-                    .copied()
-                    .filter(|&g| queued[g as usize].gpus > node_size)
-                    .collect()
-            });
-            let from = gangs.partition_point(|&g| key_of(queued, g) <= key);
+            let key = key_of(queued, q);
+            let special = match special {
+                Some(special) => special,
+                None => built.get_or_insert_with(|| {
+                    members.iter().copied().filter(|&g| is_special(g)).collect()
+                }),
+            };
+            let from = special.partition_point(|&g| key_of(queued, g) <= key);
             let mut resume = None;
-            for &g in &gangs[from..] {
+            for &g in &special[from..] {
                 if self.started[g as usize] {
                     continue;
                 }
-                self.try_allocated(g, group);
+                if !self.settled_without_a_try(g, group) {
+                    self.try_allocated(g, group);
+                }
                 let key = key_of(queued, g);
-                if !self.singles_wait(rest, key, group) {
+                if !self.singles_wait(rest, key, group) && !self.headroom_holds_singles(rest, group)
+                {
                     resume = Some(key);
                     break;
                 }
@@ -484,6 +538,12 @@ impl Pass<'_> {
                 None => break,
             }
         }
+    }
+
+    /// Whether the headroom holds back every single-host request of the group that is not debug
+    /// work (see `headroom_holds`), so that a walk need not visit them one by one.
+    fn headroom_holds_singles(&self, rest: &RestOfGroup, group: &Group) -> bool {
+        self.watch.is_none() && self.headroom_holds(rest.min_gpus, group)
     }
 
     /// Whether every single-host workload of the group after `key` would be left waiting without
@@ -542,7 +602,7 @@ impl Pass<'_> {
         {
             return false;
         }
-        if !w.debug && self.headroom_holds_the_rest() {
+        if !w.debug && self.headroom_holds(w.gpus, group) {
             self.note_group(group);
             return true;
         }
@@ -559,7 +619,7 @@ impl Pass<'_> {
                 && h.same_backfill
                     .holds(&key, w.resumable, w.min_runtime, self.now)
         };
-        if !w.debug && group.held_back.as_ref().is_some_and(held_back_alike) {
+        if !w.debug && group.held_back.0.iter().any(held_back_alike) {
             let id = self.queued[q as usize].id;
             self.held_back(id, group);
             return true;
@@ -860,15 +920,19 @@ impl Pass<'_> {
         }
     }
 
-    /// Whether every placement of other allocated work would be held back by the headroom now:
-    /// the lane's reach is short of it before anything is taken. Once the pass has held some
-    /// work back (`held_by_headroom`), a single-host request that is not debug work can then only
-    /// be held back or fail to fit, and neither changes the decision: it needs no search.
-    fn headroom_holds_the_rest(&self) -> bool {
+    /// Whether every placement of a single-host request of `group` for `gpus` or more that is
+    /// not debug work would be held back by the headroom now. Once the pass has held some work
+    /// back (`held_by_headroom`), such a request can then only be held back or fail to fit, and
+    /// neither changes the decision: it needs no search. A placement takes out of the lane's reach
+    /// every GPU it gets but those of victims that cannot resume (see `takes_headroom`), so it is
+    /// held back when the reach is short of the headroom plus its size, or of the headroom alone if
+    /// the group may kill such work.
+    fn headroom_holds(&self, gpus: u32, group: &Group) -> bool {
+        let taken = if group.kills { 0 } else { gpus };
         self.shortcuts == Shortcuts::On
             && self.held_by_headroom
             && self.headroom > 0
-            && self.pool.lane_reach() < self.headroom
+            && self.pool.lane_reach() < self.headroom + taken
     }
 
     /// Tries to start allocated workload `q`. Its key when it is a single-host request left
@@ -877,7 +941,8 @@ impl Pass<'_> {
         let w = self.queued[q as usize];
         let key = QueueKey::fair_share(&w, group.rank);
         let gang = w.gpus > self.pool.node_size;
-        if !gang && !w.is_debug() && self.watch != Some(w.id) && self.headroom_holds_the_rest() {
+        if !gang && !w.is_debug() && self.watch != Some(w.id) && self.headroom_holds(w.gpus, group)
+        {
             self.note_group(group);
             return None;
         }
@@ -928,7 +993,7 @@ impl Pass<'_> {
             && self.shortcuts == Shortcuts::On
             && !w.is_debug()
             && self.watch != Some(w.id)
-            && group.held_back.as_ref().is_some_and(same_as_held_back)
+            && group.held_back.0.iter().any(same_as_held_back)
         {
             self.nodes = nodes;
             self.held_back(w.id, group);
@@ -951,7 +1016,7 @@ impl Pass<'_> {
         let found = match choice {
             Ok(_) if held_back => {
                 // A placement exists: nothing to record as a failed search.
-                group.held_back = self.backfill_bits(&w, key).map(|backfill| HeldBack {
+                let record = self.backfill_bits(&w, key).map(|backfill| HeldBack {
                     at: self.pool.changes,
                     gpus: w.gpus,
                     backfill,
@@ -966,6 +1031,7 @@ impl Pass<'_> {
                             .map(|(i, h)| (h.key, h.at, backfill & 1 << i != 0)),
                     ),
                 });
+                group.held_back.keep(record);
                 self.held_back(w.id, group);
                 return None;
             }

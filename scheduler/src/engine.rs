@@ -272,9 +272,10 @@ impl Engine {
         &self,
         queued: &[crate::snapshot::WorkloadSpec],
         changes: &Changes<'_>,
+        node_size: u32,
     ) -> MutexGuard<'_, Lineup> {
         let mut lineup = self.lineup.lock().unwrap_or_else(|e| e.into_inner());
-        lineup.update(queued, changes, self.tree.len());
+        lineup.update(queued, changes, self.tree.len(), node_size);
         lineup
     }
 

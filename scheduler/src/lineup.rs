@@ -58,6 +58,15 @@ struct Leaf {
     /// each minimum runtime.
     sizes: BTreeMap<u32, u32>,
     resumable_min_runtimes: BTreeMap<Time, u32>,
+    /// Of its allocated work: what is not a single-host request of other work (see [`special`]),
+    /// in the order of `lists[0]`.
+    special: Vec<u32>,
+}
+
+/// Allocated work a walk of a leaf's work must still visit once the headroom holds back its
+/// single-host requests: debug work (never held back) and work larger than a host.
+fn special(w: &WorkloadSpec, node_size: u32) -> bool {
+    w.is_allocated() && (w.is_debug() || w.gpus > node_size)
 }
 
 impl Leaf {
@@ -112,17 +121,27 @@ pub(crate) struct Lineup {
     leaves: Vec<Leaf>,
     /// Scratch: the queue indices an update looks at.
     touched: Vec<u32>,
+    /// The largest host's GPU count when the lineup was last updated.
+    node_size: u32,
 }
 
 impl Lineup {
     /// Brings the lineup up to `queued`: from the entries `changes` names if it follows the last
     /// update, else from the whole queue.
-    pub(crate) fn update(&mut self, queued: &[WorkloadSpec], changes: &Changes<'_>, nodes: usize) {
+    pub(crate) fn update(
+        &mut self,
+        queued: &[WorkloadSpec],
+        changes: &Changes<'_>,
+        nodes: usize,
+        node_size: u32,
+    ) {
         let follows = self
             .synced
             .is_some_and(|synced| changes.pass == synced.wrapping_add(1))
-            && self.leaves.len() == nodes;
+            && self.leaves.len() == nodes
+            && self.node_size == node_size;
         self.synced = Some(changes.pass);
+        self.node_size = node_size;
         if !follows {
             self.leaves = vec![Leaf::default(); nodes];
             self.mirror.clear();
@@ -132,7 +151,7 @@ impl Lineup {
             self.mirror.extend_from_slice(queued);
             self.briefs = queued.iter().map(Brief::of).collect();
             for leaf in &mut self.leaves {
-                for list in &mut leaf.lists {
+                for list in leaf.lists.iter_mut().chain([&mut leaf.special]) {
                     list.sort_unstable_by_key(|&q| (leaf_order(&queued[q as usize]), q));
                 }
             }
@@ -174,6 +193,9 @@ impl Lineup {
     fn add(&mut self, q: u32, w: &WorkloadSpec) {
         let leaf = &mut self.leaves[w.leaf.index()];
         leaf.lists[class(w)].push(q);
+        if special(w, self.node_size) {
+            leaf.special.push(q);
+        }
         leaf.count(q, w, 1);
     }
 
@@ -181,10 +203,14 @@ impl Lineup {
     fn insert(&mut self, q: u32, w: &WorkloadSpec) {
         let mirror = &self.mirror;
         let leaf = &mut self.leaves[w.leaf.index()];
+        let place = |list: &[u32]| {
+            list.partition_point(|&e| (leaf_order(&mirror[e as usize]), e) < (leaf_order(w), q))
+        };
         let list = &mut leaf.lists[class(w)];
-        let at =
-            list.partition_point(|&e| (leaf_order(&mirror[e as usize]), e) < (leaf_order(w), q));
-        list.insert(at, q);
+        list.insert(place(list), q);
+        if special(w, self.node_size) {
+            leaf.special.insert(place(&leaf.special), q);
+        }
         leaf.count(q, w, 1);
     }
 
@@ -192,10 +218,18 @@ impl Lineup {
     fn remove(&mut self, q: u32, w: &WorkloadSpec) {
         let mirror = &self.mirror;
         let leaf = &mut self.leaves[w.leaf.index()];
+        let find = |list: &[u32]| {
+            list.binary_search_by(|&e| {
+                (leaf_order(&mirror[e as usize]), e).cmp(&(leaf_order(w), q))
+            })
+        };
+        if special(w, self.node_size) {
+            if let Ok(at) = find(&leaf.special) {
+                leaf.special.remove(at);
+            }
+        }
         let list = &mut leaf.lists[class(w)];
-        if let Ok(at) = list
-            .binary_search_by(|&e| (leaf_order(&mirror[e as usize]), e).cmp(&(leaf_order(w), q)))
-        {
+        if let Ok(at) = find(list) {
             list.remove(at);
             leaf.count(q, w, -1);
         }
@@ -204,6 +238,11 @@ impl Lineup {
     /// The allocated work of `leaf`, in queue order.
     pub(crate) fn allocated(&self, leaf: BudgetId) -> impl Iterator<Item = u32> + '_ {
         self.leaves[leaf.index()].lists[0].iter().copied()
+    }
+
+    /// `leaf`'s allocated debug work and work larger than a host, in queue order.
+    pub(crate) fn special(&self, leaf: BudgetId) -> &[u32] {
+        &self.leaves[leaf.index()].special
     }
 
     /// The queue's briefs, by queue index.

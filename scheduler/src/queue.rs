@@ -108,6 +108,10 @@ pub(crate) struct Queue {
     shortest_resumable: Vec<Time>,
     /// Scratch for sorting a bucket: each member's order within it, and its queue index.
     keyed: Vec<((i64, Time, WorkloadId), u32)>,
+    /// Read from the lineup: each bucket's debug work and work larger than a host, in queue
+    /// order, grouped by rank as `order` (empty and unused otherwise).
+    special: Vec<u32>,
+    special_start: Vec<u32>,
 }
 
 impl Queue {
@@ -157,6 +161,8 @@ impl Queue {
             debug_count,
             shortest_resumable,
             keyed: Vec::new(),
+            special: Vec::new(),
+            special_start: Vec::new(),
         }
     }
 
@@ -174,12 +180,17 @@ impl Queue {
         queue.debug_count.clear();
         queue.shortest_resumable.clear();
         queue.keyed.clear();
+        queue.special.clear();
+        queue.special_start.clear();
         queue.start.push(0);
+        queue.special_start.push(0);
         // The lineup keeps each leaf's sizes, debug work and shortest resumable minimum
         // runtime: no workload's spec is read here.
         for &leaf in standings.leaves() {
             queue.order.extend(lineup.allocated(leaf));
             queue.start.push(queue.order.len() as u32);
+            queue.special.extend_from_slice(lineup.special(leaf));
+            queue.special_start.push(queue.special.len() as u32);
             let summary = lineup.summary(leaf);
             queue.min_gpus.push(summary.min_gpus);
             queue.max_gpus.push(summary.max_gpus);
@@ -219,6 +230,13 @@ impl Queue {
     /// Members of a bucket, in no particular order.
     pub(crate) fn group(&self, rank: usize) -> &[u32] {
         &self.order[self.start[rank] as usize..self.start[rank + 1] as usize]
+    }
+
+    /// A bucket's debug work and work larger than a host, in queue order, if read from the
+    /// lineup.
+    pub(crate) fn special(&self, rank: usize) -> Option<&[u32]> {
+        let range = self.special_start.get(rank..rank + 2)?;
+        Some(&self.special[range[0] as usize..range[1] as usize])
     }
 
     pub(crate) fn min_gpus(&self, rank: usize) -> u32 {
