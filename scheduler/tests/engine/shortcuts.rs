@@ -140,6 +140,9 @@ fn lane_nearly_full(shares: &[(&str, f64)], debug: u32) -> World {
     w
 }
 
+/// The decision, checked against the pass without shortcuts, both from the snapshot alone and
+/// from the queue a driver naming its changes has kept (here its first pass: the lineup, with
+/// each leaf's gangs and debug work, is built afresh).
 fn decides_as_without_shortcuts(w: &World) -> Decision {
     let decision = w.decide();
     let reference = w
@@ -147,6 +150,13 @@ fn decides_as_without_shortcuts(w: &World) -> Decision {
         .fair_share_without_shortcuts(&w.state(), w.now)
         .unwrap();
     assert_eq!(decision, reference);
+    let first = Changes {
+        pass: 0,
+        running: &[],
+        queued: &[],
+    };
+    let kept = w.engine.decide_after(&w.state(), w.now, &first).unwrap();
+    assert_eq!(kept, reference, "from the kept queue");
     decision
 }
 
@@ -351,4 +361,69 @@ fn work_of_a_size_the_headroom_held_back_is_searched_again_once_a_start_widened_
         starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
         [debug, second, first]
     );
+}
+
+#[test]
+fn a_request_smaller_than_work_the_headroom_held_back_starts_where_it_leaves_the_headroom() {
+    // Lane room and headroom 2 GPUs; host 11 is full of b's debug work and host 12 idle: the
+    // lane's reach is 8. a may kill nothing (the teams are level), so a request is held back
+    // when 8 < 2 + its size: 8 GPUs are (twice, the second known from the first), 6 are not and
+    // start, after which the 2 GPUs left are the headroom and hold back a's last request.
+    let mut w = lane_nearly_full(TWO_TEAMS, 8);
+    let mut ask = |gpus, priority| {
+        let mut spec = w.spec("a", gpus, HOUR);
+        spec.priority = priority;
+        w.submit_spec(spec)
+    };
+    let held = [ask(8, 4), ask(8, 3)];
+    let six = ask(6, 2);
+    let last = ask(1, 1);
+    let decision = decides_as_without_shortcuts(&w);
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [six]
+    );
+    for id in held.into_iter().chain([last]) {
+        assert_eq!(
+            w.explain(id).waiting_for,
+            WaitReason::Headroom { kept_gpus: 2 },
+            "{id:?}"
+        );
+    }
+}
+
+#[test]
+fn work_that_may_kill_is_not_held_back_by_its_size_alone() {
+    // Lane room and headroom 3 GPUs; hosts 11 and 12 have 1 and 2 idle GPUs (the lane's reach:
+    // 3), and host 12 b's unprotected work that cannot resume on its other 6; b is over its share,
+    // past the kill margin, so a may kill it. a's 1-GPU request is held back (3 < 3 + 1). Its
+    // 6-GPU request can only start by killing b's work, whose GPUs the lane could not have
+    // taken: it takes nothing from the lane's reach, is not held back, and starts.
+    let mut w = lane_nearly_full(TWO_TEAMS, 7);
+    let mut fragile = w.spec("b", 6, HOUR);
+    fragile.resumable = false;
+    let fragile = w.place(fragile, -2 * HOUR, &[(12, &[2, 3, 4, 5, 6, 7])]);
+    w.history("b", 5_000.0);
+    let config = Config {
+        kill_margin: 0.0,
+        ..*w.engine.config()
+    };
+    w.engine.set_config(config);
+    let mut ask = |gpus, priority| {
+        let mut spec = w.spec("a", gpus, HOUR);
+        spec.priority = priority;
+        w.submit_spec(spec)
+    };
+    let held = ask(1, 2);
+    let six = ask(6, 1);
+    let decision = decides_as_without_shortcuts(&w);
+    assert_eq!(preempted(&decision), [fragile]);
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [six]
+    );
+    assert!(matches!(
+        w.explain(held).waiting_for,
+        WaitReason::Headroom { .. }
+    ));
 }
