@@ -151,7 +151,7 @@ pub(crate) fn fair_share_with(
         Some(lineup) => {
             let queue = Queue::from_lineup(scratch.queue, lineup, &standings);
             #[cfg(debug_assertions)]
-            queue.assert_as_built(state.queued, &standings);
+            queue.assert_as_built(state.queued, &standings, lineup);
             queue
         }
         None => Queue::fair_share(state.queued, &standings),
@@ -308,6 +308,20 @@ struct HeldBack {
     same_backfill: SameBackfill,
 }
 
+/// Group `rank`'s members, of `leaf`: in queue order as the lineup keeps them, else the queue's
+/// bucket (sorted when a scan reaches it: see [`Queue::sorted_group`]).
+fn members<'q>(
+    lineup: Option<&'q Lineup>,
+    queue: &'q Queue,
+    leaf: BudgetId,
+    rank: usize,
+) -> &'q [u32] {
+    match lineup {
+        Some(lineup) => lineup.allocated(leaf),
+        None => queue.group(rank),
+    }
+}
+
 /// A group's latest requests held back by the headroom, newest first: two, so that a queue
 /// whose requests alternate between sizes, or between work that may use a reservation and work
 /// that may not, finds its kind among them rather than searching again for each one.
@@ -395,10 +409,11 @@ impl Pass<'_> {
         loop {
             self.leftover_after_block = false;
             for rank in 0..queue.ranks() {
-                if queue.group(rank).is_empty() {
+                let leaf = self.standings.leaves()[rank];
+                let lineup = self.lineup;
+                if members(lineup, queue, leaf, rank).is_empty() {
                     continue;
                 }
-                let leaf = self.standings.leaves()[rank];
                 let victims = Victims::of(leaf, self);
                 let mut group = Group {
                     rank: rank as u32,
@@ -418,7 +433,7 @@ impl Pass<'_> {
                 let hopeless =
                     !self.pool.idle_could_fit(min_gpus) && self.reachable(&mut group) < min_gpus;
                 if hopeless {
-                    let members = queue.group(rank);
+                    let members = members(lineup, queue, leaf, rank);
                     // Debug work the lane started, and work started before a rescan, waits no more.
                     if members.iter().all(|&q| self.started[q as usize]) {
                         continue;
@@ -436,7 +451,7 @@ impl Pass<'_> {
                     if queue.max_gpus(rank) > self.pool.node_size
                         && self.attempts < self.max_reservations
                     {
-                        self.scan_gangs(queue.group(rank), &mut group);
+                        self.scan_gangs(members, &mut group);
                     }
                     if let Some(q) = watched.filter(|_| self.watched.is_none()) {
                         let w = self.queued[q as usize];
@@ -450,7 +465,8 @@ impl Pass<'_> {
                 if self.headroom_holds(min_gpus, &group)
                     && queue.debug_count(rank) == 0
                     && queue.max_gpus(rank) <= self.pool.node_size
-                    && (self.watch.is_none() || !queue.group(rank).iter().any(watched))
+                    && (self.watch.is_none()
+                        || !members(lineup, queue, leaf, rank).iter().any(watched))
                 {
                     self.note_group(&mut group);
                     continue;
@@ -459,8 +475,11 @@ impl Pass<'_> {
                     min_gpus,
                     shortest_resumable: queue.shortest_resumable(rank),
                 };
-                queue.sorted_group(rank, self.queued);
-                self.scan_group(queue.group(rank), queue.special(rank), &rest, &mut group);
+                let (members, special) = match lineup {
+                    Some(lineup) => (lineup.allocated(leaf), Some(lineup.special(leaf))),
+                    None => (queue.sorted_group(rank, self.queued), None),
+                };
+                self.scan_group(members, special, &rest, &mut group);
             }
             if !self.leftover_after_block {
                 break;

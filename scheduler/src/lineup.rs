@@ -236,8 +236,8 @@ impl Lineup {
     }
 
     /// The allocated work of `leaf`, in queue order.
-    pub(crate) fn allocated(&self, leaf: BudgetId) -> impl Iterator<Item = u32> + '_ {
-        self.leaves[leaf.index()].lists[0].iter().copied()
+    pub(crate) fn allocated(&self, leaf: BudgetId) -> &[u32] {
+        &self.leaves[leaf.index()].lists[0]
     }
 
     /// `leaf`'s allocated debug work and work larger than a host, in queue order.

@@ -108,10 +108,9 @@ pub(crate) struct Queue {
     shortest_resumable: Vec<Time>,
     /// Scratch for sorting a bucket: each member's order within it, and its queue index.
     keyed: Vec<((i64, Time, WorkloadId), u32)>,
-    /// Read from the lineup: each bucket's debug work and work larger than a host, in queue
-    /// order, grouped by rank as `order` (empty and unused otherwise).
-    special: Vec<u32>,
-    special_start: Vec<u32>,
+    /// Read from the lineup, which keeps each bucket's members (see `decide::members`): `order`
+    /// is left empty.
+    from_lineup: bool,
 }
 
 impl Queue {
@@ -161,8 +160,7 @@ impl Queue {
             debug_count,
             shortest_resumable,
             keyed: Vec::new(),
-            special: Vec::new(),
-            special_start: Vec::new(),
+            from_lineup: false,
         }
     }
 
@@ -180,17 +178,10 @@ impl Queue {
         queue.debug_count.clear();
         queue.shortest_resumable.clear();
         queue.keyed.clear();
-        queue.special.clear();
-        queue.special_start.clear();
-        queue.start.push(0);
-        queue.special_start.push(0);
+        queue.from_lineup = true;
         // The lineup keeps each leaf's sizes, debug work and shortest resumable minimum
         // runtime: no workload's spec is read here.
         for &leaf in standings.leaves() {
-            queue.order.extend(lineup.allocated(leaf));
-            queue.start.push(queue.order.len() as u32);
-            queue.special.extend_from_slice(lineup.special(leaf));
-            queue.special_start.push(queue.special.len() as u32);
             let summary = lineup.summary(leaf);
             queue.min_gpus.push(summary.min_gpus);
             queue.max_gpus.push(summary.max_gpus);
@@ -205,13 +196,17 @@ impl Queue {
     /// That this queue (read from the lineup) is the one [`Queue::fair_share`] builds, every
     /// bucket sorted (debug builds check it at every pass).
     #[cfg(debug_assertions)]
-    pub(crate) fn assert_as_built(&self, queued: &[WorkloadSpec], standings: &Standings) {
+    pub(crate) fn assert_as_built(
+        &self,
+        queued: &[WorkloadSpec],
+        standings: &Standings,
+        lineup: &Lineup,
+    ) {
         let mut built = Queue::fair_share(queued, standings);
-        for rank in 0..built.ranks() {
-            built.sorted_group(rank, queued);
+        for (rank, &leaf) in standings.leaves().iter().enumerate() {
+            let members = built.sorted_group(rank, queued);
+            assert_eq!(lineup.allocated(leaf), members, "the lineup's order");
         }
-        assert_eq!(self.order, built.order, "the lineup's order");
-        assert_eq!(self.start, built.start);
         assert_eq!(
             (&self.min_gpus, &self.max_gpus),
             (&built.min_gpus, &built.max_gpus)
@@ -227,16 +222,11 @@ impl Queue {
         self.sorted.len()
     }
 
-    /// Members of a bucket, in no particular order.
+    /// Members of a bucket, in no particular order (a queue read from the lineup has none: the
+    /// lineup keeps them).
     pub(crate) fn group(&self, rank: usize) -> &[u32] {
+        debug_assert!(!self.from_lineup, "the lineup keeps the members");
         &self.order[self.start[rank] as usize..self.start[rank + 1] as usize]
-    }
-
-    /// A bucket's debug work and work larger than a host, in queue order, if read from the
-    /// lineup.
-    pub(crate) fn special(&self, rank: usize) -> Option<&[u32]> {
-        let range = self.special_start.get(rank..rank + 2)?;
-        Some(&self.special[range[0] as usize..range[1] as usize])
     }
 
     pub(crate) fn min_gpus(&self, rank: usize) -> u32 {
