@@ -723,8 +723,12 @@ impl Pass<'_> {
                 Some(lineup) => FreeOrder::Walked(lineup.free(self.queued, self.standings)),
                 None => FreeOrder::Picked(FreeQueue::new(self.queued, self.standings)),
             };
+            let fragile = !self.funded_waits();
+            // Reservations are held only by gangs that wait.
+            debug_assert!(!fragile || self.pool.held.iter().all(|h| !h.live));
             while self.pool.idle_total > 0 {
-                let Some((q, rank)) = free.next(self.pool.free_fit(), self.pool.idle_total) else {
+                let fits = self.pool.free_fit(fragile);
+                let Some((q, rank)) = free.next(fits, self.pool.idle_total) else {
                     break;
                 };
                 self.try_idle_only(q, rank);
@@ -743,9 +747,19 @@ impl Pass<'_> {
                 self.watched = Some(WaitReason::IdleOnly {
                     idle_gpus: self.pool.idle_total,
                     resumable_ahead,
+                    funded_waiting: !w.resumable && self.funded_waits(),
                 });
             }
         }
+    }
+
+    /// Whether allocated work is left waiting by this pass (its groups are noted as blocked, or
+    /// held back by the headroom). Free work that cannot resume does not start then: it would be
+    /// stopped, its progress lost, as soon as that work could use its GPUs, which on a busy
+    /// cluster is before nearly every such run ends (the README's "Free work that cannot resume
+    /// waits for funded work").
+    fn funded_waits(&self) -> bool {
+        self.blocked || self.held_by_headroom
     }
 
     /// Starts unallocated work on idle GPUs if a placement exists (reserved ones only if it is

@@ -77,10 +77,12 @@ pub enum WaitReason {
         holders: Vec<(WorkloadId, Option<Time>)>,
     },
     /// Unallocated work takes only idle GPUs, after all allocated work; work that cannot resume,
-    /// after unallocated work that can as well (`resumable_ahead` of which still wait).
+    /// after unallocated work that can as well (`resumable_ahead` of which still wait), and only
+    /// while no allocated work waits (`funded_waiting`: some does).
     IdleOnly {
         idle_gpus: u32,
         resumable_ahead: u32,
+        funded_waiting: bool,
     },
     /// It would start, but only by taking the fast lane's headroom (DESIGN §4.11): these GPUs are
     /// kept idle, free or held by preemptible work so that short debug work starts at once.
@@ -167,6 +169,7 @@ pub(crate) fn explain(
             .unwrap_or(WaitReason::IdleOnly {
                 idle_gpus: 0,
                 resumable_ahead: 0,
+                funded_waiting: false,
             }),
     };
     Some(Explanation {

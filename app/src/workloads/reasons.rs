@@ -229,11 +229,14 @@ pub enum WaitingFor {
         holders: Vec<Holder>,
     },
     /// Free work: only idle GPUs, after all funded work; if it cannot resume, after the free work
-    /// that can (`resumable_ahead` of which wait).
+    /// that can (`resumable_ahead` of which wait), and only while no funded work waits
+    /// (`funded_waiting`: some does).
     IdleOnly {
         idle_gpus: u32,
         #[serde(default)]
         resumable_ahead: u32,
+        #[serde(default)]
+        funded_waiting: bool,
     },
     /// It would take the last GPUs kept for short debug work.
     Headroom { kept_gpus: u32 },

@@ -227,13 +227,22 @@ pub fn waiting_for(value: &WaitingFor, now: i64) -> String {
         ),
         WaitingFor::IdleOnly {
             idle_gpus,
+            funded_waiting: true,
+            ..
+        } => format!(
+            "It runs for free (minimum runtime 0) and cannot resume, so it starts only while no funded work is waiting: free work is stopped whenever funded work needs its GPUs, and work that cannot resume loses its progress then. Funded work is waiting now; {idle_gpus} GPUs are idle."
+        ),
+        WaitingFor::IdleOnly {
+            idle_gpus,
             resumable_ahead: 0,
+            ..
         } => format!(
             "It runs for free (minimum runtime 0), so it takes only idle GPUs after all funded work; {idle_gpus} are idle."
         ),
         WaitingFor::IdleOnly {
             idle_gpus,
             resumable_ahead,
+            ..
         } => format!(
             "It runs for free (minimum runtime 0) and cannot resume, so it takes only idle GPUs after all funded work and after free work that can resume ({resumable_ahead} waiting): free work is stopped whenever funded work needs its GPUs, and work that cannot resume loses its progress then. {idle_gpus} GPUs are idle."
         ),
@@ -419,6 +428,18 @@ mod tests {
                 && behind.contains("after free work that can resume (12 waiting)")
                 && behind.ends_with("0 GPUs are idle."),
             "{behind}"
+        );
+    }
+
+    #[test]
+    fn free_work_that_cannot_resume_says_it_waits_while_funded_work_waits() {
+        let text = waiting_for(&json!({
+            "kind": "idle-only", "idle_gpus": 3, "resumable_ahead": 0, "funded_waiting": true,
+        }));
+        assert!(
+            text.contains("cannot resume, so it starts only while no funded work is waiting")
+                && text.ends_with("Funded work is waiting now; 3 GPUs are idle."),
+            "{text}"
         );
     }
 

@@ -2,12 +2,11 @@
 //! which preempts reads before the host itself.
 //!
 //! Such a search looks at every host, and most (nine in ten on the reference month) are ruled out
-//! by one bound: their idle GPUs and those of runs anyone may preempt there are too few. Read
-//! from each host's record, that bound cost a search about as much as everything else it did.
-//! Kept here, it is one entry of 16 bytes a host, known from the first search that read the host
-//! until the host changes (its GPUs, runs or reservation: every such change goes through
-//! [`Pool::count_open`], and a pass taken back forgets the hosts it changed) or the next
-//! protection there ends.
+//! by one bound: their idle GPUs and those of runs anyone may preempt there are too few. Kept
+//! here, the search reads one entry of 16 bytes a host instead of the host's record, known from
+//! the first search that read the host until the host changes (its GPUs, runs or reservation:
+//! every such change goes through [`Pool::touch`], and a pass taken back forgets the hosts it
+//! changed) or the next protection there ends.
 
 use super::Pool;
 use crate::ids::Time;

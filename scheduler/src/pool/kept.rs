@@ -71,8 +71,6 @@ struct Idle {
     idle_hosts: Vec<u64>,
     idle_total: u32,
     whole_idle_gpus: u32,
-    open_hist: [u32; 65],
-    whole_open_gpus: u32,
 }
 
 /// How a policy's pass builds its pool (as [`Pool::new`]'s arguments).
@@ -89,8 +87,6 @@ impl Idle {
         self.idle_hosts.clone_from(&pool.idle_hosts);
         self.idle_total = pool.idle_total;
         self.whole_idle_gpus = pool.whole_idle_gpus;
-        self.open_hist = pool.open_hist;
-        self.whole_open_gpus = pool.whole_open_gpus;
     }
 
     /// Copies them back into the pool.
@@ -99,8 +95,6 @@ impl Idle {
         pool.idle_hosts.clone_from(&self.idle_hosts);
         pool.idle_total = self.idle_total;
         pool.whole_idle_gpus = self.whole_idle_gpus;
-        pool.open_hist = self.open_hist;
-        pool.whole_open_gpus = self.whole_open_gpus;
     }
 }
 
@@ -179,8 +173,6 @@ impl Pool {
             idle_hosts: self.idle_hosts.clone(),
             idle_total: self.idle_total,
             whole_idle_gpus: self.whole_idle_gpus,
-            open_hist: self.open_hist,
-            whole_open_gpus: self.whole_open_gpus,
         }
     }
 
@@ -398,10 +390,7 @@ impl Pool {
             (new.idle_hist, new.idle_total, new.whole_idle_gpus)
         );
         assert_eq!(self.idle_hosts, new.idle_hosts);
-        assert_eq!(
-            (self.open_hist, self.whole_open_gpus, self.free_work_gpus),
-            (new.open_hist, new.whole_open_gpus, new.free_work_gpus)
-        );
+        assert_eq!(self.free_work_gpus, new.free_work_gpus);
         assert_eq!(
             (&self.unprotected_by_rank, self.unprotected_resumable_gpus),
             (&new.unprotected_by_rank, new.unprotected_resumable_gpus)

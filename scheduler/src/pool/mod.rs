@@ -165,24 +165,21 @@ impl IdleFit {
     }
 }
 
-/// Which unallocated workloads fit idle GPUs at one moment. Free work's minimum runtime is 0, so
-/// resumable free work may backfill any reservation and non-resumable free work none (DESIGN
-/// §4.8, [`crate::decide`]'s `may_backfill`).
+/// Which unallocated workloads fit idle GPUs at one moment. Free work that cannot resume starts
+/// only while no allocated work waits (see `decide`'s `funded_waits`), so never beside a
+/// reservation, which a waiting gang holds; resumable free work may backfill any reservation (its
+/// minimum runtime is 0: DESIGN §4.8).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FreeFit {
     /// Every idle GPU.
-    pub any: IdleFit,
-    /// Idle GPUs no reservation holds.
-    pub open: IdleFit,
+    pub idle: IdleFit,
+    /// Free work that cannot resume may start.
+    pub fragile: bool,
 }
 
 impl FreeFit {
     pub(crate) fn fits(self, w: &WorkloadSpec) -> bool {
-        if w.resumable {
-            self.any.fits(w.gpus)
-        } else {
-            self.open.fits(w.gpus)
-        }
+        (w.resumable || self.fragile) && self.idle.fits(w.gpus)
     }
 }
 
@@ -229,10 +226,6 @@ pub(crate) struct Pool {
     outlooks: RefCell<Outlooks>,
     pub idle_total: u32,
     pub whole_idle_gpus: u32,
-    /// As `idle_hist` and `whole_idle_gpus`, counting only GPUs no reservation holds: what work
-    /// that may not backfill (non-resumable free work) can take.
-    open_hist: [u32; 65],
-    whole_open_gpus: u32,
     /// Live unallocated GPUs on schedulable hosts.
     pub free_work_gpus: u32,
     /// Live, unprotected, allocated GPUs on schedulable hosts, by leaf rank.
@@ -331,8 +324,6 @@ impl Pool {
             outlooks: RefCell::new(Outlooks::default()),
             idle_total: 0,
             whole_idle_gpus: 0,
-            open_hist: [0; 65],
-            whole_open_gpus: 0,
             free_work_gpus: 0,
             unprotected_by_rank: vec![0; ranks.max(1)],
             unprotected_resumable_gpus: 0,
@@ -486,10 +477,12 @@ impl Pool {
         &self.parts[at as usize..(at + len) as usize]
     }
 
-    /// Counts host `node`'s GPUs in or out (`sign`) of the idle and open counters: called with
-    /// -1 before every change of its GPUs, reservation or runs, and with 1 after it.
+    /// Counts host `node`'s GPUs in or out (`sign`) of the idle counters: called with -1 before
+    /// every change of its GPUs or runs, and with 1 after it.
     fn count_idle(&mut self, node: usize, sign: i32) {
-        self.count_open(node, sign);
+        if sign < 0 {
+            self.touch(node);
+        }
         let slot = &self.slots[node];
         if !slot.schedulable() {
             return;
@@ -512,29 +505,13 @@ impl Pool {
         apply(&mut self.whole_idle_gpus, whole);
     }
 
-    /// As [`Pool::count_idle`], for a change of host `node`'s reservation alone: its idle GPUs
-    /// stay, so only the counters of GPUs no reservation holds move.
-    fn count_open(&mut self, node: usize, sign: i32) {
+    /// Called before every change of host `node` (its GPUs, runs or reservation): a pass taken
+    /// back puts the host back, and what was learned of it goes.
+    fn touch(&mut self, node: usize) {
         self.forget_bound(node);
-        if sign < 0 {
-            if let Some(base) = &mut self.base {
-                base.touched(node);
-            }
+        if let Some(base) = &mut self.base {
+            base.touched(node);
         }
-        let slot = &self.slots[node];
-        if !slot.schedulable() {
-            return;
-        }
-        let (open, whole_open) = match slot.reservation {
-            None if slot.free == slot.all => (slot.size, slot.size),
-            None => (slot.free.count(), 0),
-            Some(_) => (slot.free.without(slot.reserved).count(), 0),
-        };
-        let apply = |v: &mut u32, by: u32| {
-            *v = if sign > 0 { *v + by } else { *v - by };
-        };
-        apply(&mut self.open_hist[open as usize], 1);
-        apply(&mut self.whole_open_gpus, whole_open);
     }
 
     fn count_run(&mut self, run: usize, sign: i32) {
@@ -611,17 +588,10 @@ impl Pool {
 
     /// What unallocated work could start on idle GPUs now: every idle GPU for work that may
     /// backfill reservations, only those no reservation holds for work that may not.
-    pub(crate) fn free_fit(&self) -> FreeFit {
+    pub(crate) fn free_fit(&self, fragile: bool) -> FreeFit {
         FreeFit {
-            any: self.idle_fit(),
-            open: IdleFit {
-                node_size: self.node_size,
-                max_idle: (0..=self.node_size as usize)
-                    .rev()
-                    .find(|&c| self.open_hist[c] > 0)
-                    .unwrap_or(0) as u32,
-                whole_idle: self.whole_open_gpus,
-            },
+            idle: self.idle_fit(),
+            fragile,
         }
     }
 
@@ -739,11 +709,10 @@ impl Pool {
         let index = self.held.len() as u32;
         for part in &parts {
             let node = part.node.index();
-            self.count_open(node, -1);
+            self.touch(node);
             let slot = &mut self.slots[node];
             slot.reservation = Some(index);
             slot.reserved = part.gpus;
-            self.count_open(node, 1);
         }
         self.held.push(Held {
             workload,
@@ -769,11 +738,10 @@ impl Pool {
             let node = self.held[index].parts[k].node;
             self.loosened.push((self.changes, node.0));
             if self.slots[node.index()].reservation == Some(index as u32) {
-                self.count_open(node.index(), -1);
+                self.touch(node.index());
                 let slot = &mut self.slots[node.index()];
                 slot.reservation = None;
                 slot.reserved = GpuSet::EMPTY;
-                self.count_open(node.index(), 1);
             }
         }
     }

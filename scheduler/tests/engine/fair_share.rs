@@ -111,7 +111,8 @@ fn unallocated_work_waits_behind_all_allocated_work() {
         w.explain(free_a).waiting_for,
         WaitReason::IdleOnly {
             idle_gpus: 0,
-            resumable_ahead: 0
+            resumable_ahead: 0,
+            funded_waiting: false,
         }
     );
 }
@@ -137,7 +138,8 @@ fn free_work_that_can_resume_starts_before_free_work_that_cannot_whatever_the_ra
         w.explain(final_a).waiting_for,
         WaitReason::IdleOnly {
             idle_gpus: 0,
-            resumable_ahead: 1
+            resumable_ahead: 1,
+            funded_waiting: false,
         }
     );
     // With nothing resumable waiting, free work that cannot resume takes idle GPUs as before.
@@ -149,6 +151,42 @@ fn free_work_that_can_resume_starts_before_free_work_that_cannot_whatever_the_ra
     assert_eq!(
         starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
         [final_a]
+    );
+}
+
+#[test]
+fn free_work_that_cannot_resume_waits_while_funded_work_waits() {
+    // b's protected work holds six GPUs of the one host; a's funded 4-GPU request cannot start.
+    // Of the two idle GPUs, free work that can resume takes one; free work that cannot resume
+    // would be stopped, its progress lost, as soon as the funded work could start: it waits.
+    let mut w = World::new(TWO_TEAMS, 1, 8);
+    w.history("b", 300.0);
+    w.running("b", HOUR, 0, 0, &[0, 1, 2, 3, 4, 5]);
+    w.now = 60;
+    let funded = w.submit("a", 4, HOUR);
+    let mut fragile = w.spec("a", 1, 0);
+    fragile.resumable = false;
+    let fragile = w.submit_spec(fragile);
+    let sweep = w.submit("b", 1, 0);
+    let decision = w.decide();
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [sweep]
+    );
+    assert!(matches!(
+        w.explain(fragile).waiting_for,
+        WaitReason::IdleOnly {
+            idle_gpus: 1,
+            funded_waiting: true,
+            ..
+        }
+    ));
+    // Once no funded work waits, it takes an idle GPU.
+    w.queued.retain(|q| q.id != funded);
+    let decision = w.decide();
+    assert_eq!(
+        starts(&decision).iter().map(|s| s.0).collect::<Vec<_>>(),
+        [sweep, fragile]
     );
 }
 

@@ -190,7 +190,7 @@ fn a_gang_of_a_team_past_the_64th_node_of_the_tree_reserves_around_its_own_final
 }
 
 #[test]
-fn free_work_that_may_not_backfill_finds_the_idle_gpus_no_reservation_holds() {
+fn beside_a_waiting_gang_only_free_work_that_can_resume_starts_and_it_may_use_the_reservation() {
     // a's gang reserves hosts 0 and 1 (free from 2 h); host 0's two idle GPUs are reserved, host
     // 2's one idle GPU is not (b's work there is protected until 3 h).
     let mut w = World::new(TWO_TEAMS, 3, 8);
@@ -205,23 +205,28 @@ fn free_work_that_may_not_backfill_finds_the_idle_gpus_no_reservation_holds() {
         spec.priority = priority;
         w.submit_spec(spec)
     };
-    // First in queue order: many non-resumable pairs that would fit only reserved GPUs.
+    // Free work that cannot resume would lose its progress when the gang (or other funded work)
+    // takes the GPUs back: it waits while funded work waits, even where an idle GPU is open.
     for priority in 0..40 {
         free(2, false, 100 - priority);
     }
     let single = free(1, false, 10);
-    // Free work that can resume goes first (and may backfill): two GPUs fit only host 0's.
+    // Free work that can resume goes first and may backfill: two GPUs fit only host 0's.
     let resumable = free(2, true, 5);
     let decision = w.decide();
     assert_eq!(decision.reservations.len(), 1);
     assert_eq!(decision.reservations[0].workload, gang);
     assert_eq!(
         starts(&decision),
-        [
-            (resumable, &Placement::on(NodeId(0), GpuSet::of(&[6, 7]))),
-            (single, &Placement::on(NodeId(2), GpuSet::of(&[7]))),
-        ]
+        [(resumable, &Placement::on(NodeId(0), GpuSet::of(&[6, 7])))]
     );
+    assert!(matches!(
+        w.explain(single).waiting_for,
+        WaitReason::IdleOnly {
+            funded_waiting: true,
+            ..
+        }
+    ));
 }
 
 #[test]

@@ -118,9 +118,11 @@ pub fn waiting_for(snapshot: &Snapshot, reason: &WaitReason) -> contract::Waitin
         WaitReason::IdleOnly {
             idle_gpus,
             resumable_ahead,
+            funded_waiting,
         } => W::IdleOnly {
             idle_gpus: *idle_gpus,
             resumable_ahead: *resumable_ahead,
+            funded_waiting: *funded_waiting,
         },
         WaitReason::Headroom { kept_gpus } => W::Headroom {
             kept_gpus: *kept_gpus,
