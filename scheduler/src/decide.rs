@@ -504,10 +504,7 @@ impl Pass<'_> {
             |queued: &[WorkloadSpec], q: u32| QueueKey::fair_share(&queued[q as usize], rank);
         let node_size = self.pool.node_size;
         let queued = self.queued;
-        let is_special = |g: u32| {
-            let w = &queued[g as usize];
-            w.gpus > node_size || w.is_debug()
-        };
+        let is_special = |g: u32| crate::lineup::special(&queued[g as usize], node_size);
         debug_assert!(special.is_none_or(|special| special
             .iter()
             .copied()

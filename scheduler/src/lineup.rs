@@ -58,14 +58,14 @@ struct Leaf {
     /// each minimum runtime.
     sizes: BTreeMap<u32, u32>,
     resumable_min_runtimes: BTreeMap<Time, u32>,
-    /// Of its allocated work: what is not a single-host request of other work (see [`special`]),
-    /// in the order of `lists[0]`.
+    /// Of its allocated work: debug work and work larger than a host (see [`special`]), in the
+    /// order of `lists[0]`.
     special: Vec<u32>,
 }
 
 /// Allocated work a walk of a leaf's work must still visit once the headroom holds back its
 /// single-host requests: debug work (never held back) and work larger than a host.
-fn special(w: &WorkloadSpec, node_size: u32) -> bool {
+pub(crate) fn special(w: &WorkloadSpec, node_size: u32) -> bool {
     w.is_allocated() && (w.is_debug() || w.gpus > node_size)
 }
 

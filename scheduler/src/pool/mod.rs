@@ -586,8 +586,8 @@ impl Pool {
         }
     }
 
-    /// What unallocated work could start on idle GPUs now: every idle GPU for work that may
-    /// backfill reservations, only those no reservation holds for work that may not.
+    /// What unallocated work could start on idle GPUs now; work that cannot resume only if
+    /// `fragile` (see [`FreeFit`]).
     pub(crate) fn free_fit(&self, fragile: bool) -> FreeFit {
         FreeFit {
             idle: self.idle_fit(),

@@ -140,6 +140,24 @@ fn lane_nearly_full(shares: &[(&str, f64)], debug: u32) -> World {
     w
 }
 
+/// `lane_nearly_full` with a lane room and headroom of 3 GPUs: hosts 11 and 12 have 1 and 2 idle
+/// GPUs (the lane's reach: 3), and host 12 b's unprotected work that cannot resume on its other
+/// 6 (returned); b is over its share, past the kill margin (set to the damping margin), so a may
+/// kill it.
+fn lane_short_of_headroom_beside_work_a_may_kill() -> (World, WorkloadId) {
+    let mut w = lane_nearly_full(TWO_TEAMS, 7);
+    let mut fragile = w.spec("b", 6, HOUR);
+    fragile.resumable = false;
+    let fragile = w.place(fragile, -2 * HOUR, &[(12, &[2, 3, 4, 5, 6, 7])]);
+    w.history("b", 5_000.0);
+    let config = Config {
+        kill_margin: 0.0,
+        ..*w.engine.config()
+    };
+    w.engine.set_config(config);
+    (w, fragile)
+}
+
 /// The decision, checked against the pass without shortcuts, both from the snapshot alone and
 /// from the queue a driver naming its changes has kept (here its first pass: the lineup, with
 /// each leaf's gangs and debug work, is built afresh).
@@ -331,19 +349,7 @@ fn single_host_work_ruled_out_by_a_failure_is_searched_again_once_a_gang_left_gp
 
 #[test]
 fn work_of_a_size_the_headroom_held_back_is_searched_again_once_a_start_widened_the_lanes_reach() {
-    // Lane room and headroom 3 GPUs; hosts 11 and 12 have 1 and 2 idle GPUs (the lane's reach:
-    // 3), and host 12 b's unprotected work that cannot resume on its other 6; b is over its share,
-    // past the (kill) margin.
-    let mut w = lane_nearly_full(TWO_TEAMS, 7);
-    let mut fragile = w.spec("b", 6, HOUR);
-    fragile.resumable = false;
-    let fragile = w.place(fragile, -2 * HOUR, &[(12, &[2, 3, 4, 5, 6, 7])]);
-    w.history("b", 5_000.0);
-    let config = Config {
-        kill_margin: 0.0,
-        ..*w.engine.config()
-    };
-    w.engine.set_config(config);
+    let (mut w, fragile) = lane_short_of_headroom_beside_work_a_may_kill();
     let mut ask = |gpus, min_runtime, priority| {
         let mut spec = w.spec("a", gpus, min_runtime);
         spec.priority = priority;
@@ -394,21 +400,10 @@ fn a_request_smaller_than_work_the_headroom_held_back_starts_where_it_leaves_the
 
 #[test]
 fn work_that_may_kill_is_not_held_back_by_its_size_alone() {
-    // Lane room and headroom 3 GPUs; hosts 11 and 12 have 1 and 2 idle GPUs (the lane's reach:
-    // 3), and host 12 b's unprotected work that cannot resume on its other 6; b is over its share,
-    // past the kill margin, so a may kill it. a's 1-GPU request is held back (3 < 3 + 1). Its
+    // The lane's reach is 3, its headroom 3. a's 1-GPU request is held back (3 < 3 + 1). Its
     // 6-GPU request can only start by killing b's work, whose GPUs the lane could not have
     // taken: it takes nothing from the lane's reach, is not held back, and starts.
-    let mut w = lane_nearly_full(TWO_TEAMS, 7);
-    let mut fragile = w.spec("b", 6, HOUR);
-    fragile.resumable = false;
-    let fragile = w.place(fragile, -2 * HOUR, &[(12, &[2, 3, 4, 5, 6, 7])]);
-    w.history("b", 5_000.0);
-    let config = Config {
-        kill_margin: 0.0,
-        ..*w.engine.config()
-    };
-    w.engine.set_config(config);
+    let (mut w, fragile) = lane_short_of_headroom_beside_work_a_may_kill();
     let mut ask = |gpus, priority| {
         let mut spec = w.spec("a", gpus, HOUR);
         spec.priority = priority;
