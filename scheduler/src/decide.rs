@@ -16,7 +16,7 @@ use crate::engine::{Config, Engine};
 use crate::explain::{blocked_reason, WaitReason};
 use crate::health::drain_hosts;
 use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
-use crate::lineup::{Brief, Lineup};
+use crate::lineup::{Brief, Lineup, Shape};
 use crate::memo::{Failure, Failures};
 use crate::placement::{Choice, Rules, IDLE_ONLY};
 use crate::pool::{Blockers, Held, Pool, Run};
@@ -308,6 +308,82 @@ struct HeldBack {
     same_backfill: SameBackfill,
 }
 
+/// What a group's walk learned of the work that waits, so that it passes over such work without
+/// a visit, while the pool and the failures on record stand as they did then (see
+/// [`Waits`]): its single-host work that is not debug work, and its gangs.
+#[derive(Default)]
+struct WaitFrom {
+    stands: Option<Stands>,
+    singles: Waits,
+    gangs: Waits,
+}
+
+/// The pool's version and count of hosts that got easier, and the count of failures on record.
+type Stands = ((u64, usize), u64);
+
+impl WaitFrom {
+    /// Forgets what was learned before the pool or the failures on record last changed.
+    fn stands(&mut self, stands: Stands) {
+        if self.stands != Some(stands) {
+            *self = WaitFrom {
+                stands: Some(stands),
+                ..WaitFrom::default()
+            };
+        }
+    }
+
+    /// Whether work of `shape` is known to wait at `now`.
+    fn passes(&self, shape: &Shape, now: Time) -> bool {
+        match (shape.debug, shape.gang) {
+            (true, _) => false,
+            (false, false) => self.singles.passes(shape, now),
+            (false, true) => self.gangs.passes(shape, now),
+        }
+    }
+
+    /// What is known of work of `shape`'s kind, if it is one a walk may pass over.
+    fn of(&mut self, shape: &Shape) -> Option<&mut Waits> {
+        match (shape.debug, shape.gang) {
+            (true, _) => None,
+            (false, false) => Some(&mut self.singles),
+            (false, true) => Some(&mut self.gangs),
+        }
+    }
+}
+
+/// Of one kind of a group's work: every request from `from` GPUs up waits unless it can resume
+/// with a minimum runtime that ends by `unless_by`. Sizes up to `not_from` were found not to,
+/// and are not asked about again.
+#[derive(Default)]
+struct Waits {
+    from: Option<u32>,
+    unless_by: Option<Time>,
+    not_from: Option<u32>,
+}
+
+impl Waits {
+    fn passes(&self, shape: &Shape, now: Time) -> bool {
+        self.from.is_some_and(|from| shape.gpus >= from)
+            && self
+                .unless_by
+                .is_none_or(|by| now.saturating_add(shape.resumable_min) > by)
+    }
+
+    fn worth_asking(&self, gpus: u32) -> bool {
+        self.from.is_none_or(|from| gpus < from) && self.not_from.is_none_or(|not| gpus > not)
+    }
+
+    fn learn(&mut self, gpus: u32, wait: Option<Option<Time>>) {
+        match wait {
+            Some(unless_by) => {
+                self.from = Some(gpus);
+                self.unless_by = unless_by;
+            }
+            None => self.not_from = Some(self.not_from.map_or(gpus, |not| not.max(gpus))),
+        }
+    }
+}
+
 /// Group `rank`'s members, of `leaf`: in queue order as the lineup keeps them, else the queue's
 /// bucket (sorted when a scan reaches it: see [`Queue::sorted_group`]).
 fn members<'q>(
@@ -475,11 +551,15 @@ impl Pass<'_> {
                     min_gpus,
                     shortest_resumable: queue.shortest_resumable(rank),
                 };
-                let (members, special) = match lineup {
-                    Some(lineup) => (lineup.allocated(leaf), Some(lineup.special(leaf))),
-                    None => (queue.sorted_group(rank, self.queued), None),
+                let (members, shapes, special) = match lineup {
+                    Some(lineup) => (
+                        lineup.allocated(leaf),
+                        Some(lineup.shapes(leaf)),
+                        Some(lineup.special(leaf)),
+                    ),
+                    None => (queue.sorted_group(rank, self.queued), None, None),
                 };
-                self.scan_group(members, special, &rest, &mut group);
+                self.scan_group(members, shapes, special, &rest, &mut group);
             }
             if !self.leftover_after_block {
                 break;
@@ -492,9 +572,12 @@ impl Pass<'_> {
     /// something changes that, when the rest is taken again from there: when a failure on record
     /// rules out the rest of its single-host work (`singles_wait`), or the headroom holds it back
     /// (`headroom_holds`). `special` is the group's gangs and debug work in queue order, if kept.
+    /// Short of that, work of a kind and size known to wait is passed over unread (see
+    /// [`WaitFrom`]); `shapes` are the members' shapes, if kept.
     fn scan_group(
         &mut self,
         members: &[u32],
+        shapes: Option<&[Shape]>,
         special: Option<&[u32]>,
         rest: &RestOfGroup,
         group: &mut Group,
@@ -510,13 +593,26 @@ impl Pass<'_> {
             .copied()
             .eq(members.iter().copied().filter(|&g| is_special(g)))));
         let mut built: Option<Vec<u32>> = None;
+        let shape_at = |i: usize| match shapes {
+            Some(shapes) => shapes[i],
+            None => Shape::of(&queued[members[i] as usize], node_size),
+        };
+        let mut wait_from = WaitFrom::default();
         let mut i = 0;
-        while let Some(&q) = members.get(i) {
+        loop {
+            wait_from.stands((self.pool.stands(), self.failures.recorded()));
+            while i < members.len() && self.passes_over(&wait_from, &shape_at(i), members[i]) {
+                i += 1;
+            }
+            let Some(&q) = members.get(i) else {
+                break;
+            };
             i += 1;
             if self.started[q as usize] {
                 continue;
             }
-            let waits = if self.settled_without_a_try(q, group) {
+            let settled = self.settled_without_a_try(q, group);
+            let waits = if settled {
                 None
             } else {
                 self.try_allocated(q, group)
@@ -524,6 +620,9 @@ impl Pass<'_> {
             let hand_over = waits.is_some_and(|key| self.singles_wait(rest, key, group))
                 || self.headroom_holds_singles(rest, group);
             if !hand_over {
+                if settled || shape_at(i - 1).gang {
+                    self.learn_waits(q, &shape_at(i - 1), &mut wait_from, group);
+                }
                 continue;
             }
             let key = key_of(queued, q);
@@ -539,8 +638,14 @@ impl Pass<'_> {
                 if self.started[g as usize] {
                     continue;
                 }
-                if !self.settled_without_a_try(g, group) {
+                let shape = Shape::of(&queued[g as usize], node_size);
+                wait_from.stands((self.pool.stands(), self.failures.recorded()));
+                if !self.passes_over(&wait_from, &shape, g) && !self.settled_without_a_try(g, group)
+                {
                     self.try_allocated(g, group);
+                    if shape.gang {
+                        self.learn_waits(g, &shape, &mut wait_from, group);
+                    }
                 }
                 let key = key_of(queued, g);
                 if !self.singles_wait(rest, key, group) && !self.headroom_holds_singles(rest, group)
@@ -554,6 +659,74 @@ impl Pass<'_> {
                 None => break,
             }
         }
+    }
+
+    /// Whether the walk passes over workload `q` of `shape`, known to wait (see [`WaitFrom`]); a
+    /// gang holding a reservation is always looked at.
+    fn passes_over(&self, wait_from: &WaitFrom, shape: &Shape, q: u32) -> bool {
+        wait_from.passes(shape, self.now) && !(shape.gang && self.holds(q))
+    }
+
+    /// Whether workload `q` holds a reservation.
+    fn holds(&self, q: u32) -> bool {
+        let id = self.queued[q as usize].id;
+        self.pool.held.iter().any(|h| h.live && h.workload == id)
+    }
+
+    /// Learns, after a visit that left `q` (of `shape`) waiting, whether the rest of the group's
+    /// work of its kind and size or larger waits too (see [`WaitFrom`]).
+    fn learn_waits(&self, q: u32, shape: &Shape, wait_from: &mut WaitFrom, group: &Group) {
+        if self.watch.is_some() || self.started[q as usize] {
+            return;
+        }
+        wait_from.stands((self.pool.stands(), self.failures.recorded()));
+        let Some(waits) = wait_from
+            .of(shape)
+            .filter(|waits| waits.worth_asking(shape.gpus))
+        else {
+            return;
+        };
+        let key = QueueKey::fair_share(&self.queued[q as usize], group.rank);
+        let wait = if shape.gang {
+            self.gangs_wait_unless(shape.gpus, key, group)
+        } else if self.headroom_holds(shape.gpus, group) {
+            Some(None)
+        } else {
+            self.singles_wait_unless(shape.gpus, key, group)
+        };
+        waits.learn(shape.gpus, wait);
+    }
+
+    /// Whether every gang of the group after `key` asking for `gpus` or more would be left
+    /// waiting, unless it can resume and its minimum runtime ends by the time returned, if any
+    /// (`None` if not so; gangs holding a reservation are visited all the same): no reservation is
+    /// left to offer; a failure on
+    /// record could reach fewer GPUs, and no host got easier since; and every reservation it could
+    /// not use is held by work ahead of them, so that they may use it only by backfilling it.
+    fn gangs_wait_unless(&self, gpus: u32, key: QueueKey, group: &Group) -> Option<Option<Time>> {
+        if self.shortcuts != Shortcuts::On
+            || self.watch.is_some()
+            || self.attempts < self.max_reservations
+        {
+            return None;
+        }
+        let f = self
+            .failures
+            .latest_covering(group.rank, &group.bits, true, gpus)?;
+        if f.reach >= gpus || self.pool.loosened_after(f.at) {
+            return None;
+        }
+        let mut unless_by = None;
+        for h in self.pool.held.iter().filter(|h| h.live) {
+            if self.may_backfill(h, &f.spec, f.key) {
+                continue;
+            }
+            if h.key > key {
+                return None;
+            }
+            unless_by = Some(unless_by.map_or(h.at, |by: Time| by.max(h.at)));
+        }
+        Some(unless_by)
     }
 
     /// Whether the headroom holds back every single-host request of the group that is not debug
@@ -571,31 +744,49 @@ impl Pass<'_> {
     /// newest single-host failure, when it covers them all: each request finds the newest that
     /// covers it).
     fn singles_wait(&self, rest: &RestOfGroup, key: QueueKey, group: &Group) -> bool {
+        self.singles_wait_unless(rest.min_gpus, key, group)
+            .is_some_and(|by| {
+                by.is_none_or(|by| self.now.saturating_add(rest.shortest_resumable) > by)
+            })
+    }
+
+    /// Whether every single-host workload of the group after `key` asking for `min_gpus` or more
+    /// would be left waiting without a search (see `singles_wait`) unless it can resume and its
+    /// minimum runtime ends by the time returned, if any: the latest of the reservations a search
+    /// would be worth for such work (`None` if not so).
+    fn singles_wait_unless(
+        &self,
+        min_gpus: u32,
+        key: QueueKey,
+        group: &Group,
+    ) -> Option<Option<Time>> {
         if self.shortcuts != Shortcuts::On || self.watch.is_some() {
-            return false;
+            return None;
         }
         let lookup = |gpus| {
             self.failures
                 .latest_covering(group.rank, &group.bits, false, gpus)
         };
-        let Some(newest) = lookup(u32::MAX) else {
-            return false;
-        };
-        let (latest, all_find_it) = if newest.from <= rest.min_gpus {
+        let newest = lookup(u32::MAX)?;
+        let (latest, all_find_it) = if newest.from <= min_gpus {
             (newest, true)
         } else {
-            match lookup(rest.min_gpus) {
-                Some(latest) => (latest, false),
-                None => return false,
-            }
+            (lookup(min_gpus)?, false)
         };
         if self.pool.loosened_after(latest.at) {
-            return false;
+            return None;
         }
-        self.pool.held.iter().filter(|h| h.live).all(|h| {
-            (all_find_it && self.may_backfill(h, &latest.spec, latest.key))
-                || (h.key <= key && self.now.saturating_add(rest.shortest_resumable) > h.at)
-        })
+        let mut unless_by = None;
+        for h in self.pool.held.iter().filter(|h| h.live) {
+            if all_find_it && self.may_backfill(h, &latest.spec, latest.key) {
+                continue;
+            }
+            if h.key > key {
+                return None;
+            }
+            unless_by = Some(unless_by.map_or(h.at, |by: Time| by.max(h.at)));
+        }
+        Some(unless_by)
     }
 
     /// Leaves single-host workload `q` waiting as `try_allocated` would, without its lookups,

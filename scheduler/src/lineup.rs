@@ -38,6 +38,34 @@ impl Brief {
     }
 }
 
+/// What a walk of a leaf's allocated work reads to pass over work it knows waits, kept beside
+/// the leaf's list so that the walk reads memory in order (see `decide::WaitFrom`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub gpus: u32,
+    /// Debug work, which a walk always visits.
+    pub debug: bool,
+    /// Work larger than a host.
+    pub gang: bool,
+    /// Its minimum runtime if it can resume, else `Time::MAX`.
+    pub resumable_min: Time,
+}
+
+impl Shape {
+    pub(crate) fn of(w: &WorkloadSpec, node_size: u32) -> Shape {
+        Shape {
+            gpus: w.gpus,
+            debug: w.is_debug(),
+            gang: w.gpus > node_size,
+            resumable_min: if w.resumable {
+                w.min_runtime
+            } else {
+                Time::MAX
+            },
+        }
+    }
+}
+
 /// Allocated work, free work that can resume, free work that cannot (the order of classes).
 fn class(w: &WorkloadSpec) -> usize {
     match (w.is_allocated(), w.resumable) {
@@ -61,6 +89,8 @@ struct Leaf {
     /// Of its allocated work: debug work and work larger than a host (see [`special`]), in the
     /// order of `lists[0]`.
     special: Vec<u32>,
+    /// The shapes of `lists[0]`, in its order.
+    shapes: Vec<Shape>,
 }
 
 /// Allocated work a walk of a leaf's work must still visit once the headroom holds back its
@@ -154,6 +184,10 @@ impl Lineup {
                 for list in leaf.lists.iter_mut().chain([&mut leaf.special]) {
                     list.sort_unstable_by_key(|&q| (leaf_order(&queued[q as usize]), q));
                 }
+                leaf.shapes = leaf.lists[0]
+                    .iter()
+                    .map(|&q| Shape::of(&queued[q as usize], node_size))
+                    .collect();
             }
             return;
         }
@@ -188,6 +222,12 @@ impl Lineup {
         }
         self.touched = touched;
         debug_assert!(self.briefs.iter().copied().eq(queued.iter().map(Brief::of)));
+        debug_assert!(self
+            .leaves
+            .iter()
+            .all(|leaf| leaf.shapes.iter().copied().eq(leaf.lists[0]
+                .iter()
+                .map(|&q| Shape::of(&queued[q as usize], node_size)))));
     }
 
     fn add(&mut self, q: u32, w: &WorkloadSpec) {
@@ -207,7 +247,11 @@ impl Lineup {
             list.partition_point(|&e| (leaf_order(&mirror[e as usize]), e) < (leaf_order(w), q))
         };
         let list = &mut leaf.lists[class(w)];
-        list.insert(place(list), q);
+        let at = place(list);
+        list.insert(at, q);
+        if class(w) == 0 {
+            leaf.shapes.insert(at, Shape::of(w, self.node_size));
+        }
         if special(w, self.node_size) {
             leaf.special.insert(place(&leaf.special), q);
         }
@@ -231,6 +275,9 @@ impl Lineup {
         let list = &mut leaf.lists[class(w)];
         if let Ok(at) = find(list) {
             list.remove(at);
+            if class(w) == 0 {
+                leaf.shapes.remove(at);
+            }
             leaf.count(q, w, -1);
         }
     }
@@ -238,6 +285,11 @@ impl Lineup {
     /// The allocated work of `leaf`, in queue order.
     pub(crate) fn allocated(&self, leaf: BudgetId) -> &[u32] {
         &self.leaves[leaf.index()].lists[0]
+    }
+
+    /// The shapes of `leaf`'s allocated work, in the order of [`Lineup::allocated`].
+    pub(crate) fn shapes(&self, leaf: BudgetId) -> &[Shape] {
+        &self.leaves[leaf.index()].shapes
     }
 
     /// `leaf`'s allocated debug work and work larger than a host, in queue order.

@@ -751,6 +751,12 @@ impl Pool {
         self.loosened.push((self.changes, node.0));
     }
 
+    /// Where the pool stands: its version and how many hosts got easier so far. Equal while
+    /// nothing changed.
+    pub(crate) fn stands(&self) -> (u64, usize) {
+        (self.changes, self.loosened.len())
+    }
+
     /// Whether placement got easier anywhere after version `since`.
     pub(crate) fn loosened_after(&self, since: u64) -> bool {
         self.loosened.last().is_some_and(|&(v, _)| v > since)

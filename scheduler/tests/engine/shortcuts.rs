@@ -422,3 +422,75 @@ fn work_that_may_kill_is_not_held_back_by_its_size_alone() {
         WaitReason::Headroom { .. }
     ));
 }
+
+#[test]
+fn gangs_after_one_that_cannot_start_wait_but_one_that_may_backfill_the_reservation_is_tried() {
+    // Hosts 0 and 4 are idle; b's protected work fills host 1 until 3 h, hosts 2 and 3 until
+    // 4 h. One reservation is offered: a's first gang takes it (hosts 0, 1 and 4, for 3 h). a's
+    // second gang cannot start and is not offered one; the gangs as large or larger after it
+    // cannot start either, but a resumable one whose minimum runtime ends before 3 h may use
+    // hosts 0 and 4, and must still be looked at: it starts there.
+    let config = Config {
+        headroom_gpus: 0,
+        max_reservations: 1,
+        ..Config::default()
+    };
+    let mut w = World::with_config(TWO_TEAMS, 5, 8, config);
+    w.now = HOUR;
+    let all = [0, 1, 2, 3, 4, 5, 6, 7];
+    w.running("b", 3 * HOUR, 0, 1, &all);
+    w.running("b", 4 * HOUR, 0, 2, &all);
+    w.running("b", 4 * HOUR, 0, 3, &all);
+    let mut ask = |gpus, min_runtime, resumable, priority| {
+        let mut spec = w.spec("a", gpus, min_runtime);
+        spec.resumable = resumable;
+        spec.priority = priority;
+        w.submit_spec(spec)
+    };
+    let first = ask(24, HOUR, false, 9);
+    let second = ask(16, HOUR, false, 8);
+    let larger = ask(24, HOUR, false, 7);
+    let long = ask(16, 3 * HOUR, true, 6);
+    let largest = ask(32, HOUR, false, 5);
+    let short = ask(16, 10 * 60, true, 4);
+    let decision = decides_as_without_shortcuts(&w);
+    let started: Vec<WorkloadId> = starts(&decision).iter().map(|s| s.0).collect();
+    assert_eq!(started, [short]);
+    for id in [first, second, larger, long, largest] {
+        assert!(!started.contains(&id), "{id:?}");
+    }
+}
+
+#[test]
+fn single_host_work_that_may_backfill_a_reservation_is_tried_after_work_that_may_not_was_passed_over(
+) {
+    // As above: a's gang reserves hosts 0 and 1 for 3 h, and a's 1-GPU request that cannot
+    // resume finds nothing open to it. The resumable requests after it whose minimum runtime
+    // ends after 3 h wait, whatever their size; one of 30 minutes (not debug work, which is
+    // always looked at) may use host 0 and starts there.
+    let config = Config {
+        headroom_gpus: 0,
+        ..Config::default()
+    };
+    let mut w = World::with_config(TWO_TEAMS, 3, 8, config);
+    w.now = HOUR;
+    let all = [0, 1, 2, 3, 4, 5, 6, 7];
+    w.running("b", 3 * HOUR, 0, 1, &all);
+    w.running("b", 4 * HOUR, 0, 2, &all);
+    let mut gang = w.spec("a", 16, HOUR);
+    gang.priority = 1;
+    let gang = w.submit_spec(gang);
+    let mut fragile = w.spec("a", 1, HOUR);
+    fragile.resumable = false;
+    let fragile = w.submit_spec(fragile);
+    let long = w.submit("a", 1, 3 * HOUR);
+    let longer = w.submit("a", 2, 4 * HOUR);
+    let short = w.submit("a", 2, 30 * 60);
+    let decision = decides_as_without_shortcuts(&w);
+    let started: Vec<WorkloadId> = starts(&decision).iter().map(|s| s.0).collect();
+    assert_eq!(started, [short]);
+    assert_eq!(starts(&decision)[0].1.parts[0].node, NodeId(0));
+    for id in [gang, fragile, long, longer] {
+        assert!(!started.contains(&id), "{id:?}");
+    }
+}
