@@ -19,7 +19,7 @@ use crate::ids::{BudgetId, NodeId, Time, WorkloadId};
 use crate::lineup::{Brief, Lineup, Shape};
 use crate::memo::{Failure, Failures};
 use crate::placement::{Choice, Rules, IDLE_ONLY};
-use crate::pool::{Blockers, Held, Pool, Run};
+use crate::pool::{Blockers, Build, Held, Pool, Run};
 use crate::queue::{leaf_order, FreeOrder, FreeQueue, Queue, QueueKey};
 use crate::ranking::Standings;
 use crate::reasons::{
@@ -60,14 +60,13 @@ pub(crate) fn fair_share_with(
     let standings = engine.pass_standings(now);
     let ranks = standings.leaf_count();
     // Allocated work preempts unallocated work, and allocated work out of its protection.
-    let pool = engine.pool_for_pass(
-        state,
-        now,
+    let build = Build {
         ranks,
-        |leaf| standings.leaf_rank(leaf),
-        |r| Some(r.protected_until.unwrap_or(Time::MIN)),
-        changes,
-    );
+        rank_of: |leaf| standings.leaf_rank(leaf),
+        order: standings.leaves(),
+        victim_from: |r| Some(r.protected_until.unwrap_or(Time::MIN)),
+    };
+    let pool = engine.pool_for_pass(state, now, build, changes);
     // The fast lane's room: its cap on the schedulable GPUs, less what debug work holds already.
     let schedulable = pool.schedulable_gpus();
     // On a small cluster a tenth may not hold even one debug workload: the lane always has room

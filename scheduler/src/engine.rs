@@ -223,28 +223,24 @@ impl Engine {
 
     /// The pool for a pass: built from the snapshot, or, for a driver that names its changes,
     /// the one kept at its previous pass brought up to date ([`crate::pool::Kept`]).
-    pub(crate) fn pool_for_pass(
+    pub(crate) fn pool_for_pass<F: Fn(BudgetId) -> u32>(
         &self,
         state: &ClusterState<'_>,
         now: Time,
-        ranks: usize,
-        rank_of: impl Fn(BudgetId) -> u32,
-        victim_from: fn(&Run) -> Option<Time>,
+        build: Build<'_, F>,
         changes: Option<&Changes<'_>>,
     ) -> Box<Pool> {
         match changes {
-            None => Box::new(Pool::new(state, now, ranks, rank_of, victim_from)),
-            Some(changes) => self.kept().pool_for(
-                self.config.policy,
+            None => Box::new(Pool::new(
                 state,
-                changes,
                 now,
-                Build {
-                    ranks,
-                    rank_of,
-                    victim_from,
-                },
-            ),
+                build.ranks,
+                build.rank_of,
+                build.victim_from,
+            )),
+            Some(changes) => self
+                .kept()
+                .pool_for(self.config.policy, state, changes, now, build),
         }
     }
 
@@ -257,7 +253,13 @@ impl Engine {
         changes: Option<&Changes<'_>>,
     ) -> Box<Pool> {
         let victim_from = |r: &Run| (!r.baseline_protected).then_some(Time::MIN);
-        self.pool_for_pass(state, now, 1, |_| 0, victim_from, changes)
+        let build = Build {
+            ranks: 1,
+            rank_of: |_| 0,
+            order: &[],
+            victim_from,
+        };
+        self.pool_for_pass(state, now, build, changes)
     }
 
     /// Keeps the pass's pool for the driver's next pass, if it names its changes.

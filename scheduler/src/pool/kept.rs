@@ -7,9 +7,14 @@
 //! pass began, takes back what the pass did, and applies only those entries: the pool's runs stay
 //! in the snapshot's order and each host's runs in workload order, so the pool it gives the next
 //! pass is the one [`Pool::new`] would build (checked against it in debug builds). What depends on
-//! the time (each run's cost, whether its protection has ended, the leaves' ranks) is worked out
-//! again at every pass, as `Pool::new` does. Hosts changing state, a different policy, or a driver
-//! that skipped a pass: the pool is built afresh.
+//! the time is brought up to date at every pass: each run's cost is read at its time; while the
+//! leaves rank as they did at the last pass, the counters of runs are kept with the pool (put back
+//! after the pass, the runs the driver changed taken out and counted in, those whose protection
+//! ended since moved), else worked out again from every run as `Pool::new` does. Hosts changing
+//! state, a different policy, or a driver that skipped a pass: the pool is built afresh.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use super::{Pool, Run, Slot};
 use crate::cluster::NodeState;
@@ -46,6 +51,46 @@ pub(crate) struct Base {
     ranks: usize,
     /// Scratch: the snapshot's runs bringing the pool up to date looks at.
     touched: Vec<u32>,
+    /// The counters of runs as the pass began.
+    counts: Counts,
+    /// The leaves in the rank order the runs were counted by, if the counters were kept since
+    /// they were last worked out from every run (`None`: work them out again).
+    order: Option<Vec<BudgetId>>,
+    /// Snapshot runs counted as protected: `(end of protection, run, where its parts start)`,
+    /// soonest first (an entry whose run is no longer there is passed over).
+    ends: BinaryHeap<Reverse<(Time, u32, u32)>>,
+    /// Snapshot runs put on their hosts since the pass began, not counted yet.
+    inserted: Vec<u32>,
+}
+
+/// The counters [`Pool::count_run`] keeps.
+#[derive(Clone, Debug, Default)]
+struct Counts {
+    free_work_gpus: u32,
+    unprotected_by_rank: Vec<u32>,
+    unprotected_resumable_gpus: u32,
+    baseline_preemptible_gpus: u32,
+    debug_gpus: u32,
+}
+
+impl Counts {
+    fn save(&mut self, pool: &Pool) {
+        self.free_work_gpus = pool.free_work_gpus;
+        self.unprotected_by_rank
+            .clone_from(&pool.unprotected_by_rank);
+        self.unprotected_resumable_gpus = pool.unprotected_resumable_gpus;
+        self.baseline_preemptible_gpus = pool.baseline_preemptible_gpus;
+        self.debug_gpus = pool.debug_gpus;
+    }
+
+    fn restore(&self, pool: &mut Pool) {
+        pool.free_work_gpus = self.free_work_gpus;
+        pool.unprotected_by_rank
+            .clone_from(&self.unprotected_by_rank);
+        pool.unprotected_resumable_gpus = self.unprotected_resumable_gpus;
+        pool.baseline_preemptible_gpus = self.baseline_preemptible_gpus;
+        pool.debug_gpus = self.debug_gpus;
+    }
 }
 
 impl Base {
@@ -74,9 +119,11 @@ struct Idle {
 }
 
 /// How a policy's pass builds its pool (as [`Pool::new`]'s arguments).
-pub(crate) struct Build<F> {
+pub(crate) struct Build<'a, F> {
     pub ranks: usize,
     pub rank_of: F,
+    /// The leaves in rank order (`rank_of` gives each one's place in it).
+    pub order: &'a [BudgetId],
     pub victim_from: fn(&Run) -> Option<Time>,
 }
 
@@ -121,11 +168,12 @@ impl Kept {
         state: &ClusterState<'_>,
         changes: &Changes<'_>,
         now: Time,
-        build: Build<F>,
+        build: Build<'_, F>,
     ) -> Box<Pool> {
         let Build {
             ranks,
             rank_of,
+            order,
             victim_from,
         } = build;
         let kept = self.pool.take().filter(|&(_, pass, kept_policy)| {
@@ -133,7 +181,7 @@ impl Kept {
         });
         if let Some((mut pool, _, _)) = kept {
             if pool.sync(state, changes, ranks) {
-                pool.refresh(now, ranks, &rank_of);
+                pool.refresh(now, ranks, &rank_of, order);
                 pool.checkpoint();
                 #[cfg(debug_assertions)]
                 pool.assert_as_new(&Pool::new(state, now, ranks, &rank_of, victim_from));
@@ -153,6 +201,10 @@ impl Kept {
             live_parts: pool.parts.len(),
             ranks,
             touched: Vec::new(),
+            counts: Counts::default(),
+            order: None,
+            ends: BinaryHeap::new(),
+            inserted: Vec::new(),
         });
         pool.checkpoint();
         pool
@@ -181,6 +233,7 @@ impl Pool {
         let (runs, parts) = (self.runs.len(), self.parts.len());
         let mut base = self.base.take().expect("a kept pool");
         base.idle.save(self);
+        base.counts.save(self);
         if base.slots.len() == self.slots.len() {
             for &node in &base.changed {
                 base.slots[node as usize].clone_from(&self.slots[node as usize]);
@@ -218,6 +271,7 @@ impl Pool {
         base.changed.clear();
         base.runs_changed.clear();
         base.idle.restore(self);
+        base.counts.restore(self);
         self.base = Some(base);
         self.held.clear();
         self.loosened.clear();
@@ -250,8 +304,13 @@ impl Pool {
         true
     }
 
-    /// Takes snapshot run `i` off its hosts.
+    /// Takes snapshot run `i` off its hosts and out of the counters (as counted at the last
+    /// pass's time and ranks).
     fn remove_run(&mut self, i: u32) {
+        self.count_run(i as usize, -1);
+        if self.runs[i as usize].spec.is_debug() {
+            self.debug_gpus -= self.runs[i as usize].gpus;
+        }
         let (at, len) = self.runs[i as usize].parts;
         for k in at..at + len {
             let part = self.parts[k as usize];
@@ -326,34 +385,82 @@ impl Pool {
             debug_assert_eq!(i as usize, self.runs.len());
             self.runs.push(entry);
         }
-        self.base.as_mut().expect("a kept pool").live_parts += run.placement.parts.len();
+        let base = self.base.as_mut().expect("a kept pool");
+        base.live_parts += run.placement.parts.len();
+        base.inserted.push(i);
         true
     }
 
-    /// What depends on the time: each run's cost and rank, and the counters of runs.
-    fn refresh(&mut self, now: Time, ranks: usize, rank_of: &impl Fn(BudgetId) -> u32) {
-        self.now = now;
-        self.free_work_gpus = 0;
-        self.unprotected_by_rank.clear();
-        self.unprotected_by_rank.resize(ranks.max(1), 0);
-        self.unprotected_resumable_gpus = 0;
-        self.baseline_preemptible_gpus = 0;
-        self.debug_gpus = 0;
-        for i in 0..self.runs.len() {
-            let r = &mut self.runs[i];
-            r.rank = rank_of(r.spec.leaf);
-            if r.spec.is_debug() {
-                self.debug_gpus += r.gpus;
+    /// What depends on the time: each run's rank, and the counters of runs (see the module's
+    /// notes).
+    fn refresh(
+        &mut self,
+        now: Time,
+        ranks: usize,
+        rank_of: &impl Fn(BudgetId) -> u32,
+        order: &[BudgetId],
+    ) {
+        let mut base = self.base.take().expect("a kept pool");
+        if base.order.as_deref() == Some(order) {
+            // Protection that ended since the last pass.
+            while let Some(&Reverse((until, run, at))) = base.ends.peek() {
+                if until > now {
+                    break;
+                }
+                base.ends.pop();
+                let Some(r) = self.runs.get(run as usize) else {
+                    continue;
+                };
+                if r.parts.0 != at || r.protected_until != Some(until) {
+                    continue;
+                }
+                let (rank, gpus, resumable) = (r.rank as usize, r.usable_gpus, r.spec.resumable);
+                self.unprotected_by_rank[rank] += gpus;
+                if resumable {
+                    self.unprotected_resumable_gpus += gpus;
+                }
             }
-            self.count_run(i, 1);
+            self.now = now;
+            for k in 0..base.inserted.len() {
+                let i = base.inserted[k] as usize;
+                self.runs[i].rank = rank_of(self.runs[i].spec.leaf);
+                self.count_in(i, &mut base.ends);
+            }
+        } else {
+            self.now = now;
+            self.free_work_gpus = 0;
+            self.unprotected_by_rank.clear();
+            self.unprotected_by_rank.resize(ranks.max(1), 0);
+            self.unprotected_resumable_gpus = 0;
+            self.baseline_preemptible_gpus = 0;
+            self.debug_gpus = 0;
+            base.ends.clear();
+            for i in 0..self.runs.len() {
+                self.runs[i].rank = rank_of(self.runs[i].spec.leaf);
+                self.count_in(i, &mut base.ends);
+            }
+            base.order = Some(order.to_vec());
         }
-        for slot in &mut self.slots {
-            slot.cheapest_victim.set(None);
-        }
+        base.inserted.clear();
+        self.base = Some(base);
+        self.epoch += 1;
         self.gang_hosts.take();
         self.changes = 0;
         self.requeued_allocated = false;
         self.requeued_free = None;
+    }
+
+    /// Counts snapshot run `i` in at the pool's time, noting when its protection ends.
+    fn count_in(&mut self, i: usize, ends: &mut BinaryHeap<Reverse<(Time, u32, u32)>>) {
+        let r = &self.runs[i];
+        if r.spec.is_debug() {
+            self.debug_gpus += r.gpus;
+        }
+        if r.spec.is_allocated() && r.is_protected(self.now) {
+            let until = r.protected_until.expect("protected");
+            ends.push(Reverse((until, i as u32, r.parts.0)));
+        }
+        self.count_run(i, 1);
     }
 
     /// That this pool is the one [`Pool::new`] built from the same snapshot.

@@ -119,8 +119,8 @@ pub(crate) struct Slot {
     /// [`Pool::victim_gpus`]). Kept from pass to pass until the host changes.
     victim_gpus: Cell<Option<VictimGpus>>,
     /// The cost of the cheapest run that may be preempted here, once a search has asked in this
-    /// pass (see [`Pool::cheapest_victim`]).
-    cheapest_victim: Cell<Option<Option<Cost>>>,
+    /// pass (see [`Pool::cheapest_victim`]), with the pass's [`Pool::epoch`].
+    cheapest_victim: Cell<Option<(u64, Option<Cost>)>>,
     /// Where this host's runs start in [`Pool::slot_runs`]' flat list, and how many there are.
     runs_at: u32,
     runs_len: u32,
@@ -237,6 +237,9 @@ pub(crate) struct Pool {
     victim_from: fn(&Run) -> Option<Time>,
     /// Bumped by every change, so callers can cache what they learned about the pool.
     pub changes: u64,
+    /// Bumped at every pass of a kept pool: what a pass learned of its hosts' cheapest victims is
+    /// of that pass's epoch.
+    epoch: u64,
     /// GPUs held by debug work when the pass began (the fast lane's share in use).
     pub debug_gpus: u32,
     /// This pass stopped resumable allocated work (it goes back to the queue).
@@ -330,6 +333,7 @@ impl Pool {
             baseline_preemptible_gpus: 0,
             victim_from,
             changes: 0,
+            epoch: 0,
             debug_gpus: 0,
             requeued_allocated: false,
             requeued_free: None,
@@ -450,8 +454,10 @@ impl Pool {
     /// releases only remove victims, so it stays a lower bound for the rest of the pass.
     pub(crate) fn cheapest_victim(&self, node: usize) -> Option<Cost> {
         let slot = &self.slots[node];
-        if let Some(cheapest) = slot.cheapest_victim.get() {
-            return cheapest;
+        if let Some((epoch, cheapest)) = slot.cheapest_victim.get() {
+            if epoch == self.epoch {
+                return cheapest;
+            }
         }
         let cheapest = self
             .slot_runs(node)
@@ -460,7 +466,7 @@ impl Pool {
             .filter(|r| r.alive && !r.fresh && (self.victim_from)(r).is_some_and(|t| t <= self.now))
             .map(|r| r.cost(self.now))
             .min();
-        slot.cheapest_victim.set(Some(cheapest));
+        slot.cheapest_victim.set(Some((self.epoch, cheapest)));
         cheapest
     }
 
