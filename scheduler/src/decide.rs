@@ -331,12 +331,21 @@ impl WaitFrom {
         }
     }
 
-    /// Whether work of `shape` is known to wait at `now`.
+    /// Whether work of `shape` is known to wait at `now` (what [`Bars`] tells faster).
     fn passes(&self, shape: &Shape, now: Time) -> bool {
         match (shape.debug, shape.gang) {
             (true, _) => false,
             (false, false) => self.singles.passes(shape, now),
             (false, true) => self.gangs.passes(shape, now),
+        }
+    }
+
+    /// What is known at `now`, as the bars a shape passes.
+    fn bars(&self, now: Time) -> Bars {
+        let (singles, gangs) = (self.singles.bar(now), self.gangs.bar(now));
+        Bars {
+            from: [singles.0, gangs.0],
+            over: [singles.1, gangs.1],
         }
     }
 
@@ -360,7 +369,38 @@ struct Waits {
     not_from: Option<u32>,
 }
 
+/// [`WaitFrom`] at one moment, read the same way for both kinds (index 0: single-host work, 1:
+/// gangs): work of the kind waits if it asks for `from` GPUs or more and its `resumable_min`
+/// exceeds `over`. Debug work never passes.
+#[derive(Clone, Copy)]
+struct Bars {
+    from: [u64; 2],
+    over: [Time; 2],
+}
+
+impl Bars {
+    fn passes(&self, shape: &Shape) -> bool {
+        let kind = usize::from(shape.gang);
+        !shape.debug
+            && u64::from(shape.gpus) >= self.from[kind]
+            && shape.resumable_min > self.over[kind]
+    }
+}
+
 impl Waits {
+    /// [`Bars`]' two figures for this kind at `now`. A minimum runtime `min` (never negative)
+    /// ends by `by` unless `now + min > by` (saturating), that is unless `min > by - now`; a
+    /// reservation of `Time::MAX` is never reached, so then nothing exceeds the bar.
+    fn bar(&self, now: Time) -> (u64, Time) {
+        let from = self.from.map_or(u64::MAX, u64::from);
+        let over = match self.unless_by {
+            None => Time::MIN,
+            Some(Time::MAX) => Time::MAX,
+            Some(by) => by.saturating_sub(now),
+        };
+        (from, over)
+    }
+
     fn passes(&self, shape: &Shape, now: Time) -> bool {
         self.from.is_some_and(|from| shape.gpus >= from)
             && self
@@ -526,7 +566,8 @@ impl Pass<'_> {
                     if queue.max_gpus(rank) > self.pool.node_size
                         && self.attempts < self.max_reservations
                     {
-                        self.scan_gangs(members, &mut group);
+                        let special = lineup.map(|lineup| lineup.special(leaf));
+                        self.scan_gangs(members, special, &mut group);
                     }
                     if let Some(q) = watched.filter(|_| self.watched.is_none()) {
                         let w = self.queued[q as usize];
@@ -600,7 +641,10 @@ impl Pass<'_> {
         let mut i = 0;
         loop {
             wait_from.stands((self.pool.stands(), self.failures.recorded()));
-            while i < members.len() && self.passes_over(&wait_from, &shape_at(i), members[i]) {
+            let bars = wait_from.bars(self.now);
+            let holding = self.pool.held.iter().any(|h| h.live);
+            while i < members.len() && self.passes_over(&bars, holding, &shape_at(i), members[i]) {
+                debug_assert!(wait_from.passes(&shape_at(i), self.now));
                 i += 1;
             }
             let Some(&q) = members.get(i) else {
@@ -639,7 +683,12 @@ impl Pass<'_> {
                 }
                 let shape = Shape::of(&queued[g as usize], node_size);
                 wait_from.stands((self.pool.stands(), self.failures.recorded()));
-                if !self.passes_over(&wait_from, &shape, g) && !self.settled_without_a_try(g, group)
+                let (bars, holding) = (
+                    wait_from.bars(self.now),
+                    self.pool.held.iter().any(|h| h.live),
+                );
+                if !self.passes_over(&bars, holding, &shape, g)
+                    && !self.settled_without_a_try(g, group)
                 {
                     self.try_allocated(g, group);
                     if shape.gang {
@@ -661,9 +710,9 @@ impl Pass<'_> {
     }
 
     /// Whether the walk passes over workload `q` of `shape`, known to wait (see [`WaitFrom`]); a
-    /// gang holding a reservation is always looked at.
-    fn passes_over(&self, wait_from: &WaitFrom, shape: &Shape, q: u32) -> bool {
-        wait_from.passes(shape, self.now) && !(shape.gang && self.holds(q))
+    /// gang holding a reservation (`holding`: some reservation is live) is always looked at.
+    fn passes_over(&self, bars: &Bars, holding: bool, shape: &Shape, q: u32) -> bool {
+        bars.passes(shape) && !(shape.gang && holding && self.holds(q))
     }
 
     /// Whether workload `q` holds a reservation.
@@ -878,21 +927,34 @@ impl Pass<'_> {
 
     /// The gangs of a group none of whose work can start by fair share alone, in queue order,
     /// while reservations are left to offer: only they may still reserve (or, holding a
-    /// reservation, take work behind them). Sorts the gangs, not the whole group.
-    fn scan_gangs(&mut self, members: &[u32], group: &mut Group) {
+    /// reservation, take work behind them). Sorts the gangs, not the whole group; where the
+    /// lineup keeps the group's gangs and debug work in queue order (`special`), reads only those.
+    fn scan_gangs(&mut self, members: &[u32], special: Option<&[u32]>, group: &mut Group) {
         let node_size = self.pool.node_size;
-        let mut gangs: Vec<(QueueKey, u32)> = members
-            .iter()
-            .filter(|&&q| self.queued[q as usize].gpus > node_size && !self.started[q as usize])
-            .map(|&q| {
-                (
-                    QueueKey::fair_share(&self.queued[q as usize], group.rank),
-                    q,
-                )
-            })
-            .collect();
-        gangs.sort_unstable();
-        for (_, q) in gangs {
+        let gang = |q: u32| self.queued[q as usize].gpus > node_size && !self.started[q as usize];
+        let gangs: Vec<u32> = match special {
+            Some(special) => {
+                debug_assert!(special.iter().copied().eq(members
+                    .iter()
+                    .copied()
+                    .filter(|&g| crate::lineup::special(&self.queued[g as usize], node_size))));
+                special.iter().copied().filter(|&q| gang(q)).collect()
+            }
+            None => {
+                let mut gangs: Vec<(QueueKey, u32)> = (members.iter().copied())
+                    .filter(|&q| gang(q))
+                    .map(|q| {
+                        (
+                            QueueKey::fair_share(&self.queued[q as usize], group.rank),
+                            q,
+                        )
+                    })
+                    .collect();
+                gangs.sort_unstable();
+                gangs.into_iter().map(|(_, q)| q).collect()
+            }
+        };
+        for q in gangs {
             if self.attempts >= self.max_reservations {
                 break;
             }
