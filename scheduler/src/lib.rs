@@ -89,6 +89,7 @@ mod ranking;
 mod reasons;
 mod ruled_out;
 mod settle;
+mod shelf;
 pub mod sim;
 mod slurm;
 mod snapshot;

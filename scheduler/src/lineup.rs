@@ -15,6 +15,7 @@ use crate::ids::{BudgetId, Time};
 use crate::pool::FreeFit;
 use crate::queue::leaf_order;
 use crate::ranking::Standings;
+use crate::shelf::Shelf;
 use crate::snapshot::{Changes, WorkloadSpec};
 
 /// What a pass reads of a waiting workload before its spec: the spec's own fields, a quarter of
@@ -79,7 +80,7 @@ fn class(w: &WorkloadSpec) -> usize {
 struct Leaf {
     /// By class, in order: queue indices (ordered by their workload's key in the mirror, then
     /// index; four bytes each, so that inserting and removing move little).
-    lists: [Vec<u32>; 3],
+    lists: [Shelf<u32>; 3],
     /// Of its allocated work: the debug work, by queue index.
     debug: Vec<u32>,
     /// Of its allocated work: how many ask for each size, and how many of the resumable ones have
@@ -88,9 +89,9 @@ struct Leaf {
     resumable_min_runtimes: BTreeMap<Time, u32>,
     /// Of its allocated work: debug work and work larger than a host (see [`special`]), in the
     /// order of `lists[0]`.
-    special: Vec<u32>,
+    special: Shelf<u32>,
     /// The shapes of `lists[0]`, in its order.
-    shapes: Vec<Shape>,
+    shapes: Shelf<Shape>,
 }
 
 /// Allocated work a walk of a leaf's work must still visit once the headroom holds back its
