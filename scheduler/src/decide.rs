@@ -640,9 +640,7 @@ impl Pass<'_> {
         let mut wait_from = WaitFrom::default();
         let mut i = 0;
         loop {
-            wait_from.stands((self.pool.stands(), self.failures.recorded()));
-            let bars = wait_from.bars(self.now);
-            let holding = self.pool.held.iter().any(|h| h.live);
+            let (bars, holding) = self.bars(&mut wait_from);
             while i < members.len() && self.passes_over(&bars, holding, &shape_at(i), members[i]) {
                 debug_assert!(wait_from.passes(&shape_at(i), self.now));
                 i += 1;
@@ -682,11 +680,7 @@ impl Pass<'_> {
                     continue;
                 }
                 let shape = Shape::of(&queued[g as usize], node_size);
-                wait_from.stands((self.pool.stands(), self.failures.recorded()));
-                let (bars, holding) = (
-                    wait_from.bars(self.now),
-                    self.pool.held.iter().any(|h| h.live),
-                );
+                let (bars, holding) = self.bars(&mut wait_from);
                 if !self.passes_over(&bars, holding, &shape, g)
                     && !self.settled_without_a_try(g, group)
                 {
@@ -707,6 +701,14 @@ impl Pass<'_> {
                 None => break,
             }
         }
+    }
+
+    /// What `wait_from` knows as the pool and the failures on record stand now, as bars, and
+    /// whether some reservation is live (see `passes_over`).
+    fn bars(&self, wait_from: &mut WaitFrom) -> (Bars, bool) {
+        wait_from.stands((self.pool.stands(), self.failures.recorded()));
+        let holding = self.pool.held.iter().any(|h| h.live);
+        (wait_from.bars(self.now), holding)
     }
 
     /// Whether the walk passes over workload `q` of `shape`, known to wait (see [`WaitFrom`]); a
@@ -764,9 +766,20 @@ impl Pass<'_> {
         if f.reach >= gpus || self.pool.loosened_after(f.at) {
             return None;
         }
+        self.reserved_ahead_of(key, |h| self.may_backfill(h, &f.spec, f.key))
+    }
+
+    /// Whether every live reservation but those `open` to the work is held by work ahead of
+    /// `key`, which work at `key` may then use only by backfilling it: if so, the latest of them
+    /// (`Some(None)` if none), by when such work's minimum runtime must end; else `None`.
+    fn reserved_ahead_of(
+        &self,
+        key: QueueKey,
+        open: impl Fn(&Held) -> bool,
+    ) -> Option<Option<Time>> {
         let mut unless_by = None;
         for h in self.pool.held.iter().filter(|h| h.live) {
-            if self.may_backfill(h, &f.spec, f.key) {
+            if open(h) {
                 continue;
             }
             if h.key > key {
@@ -824,17 +837,9 @@ impl Pass<'_> {
         if self.pool.loosened_after(latest.at) {
             return None;
         }
-        let mut unless_by = None;
-        for h in self.pool.held.iter().filter(|h| h.live) {
-            if all_find_it && self.may_backfill(h, &latest.spec, latest.key) {
-                continue;
-            }
-            if h.key > key {
-                return None;
-            }
-            unless_by = Some(unless_by.map_or(h.at, |by: Time| by.max(h.at)));
-        }
-        Some(unless_by)
+        self.reserved_ahead_of(key, |h| {
+            all_find_it && self.may_backfill(h, &latest.spec, latest.key)
+        })
     }
 
     /// Leaves single-host workload `q` waiting as `try_allocated` would, without its lookups,

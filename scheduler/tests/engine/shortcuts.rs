@@ -286,13 +286,10 @@ fn single_host_work_after_a_gang_that_left_gpus_idle_is_looked_at_again() {
     assert_eq!(started, [gang, later, first]);
 }
 
-#[test]
-fn resumable_work_that_ends_before_a_reservation_starts_there_after_work_that_cannot_resume_waited()
-{
-    // Host 0 is idle; b's protected work fills host 1 until 3 h and host 2 until 4 h. a's gang
-    // (first in a's queue) cannot start and reserves hosts 0 and 1 for 3 h. Behind it, a's
-    // 1-GPU request that cannot resume finds nothing open to it; one that can resume and is
-    // protected for 10 minutes may use host 0 until then; one protected for 3 hours may not.
+/// Three hosts of 8 GPUs at 1 h: host 0 idle, b's protected work on host 1 until 3 h and on host
+/// 2 until 4 h. a's gang (first in a's queue) cannot start and reserves hosts 0 and 1 for 3 h;
+/// behind it, a's 1-GPU request that cannot resume finds nothing open to it. No headroom.
+fn a_gang_reserving_until_three_hours() -> (World, WorkloadId, WorkloadId) {
     let config = Config {
         headroom_gpus: 0,
         ..Config::default()
@@ -308,6 +305,17 @@ fn resumable_work_that_ends_before_a_reservation_starts_there_after_work_that_ca
     let mut fragile = w.spec("a", 1, HOUR);
     fragile.resumable = false;
     let fragile = w.submit_spec(fragile);
+    (w, gang, fragile)
+}
+
+#[test]
+fn resumable_work_that_ends_before_a_reservation_starts_there_after_work_that_cannot_resume_waited()
+{
+    // Host 0 is idle; b's protected work fills host 1 until 3 h and host 2 until 4 h. a's gang
+    // (first in a's queue) cannot start and reserves hosts 0 and 1 for 3 h. Behind it, a's
+    // 1-GPU request that cannot resume finds nothing open to it; one that can resume and is
+    // protected for 10 minutes may use host 0 until then; one protected for 3 hours may not.
+    let (mut w, gang, fragile) = a_gang_reserving_until_three_hours();
     let long = w.submit("a", 1, 3 * HOUR);
     let short = w.submit("a", 1, 10 * 60);
     let decision = decides_as_without_shortcuts(&w);
@@ -468,21 +476,7 @@ fn single_host_work_that_may_backfill_a_reservation_is_tried_after_work_that_may
     // resume finds nothing open to it. The resumable requests after it whose minimum runtime
     // ends after 3 h wait, whatever their size; one of 30 minutes (not debug work, which is
     // always looked at) may use host 0 and starts there.
-    let config = Config {
-        headroom_gpus: 0,
-        ..Config::default()
-    };
-    let mut w = World::with_config(TWO_TEAMS, 3, 8, config);
-    w.now = HOUR;
-    let all = [0, 1, 2, 3, 4, 5, 6, 7];
-    w.running("b", 3 * HOUR, 0, 1, &all);
-    w.running("b", 4 * HOUR, 0, 2, &all);
-    let mut gang = w.spec("a", 16, HOUR);
-    gang.priority = 1;
-    let gang = w.submit_spec(gang);
-    let mut fragile = w.spec("a", 1, HOUR);
-    fragile.resumable = false;
-    let fragile = w.submit_spec(fragile);
+    let (mut w, gang, fragile) = a_gang_reserving_until_three_hours();
     let long = w.submit("a", 1, 3 * HOUR);
     let longer = w.submit("a", 2, 4 * HOUR);
     let short = w.submit("a", 2, 30 * 60);
